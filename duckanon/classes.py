@@ -1,0 +1,117 @@
+"""Step 2 of the pipeline: one GROUP BY inside DuckDB builds the class histogram.
+
+The cells table holds one row per distinct (QI vector, SA value) with its row count, dictionary
+codes per QI column and for the SA, and a stable cell id. Only the codes and counts cross into
+Python (Arrow -> numpy); the values themselves stay in DuckDB, where the join-back reads them.
+The SQL is built as sqlglot expressions so that another engine can run it by changing dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+from sqlglot import exp
+
+from duckanon.errors import AnonymizeError
+from duckanon.plan import Plan
+from duckanon.solver.histogram import Histogram
+
+STAR = "*"
+
+
+def qcol(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(name, table=table, quoted=True)
+
+
+def qi_alias(j: int) -> str:
+    return f"q{j}"
+
+
+def code_alias(j: int) -> str:
+    return f"c{j}"
+
+
+SA_ALIAS, SA_CODE, COUNT, CELL_ID = "s", "s_code", "n", "cell_id"
+
+
+@dataclass
+class Cells:
+    """The histogram and, per cell, the class and SA code it belongs to."""
+
+    table: str  # temp table name in DuckDB
+    histogram: Histogram
+    cell_class: np.ndarray
+    cell_sa: np.ndarray
+    cell_count: np.ndarray
+
+
+def _dense_code(column: str) -> exp.Expr:
+    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[exp.Ordered(this=qcol(column))]))
+    return exp.Sub(this=window, expression=exp.Literal.number(1))
+
+
+def cells_select(plan: Plan) -> exp.Select:
+    """SELECT <QI values>, <SA>, count, codes, cell id FROM (GROUP BY QI, SA)."""
+    grouped_columns = [exp.alias_(qcol(c), qi_alias(j), quoted=True) for j, c in enumerate(plan.qi)]
+    if plan.sensitive:
+        grouped_columns.append(exp.alias_(qcol(plan.sensitive), SA_ALIAS, quoted=True))
+    keys = [exp.Literal.number(i + 1) for i in range(len(grouped_columns))]
+    grouped = (
+        exp.select(*grouped_columns, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True))
+        .from_(plan.source.table.copy())
+        .group_by(*keys)
+    )
+    outer = [exp.Star()]
+    outer += [exp.alias_(_dense_code(qi_alias(j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
+    if plan.sensitive:
+        outer.append(exp.alias_(_dense_code(SA_ALIAS), SA_CODE, quoted=True))
+    outer.append(exp.alias_(exp.Sub(this=exp.Window(this=exp.Anonymous(this="ROW_NUMBER")), expression=exp.Literal.number(1)), CELL_ID, quoted=True))
+    return exp.select(*outer).from_(grouped.subquery("g"))
+
+
+def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str) -> Cells:
+    create = exp.Create(
+        this=exp.to_table(table, quoted=True), kind="TABLE", expression=cells_select(plan),
+        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+    )
+    con.execute(create.sql(dialect="duckdb"))
+    _reject_star_values(con, plan, table)
+    code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
+    sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
+    fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
+        exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
+    arrow = con.execute(fetch.sql(dialect="duckdb")).fetch_arrow_table()
+    m = len(plan.qi)
+    n_cells = arrow.num_rows
+    codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)
+    cell_sa = arrow.column(m).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
+    cell_count = arrow.column(m + 1).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
+    if n_cells:
+        class_codes, cell_class = np.unique(codes, axis=0, return_inverse=True)
+        cell_class = cell_class.ravel()
+    else:
+        class_codes, cell_class = codes, np.zeros(0, np.int64)
+    n_sa = int(cell_sa.max()) + 1 if n_cells else 1
+    sa_counts = np.zeros((len(class_codes), n_sa), dtype=np.int64)
+    np.add.at(sa_counts, (cell_class, cell_sa), cell_count)
+    histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
+    return Cells(table, histogram, cell_class, cell_sa, cell_count)
+
+
+def _reject_star_values(con, plan: Plan, table: str) -> None:
+    """A source value '*' would be indistinguishable from a suppressed cell: refuse it."""
+    checks = [
+        exp.EQ(this=exp.Cast(this=qcol(qi_alias(j)), to=exp.DataType.build("VARCHAR")), expression=exp.Literal.string(STAR))
+        for j in range(len(plan.qi))
+    ]
+    condition = exp.or_(*checks) if len(checks) > 1 else checks[0]
+    query = exp.select(*[exp.alias_(exp.func("bool_or", c), f"x{j}", quoted=True) for j, c in enumerate(checks)]).from_(
+        exp.to_table(table, quoted=True)).where(condition)
+    row = con.execute(query.sql(dialect="duckdb")).fetchone()
+    for j, flag in enumerate(row or ()):
+        if flag:
+            raise AnonymizeError(
+                f"column '{plan.qi[j]}' contains the value '*', which duckanon reserves for suppressed cells"
+            )

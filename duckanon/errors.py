@@ -1,0 +1,11 @@
+"""The one exception users see. Every message is a single line that names the problem."""
+
+
+class AnonymizeError(Exception):
+    """A request duckanon refuses: bad syntax, bad option, unknown column, infeasible model.
+
+    Raised before anything is written, so the database is unchanged when it reaches the user.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))  # always one line

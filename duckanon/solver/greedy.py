@@ -1,0 +1,96 @@
+"""Pattern-guided greedy for k-anonymity (Bredereck et al., Algorithm 1).
+
+A pattern is a set of columns that may be suppressed together. Patterns are tried in increasing
+number of stars; for each, the remaining rows are grouped by the columns the pattern keeps, and
+every group of at least k rows is released and removed. An m-approximation, tight.
+
+Without user patterns all 2^m patterns are used, generated lazily. A kept column none of whose
+values still has k remaining rows can never be part of a released group, so patterns keeping it
+are skipped without being generated: only subsets of the "alive" columns are enumerated.
+
+Rows left at the end (fewer than k) form one last group; the repair step merges it into the
+cheapest group when it is too small. The zero-star pattern is always tried first (classes of
+size >= k are released unchanged).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from duckanon.solver.histogram import Histogram
+from duckanon.solver.partition import Solution, solution_from_class_groups
+
+
+def _group_keys(codes: np.ndarray) -> np.ndarray:
+    """Dense group ids for the rows of `codes` (mixed radix when it fits in int64)."""
+    if codes.shape[1] == 0:
+        return np.zeros(len(codes), dtype=np.int64)
+    radix = codes.max(axis=0) + 1
+    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
+        key = np.zeros(len(codes), dtype=np.int64)
+        for j in range(codes.shape[1]):
+            key = key * int(radix[j]) + codes[:, j]
+        return np.unique(key, return_inverse=True)[1].ravel()
+    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+
+
+def _default_kept_sets(m: int, alive_columns):
+    """Kept-column sets in increasing star order, drawn from the currently alive columns.
+
+    When a release kills a column, the current size restarts over the smaller alive set; sets
+    tried again release nothing new (their groups only shrank), and the alive set can only
+    shrink, so this ends.
+    """
+    for kept_size in range(m, -1, -1):
+        restart = True
+        while restart:
+            restart = False
+            alive = alive_columns()
+            for kept in combinations(alive, kept_size):
+                yield kept
+                if len(alive_columns()) < len(alive):
+                    restart = True
+                    break
+
+
+def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None) -> Solution:
+    """`patterns`: lists of column indices that may be starred together (None: all 2^m)."""
+    m = hist.m
+    remaining = hist.sizes.copy()
+    cls, group, count = [], [], []
+    next_group = 0
+
+    def alive_columns():
+        alive = []
+        for j in range(m):
+            values = np.bincount(hist.codes[:, j], weights=remaining)
+            if len(values) and values.max() >= k:
+                alive.append(j)
+        return alive
+
+    if patterns is None:
+        kept_sets = _default_kept_sets(m, alive_columns)
+    else:
+        starred = sorted({tuple(sorted(set(p))) for p in patterns} | {()}, key=len)
+        kept_sets = (tuple(j for j in range(m) if j not in s) for s in starred)
+
+    for kept in kept_sets:
+        live = np.flatnonzero(remaining > 0)
+        if remaining.sum() < k or len(live) == 0:
+            break
+        keys = _group_keys(hist.codes[live][:, list(kept)])
+        totals = np.bincount(keys, weights=remaining[live])
+        released = totals[keys] >= k
+        if not released.any():
+            continue
+        for c, key in zip(live[released], keys[released]):
+            cls.append(c); group.append(next_group + key); count.append(remaining[c])
+        next_group += len(totals)
+        remaining[live[released]] = 0
+
+    leftover = np.flatnonzero(remaining > 0)
+    for c in leftover:
+        cls.append(c); group.append(next_group); count.append(remaining[c])
+    return solution_from_class_groups(hist, cls, group, count, "greedy")

@@ -1,0 +1,129 @@
+"""Privacy models (ARX's "criteria"): each says whether a group of rows is publishable.
+
+All share one interface, vectorised over groups: `satisfied(sizes, sa_counts)` takes the group
+sizes (G,) and SA counts (G, S) and returns a boolean (G,). `check_feasible(total)` raises when no
+partition of the table can satisfy the model. Every model here is closed under merging of
+satisfying groups, which the merge-based repair relies on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+
+# Relative slack for floating-point comparisons of EMD against t, so that a group exactly at the
+# limit (EMD == t in exact arithmetic) is accepted.
+EMD_TOLERANCE = 1e-9
+
+
+class PrivacyModel:
+    name = "model"
+
+    def satisfied(self, sizes: np.ndarray, sa_counts: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def check_feasible(self, sa_total: np.ndarray) -> None:
+        """Raise AnonymizeError when even the whole table as one group fails the model."""
+        if sa_total.sum() and not self.satisfied(np.array([sa_total.sum()]), sa_total[None, :])[0]:
+            raise AnonymizeError(f"{self} is infeasible: the whole table as one group does not satisfy it")
+
+    def min_group_size(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class KAnonymity(PrivacyModel):
+    k: int
+    name = "k-anonymity"
+
+    def satisfied(self, sizes, sa_counts):
+        return sizes >= self.k
+
+    def check_feasible(self, sa_total):
+        rows = int(sa_total.sum())
+        if rows and self.k > rows:
+            raise AnonymizeError(f"k = {self.k} is greater than the number of rows ({rows})")
+
+    def min_group_size(self):
+        return self.k
+
+    def __str__(self):
+        return f"{self.k}-anonymity"
+
+
+@dataclass(frozen=True)
+class LDiversity(PrivacyModel):
+    """`frequency`: no SA value in more than |G|/l rows (l * max <= |G|, in integers).
+    `distinct`: at least l distinct SA values."""
+
+    l: int
+    variant: str = "frequency"
+    name = "l-diversity"
+
+    def satisfied(self, sizes, sa_counts):
+        if self.variant == "distinct":
+            return (sa_counts > 0).sum(axis=1) >= self.l
+        return self.l * sa_counts.max(axis=1, initial=0) <= sizes
+
+    def check_feasible(self, sa_total):
+        distinct = int((sa_total > 0).sum())
+        if sa_total.sum() and self.l > distinct:
+            raise AnonymizeError(f"l = {self.l} is greater than the number of distinct sensitive values ({distinct})")
+        if sa_total.sum() and not self.satisfied(np.array([sa_total.sum()]), sa_total[None, :])[0]:
+            top = int(sa_total.max())
+            raise AnonymizeError(
+                f"{self} is infeasible: the most frequent sensitive value covers {top} of {int(sa_total.sum())} "
+                f"rows, more than 1/{self.l} of the table"
+            )
+
+    def min_group_size(self):
+        return self.l
+
+    def __str__(self):
+        return f"{self.variant} {self.l}-diversity"
+
+
+@dataclass(frozen=True)
+class TCloseness(PrivacyModel):
+    """EMD between a group's SA distribution and the table's is at most t.
+
+    `equal`: EMD = 1/2 sum |p - q|. `ordered`: SA codes are ordered values 1..v,
+    EMD = 1/(v-1) sum_i |sum_{j<=i} (p_j - q_j)|.
+    """
+
+    t: float
+    sa_total: tuple[int, ...]
+    distance: str = "equal"
+    name = "t-closeness"
+
+    def emd(self, sizes, sa_counts) -> np.ndarray:
+        total = np.asarray(self.sa_total, dtype=np.float64)
+        n = total.sum()
+        sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
+        p = sa_counts / sizes[:, None]
+        q = total / n
+        if self.distance == "ordered":
+            v = len(total)
+            if v <= 1:
+                return np.zeros(len(sizes))
+            return np.abs(np.cumsum(p - q, axis=1)).sum(axis=1) / (v - 1)
+        return 0.5 * np.abs(p - q).sum(axis=1)
+
+    def satisfied(self, sizes, sa_counts):
+        return self.emd(sizes, sa_counts) <= self.t + EMD_TOLERANCE
+
+    def check_feasible(self, sa_total):
+        return None  # the whole table has EMD 0
+
+    def __str__(self):
+        return f"{self.t:g}-closeness ({self.distance} distance)"
+
+
+def all_satisfied(models, sizes, sa_counts) -> np.ndarray:
+    ok = np.ones(len(sizes), dtype=bool)
+    for model in models:
+        ok &= model.satisfied(sizes, sa_counts)
+    return ok

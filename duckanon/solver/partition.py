@@ -1,0 +1,141 @@
+"""A solution: which rows of each class go to which output group, and what each group shows.
+
+Rows are identified only by (class, SA value) and a count: the solver never sees rows. A group's
+published vector keeps column j where all its rows agree and stars it otherwise, so its real
+stars are always recomputed from membership (a solver's intended pattern may star more).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from duckanon.solver.histogram import Histogram
+
+STAR = -1  # code of a suppressed cell in a group representative
+
+
+@dataclass
+class Solution:
+    """Parts: `count` rows of class `part_class` with SA code `part_sa` are published in group `part_group`."""
+
+    part_class: np.ndarray
+    part_sa: np.ndarray
+    part_group: np.ndarray
+    part_count: np.ndarray
+    group_rep: np.ndarray  # (G, m) codes, STAR where the group is suppressed
+    method: str = ""
+    optimal: bool = False
+    lower_bound: int | None = None
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def group_stars(self) -> np.ndarray:
+        return (self.group_rep == STAR).sum(axis=1)
+
+    @property
+    def stars(self) -> int:
+        return int((self.part_count * self.group_stars[self.part_group]).sum())
+
+    @property
+    def suppressed_rows(self) -> int:
+        return int(self.part_count[self.group_stars[self.part_group] > 0].sum())
+
+    def group_sizes(self) -> np.ndarray:
+        return np.bincount(self.part_group, weights=self.part_count, minlength=len(self.group_rep)).astype(np.int64)
+
+    def group_sa(self, n_sa: int) -> np.ndarray:
+        out = np.zeros((len(self.group_rep), n_sa), dtype=np.int64)
+        np.add.at(out, (self.part_group, self.part_sa), self.part_count)
+        return out
+
+    def published_classes(self) -> np.ndarray:
+        """Sizes of the published equivalence classes (groups with equal published vectors merge)."""
+        sizes = self.group_sizes()
+        keep = sizes > 0
+        if not keep.any():
+            return np.zeros(0, dtype=np.int64)
+        _, inverse = np.unique(self.group_rep[keep], axis=0, return_inverse=True)
+        return np.bincount(inverse.ravel(), weights=sizes[keep]).astype(np.int64)
+
+
+def group_representatives(codes: np.ndarray, part_class: np.ndarray, part_group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group and column: the common code, or STAR where members disagree."""
+    m = codes.shape[1]
+    low = np.full((n_groups, m), np.iinfo(np.int64).max, dtype=np.int64)
+    high = np.full((n_groups, m), np.iinfo(np.int64).min, dtype=np.int64)
+    member_codes = codes[part_class]
+    np.minimum.at(low, part_group, member_codes)
+    np.maximum.at(high, part_group, member_codes)
+    return np.where(low == high, low, STAR)
+
+
+def distribute_sa(hist: Histogram, cls: np.ndarray, group: np.ndarray, count: np.ndarray):
+    """Turn class-level parts (class, group, count) into (class, sa, group, count) parts.
+
+    For methods that decide only how many rows of a class go where (k-anonymity), the SA values of
+    a split class are dealt out in SA order; the repair step then fixes any l/t violation.
+    """
+    order = np.lexsort((group, cls))
+    cls, group, count = cls[order], group[order], count[order]
+    out_c, out_s, out_g, out_n = [], [], [], []
+    single = np.ones(len(cls), dtype=bool)
+    if len(cls):
+        same = cls[1:] == cls[:-1]
+        single[1:] &= ~same
+        single[:-1] &= ~same
+    # Whole classes (one part): every SA cell goes along, vectorised.
+    whole = np.flatnonzero(single)
+    if len(whole):
+        sa = hist.sa_counts[cls[whole]]
+        rows, cols = np.nonzero(sa)
+        out_c.append(cls[whole][rows])
+        out_s.append(cols)
+        out_g.append(group[whole][rows])
+        out_n.append(sa[rows, cols])
+    # Split classes: deal the SA cells in order.
+    split = np.flatnonzero(~single)
+    i = 0
+    while i < len(split):
+        j = i
+        c = cls[split[i]]
+        while j < len(split) and cls[split[j]] == c:
+            j += 1
+        remaining = hist.sa_counts[c].copy()
+        s = 0
+        for p in split[i:j]:
+            need = int(count[p])
+            while need:
+                while remaining[s] == 0:
+                    s += 1
+                take = min(need, int(remaining[s]))
+                out_c.append([c]); out_s.append([s]); out_g.append([group[p]]); out_n.append([take])
+                remaining[s] -= take
+                need -= take
+        i = j
+    if not out_c:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return tuple(np.concatenate(a).astype(np.int64) for a in (out_c, out_s, out_g, out_n))
+
+
+def build_solution(hist: Histogram, part_class, part_sa, part_group, part_count, method: str) -> Solution:
+    """Renumber groups densely and compute their representatives."""
+    keep = part_count > 0
+    part_class, part_sa, part_group, part_count = (a[keep] for a in (part_class, part_sa, part_group, part_count))
+    used, part_group = np.unique(part_group, return_inverse=True)
+    part_group = part_group.ravel()
+    rep = group_representatives(hist.codes, part_class, part_group, len(used))
+    return Solution(part_class, part_sa, part_group, part_count, rep, method=method)
+
+
+def solution_from_class_groups(hist: Histogram, cls, group, count, method: str) -> Solution:
+    parts = distribute_sa(hist, np.asarray(cls, np.int64), np.asarray(group, np.int64), np.asarray(count, np.int64))
+    return build_solution(hist, *parts, method=method)
+
+
+def identity_solution(hist: Histogram, method: str) -> Solution:
+    """Every class its own group: zero stars."""
+    c = np.arange(hist.n_classes)
+    return solution_from_class_groups(hist, c, c, hist.sizes, method)

@@ -1,0 +1,6 @@
+"""SQL front end: our statements parsed with a sqlglot dialect; everything else goes to DuckDB untouched."""
+
+from duckanon.sql.parser import AnonDialect, parse_statement, split_statements
+from duckanon.sql.statement import AnonymizeStatement, bind_statement
+
+__all__ = ["AnonDialect", "AnonymizeStatement", "bind_statement", "parse_statement", "split_statements"]

@@ -1,0 +1,177 @@
+"""Turn a parsed ANONYMIZE into a typed, validated request (no database access here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from duckanon.errors import AnonymizeError
+from duckanon.sql.parser import Anonymize, AnonOption, position_error
+
+METHODS = ("auto", "mapprox", "greedy")
+L_VARIANTS = ("frequency", "distinct")
+T_DISTANCES = ("equal", "ordered")
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A possibly qualified table name, kept as sqlglot identifiers so quoting survives."""
+
+    table: exp.Table
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    def sql(self) -> str:
+        return self.table.sql(dialect="duckdb", identify=True)
+
+    def key(self) -> tuple[str, ...]:
+        return tuple(part.name.lower() for part in self.table.parts)
+
+
+@dataclass
+class AnonymizeStatement:
+    source: TableName
+    target: TableName | None
+    k: int | None = None
+    l: int | None = None
+    t: float | None = None
+    qi: list[str] | None = None
+    sensitive: str | None = None
+    keep: list[str] = field(default_factory=list)
+    method: str = "auto"
+    seed: int = 0
+    time_limit: float | None = None
+    patterns: list[list[str]] | None = None
+    l_variant: str = "frequency"
+    t_distance: str = "equal"
+    text: str = ""
+
+
+def _names(value: exp.Expr, what: str) -> list[str]:
+    """Column list: `a`, `(a, b)`, `[a, b]`, or strings."""
+    if isinstance(value, (exp.Tuple, exp.Array)):
+        items = value.expressions
+    elif isinstance(value, exp.Paren):
+        items = [value.this]
+    else:
+        items = [value]
+    names = []
+    for item in items:
+        if isinstance(item, exp.Column) and not item.table:
+            names.append(item.name)
+        elif isinstance(item, exp.Literal) and item.is_string:
+            names.append(item.this)
+        else:
+            raise AnonymizeError(f"{what} must list column names, got {item.sql(dialect='duckdb')}")
+    return names
+
+
+def _number(value: exp.Expr, option: str) -> float:
+    negative = False
+    if isinstance(value, exp.Neg):
+        negative, value = True, value.this
+    if isinstance(value, exp.Literal) and value.is_number:
+        number = float(value.this)
+        return -number if negative else number
+    raise AnonymizeError(f"option {option} must be a number, got {value.sql(dialect='duckdb')}")
+
+
+def _integer(value: exp.Expr, option: str, minimum: int) -> int:
+    number = _number(value, option)
+    if not math.isfinite(number) or number != int(number):
+        raise AnonymizeError(f"option {option} must be an integer, got {value.sql(dialect='duckdb')}")
+    if number < minimum:
+        raise AnonymizeError(f"option {option} must be at least {minimum}, got {int(number)}")
+    return int(number)
+
+
+def _word(value: exp.Expr, option: str, allowed: tuple[str, ...]) -> str:
+    if isinstance(value, exp.Literal) and value.is_string:
+        word = value.this
+    elif isinstance(value, exp.Column) and not value.table:
+        word = value.name
+    else:
+        raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}")
+    word = word.lower()
+    if word not in allowed:
+        raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}, got '{word}'")
+    return word
+
+
+def _one_name(value: exp.Expr, option: str) -> str:
+    names = _names(value, option)
+    if len(names) != 1:
+        raise AnonymizeError(f"option {option} takes one column")
+    return names[0]
+
+
+def _patterns(value: exp.Expr) -> list[list[str]]:
+    if isinstance(value, (exp.Tuple, exp.Array)):
+        items = value.expressions
+    else:
+        items = [value]
+    patterns = [_names(item, "patterns") if not isinstance(item, exp.Null) else [] for item in items]
+    if not patterns:
+        raise AnonymizeError("option patterns must list at least one pattern")
+    return patterns
+
+
+def _t(value: exp.Expr) -> float:
+    number = _number(value, "t")
+    if not (0.0 <= number <= 1.0):
+        raise AnonymizeError(f"option t must be in [0, 1], got {number:g}")
+    return number
+
+
+def _time_limit(value: exp.Expr) -> float:
+    number = _number(value, "time_limit")
+    if not number > 0:
+        raise AnonymizeError("option time_limit must be a positive number of seconds")
+    return number
+
+
+_OPTIONS = {
+    "k": lambda v: _integer(v, "k", 1),
+    "l": lambda v: _integer(v, "l", 2),
+    "t": _t,
+    "qi": lambda v: _names(v, "qi"),
+    "sensitive": lambda v: _one_name(v, "sensitive"),
+    "keep": lambda v: _names(v, "keep"),
+    "method": lambda v: _word(v, "method", METHODS),
+    "seed": lambda v: _integer(v, "seed", 0),
+    "time_limit": _time_limit,
+    "patterns": _patterns,
+    "l_variant": lambda v: _word(v, "l_variant", L_VARIANTS),
+    "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
+}
+
+
+def bind_statement(parsed: Anonymize, text: str = "") -> AnonymizeStatement:
+    """Check every option's name, type and range; errors carry the option's position."""
+    target = parsed.args.get("into")
+    statement = AnonymizeStatement(
+        source=TableName(parsed.this), target=TableName(target) if target is not None else None, text=text
+    )
+    seen: set[str] = set()
+    option: AnonOption
+    for option in parsed.args["options"]:
+        name, position = option.name, option.args["position"]
+        if name not in _OPTIONS:
+            raise position_error(text, position, f"unknown option '{name}' (known: {', '.join(_OPTIONS)})")
+        if name in seen:
+            raise position_error(text, position, f"duplicate option '{name}'")
+        seen.add(name)
+        try:
+            setattr(statement, name, _OPTIONS[name](option.expression))
+        except AnonymizeError as error:
+            raise position_error(text, position, str(error)) from None
+    if statement.k is None and statement.l is None and statement.t is None:
+        raise AnonymizeError("ANONYMIZE needs at least one of the options k, l or t")
+    if (statement.l is not None or statement.t is not None) and statement.sensitive is None:
+        which = "l" if statement.l is not None else "t"
+        raise AnonymizeError(f"option {which} needs a sensitive column: add sensitive = <column>")
+    return statement
