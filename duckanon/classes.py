@@ -82,7 +82,7 @@ def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str) -> Cells
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
-    arrow = con.execute(fetch.sql(dialect="duckdb")).fetch_arrow_table()
+    arrow = con.execute(fetch.sql(dialect="duckdb")).to_arrow_table()
     m = len(plan.qi)
     n_cells = arrow.num_rows
     codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)

@@ -20,6 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
+from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
 
 
@@ -55,10 +56,15 @@ def _default_kept_sets(m: int, alive_columns):
                     break
 
 
-def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None) -> Solution:
-    """`patterns`: lists of column indices that may be starred together (None: all 2^m)."""
+def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, models=()) -> Solution:
+    """`patterns`: lists of column indices that may be starred together (None: all 2^m).
+
+    With `models` (l-diversity, t-closeness, ...), a group is released only when it also
+    satisfies them; otherwise only its size (>= k) counts, as in the paper.
+    """
     m = hist.m
     remaining = hist.sizes.copy()
+    remaining_sa = hist.sa_counts.copy()
     cls, group, count = [], [], []
     next_group = 0
 
@@ -82,13 +88,19 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None) -> 
             break
         keys = _group_keys(hist.codes[live][:, list(kept)])
         totals = np.bincount(keys, weights=remaining[live])
-        released = totals[keys] >= k
+        ok = totals >= k
+        if models:
+            group_sa = np.zeros((len(totals), remaining_sa.shape[1]), dtype=np.int64)
+            np.add.at(group_sa, keys, remaining_sa[live])
+            ok &= all_satisfied(models, totals.astype(np.int64), group_sa)
+        released = ok[keys]
         if not released.any():
             continue
         for c, key in zip(live[released], keys[released]):
             cls.append(c); group.append(next_group + key); count.append(remaining[c])
         next_group += len(totals)
         remaining[live[released]] = 0
+        remaining_sa[live[released]] = 0
 
     leftover = np.flatnonzero(remaining > 0)
     for c in leftover:

@@ -21,7 +21,8 @@ class Histogram:
     columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.codes = np.ascontiguousarray(self.codes, dtype=np.int64).reshape(len(self.sa_counts), -1)
+        codes = np.ascontiguousarray(self.codes, dtype=np.int64)
+        self.codes = codes if codes.ndim == 2 else codes.reshape(len(self.sa_counts), -1)
         self.sa_counts = np.ascontiguousarray(self.sa_counts, dtype=np.int64)
 
     @property

@@ -101,7 +101,7 @@ class TCloseness(PrivacyModel):
 
     def emd(self, sizes, sa_counts) -> np.ndarray:
         total = np.asarray(self.sa_total, dtype=np.float64)
-        n = total.sum()
+        n = max(total.sum(), 1.0)
         sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
         p = sa_counts / sizes[:, None]
         q = total / n

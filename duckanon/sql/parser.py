@@ -85,6 +85,10 @@ class AnonDialect(DuckDB):
             if not self._match(TokenType.EQ):
                 self.raise_error(f"expected '=' after option '{name.name}'")
             value = self._parse_bitwise()
+            if value is None and self._curr and self._curr.token_type not in (TokenType.COMMA, TokenType.R_PAREN):
+                # a bare keyword used as a word, e.g. l_variant = distinct
+                word = self._parse_id_var(any_token=True)
+                value = exp.column(word) if word is not None else None
             if value is None:
                 self.raise_error(f"expected a value for option '{name.name}'")
             return AnonOption(this=name.name.lower(), expression=value, position=name_token.start)

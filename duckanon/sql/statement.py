@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver import METHODS
 from duckanon.sql.parser import Anonymize, AnonOption, position_error
 
-METHODS = ("auto", "mapprox", "greedy")
 L_VARIANTS = ("frequency", "distinct")
 T_DISTANCES = ("equal", "ordered")
 

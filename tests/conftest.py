@@ -1,0 +1,76 @@
+"""Shared fixtures and an independent checker that knows nothing of the solver."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+import duckanon
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+HOSPITAL = SHARED / "hospital.csv"
+
+
+def qident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@pytest.fixture
+def con():
+    connection = duckanon.connect()
+    connection.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    yield connection
+    connection.close()
+
+
+def hospital_digits_sql(name: str = "hospital_digits") -> str:
+    """The papers' star model: every digit of zipcode and age its own QI (m = 8)."""
+    zips = ", ".join(f"substr(CAST(zipcode AS VARCHAR), {i + 1}, 1) AS z{i + 1}" for i in range(5))
+    ages = ", ".join(f"substr(CAST(age AS VARCHAR), {i + 1}, 1) AS a{i + 1}" for i in range(2))
+    return f"CREATE TABLE {name} AS SELECT {zips}, {ages}, education, disease FROM hospital"
+
+
+DIGIT_QI = ["z1", "z2", "z3", "z4", "z5", "a1", "a2", "education"]
+
+
+def check_published(rows, qi_idx, sa_idx=None, k=None, l=None, t=None, l_variant="frequency", total_sa=None):
+    """Independent check of a published table given as a list of tuples.
+
+    Returns (stars, suppressed_rows, problems). Classes are rows with equal QI values (NULL is a
+    value of its own); '*' counts as a suppressed cell.
+    """
+    classes = defaultdict(list)
+    stars = suppressed = 0
+    for row in rows:
+        key = tuple(row[j] for j in qi_idx)
+        classes[key].append(row[sa_idx] if sa_idx is not None else None)
+        row_stars = sum(1 for v in key if v == "*")
+        stars += row_stars
+        suppressed += row_stars > 0
+    problems = []
+    if total_sa is None and sa_idx is not None:
+        total_sa = Counter(row[sa_idx] for row in rows)
+    n = sum(total_sa.values()) if total_sa else 0
+    for key, sas in classes.items():
+        size = len(sas)
+        if k is not None and size < k:
+            problems.append(f"class {key} has {size} < k rows")
+        if l is not None:
+            counts = Counter(sas)
+            if l_variant == "distinct" and len(counts) < l:
+                problems.append(f"class {key} has {len(counts)} < l distinct values")
+            if l_variant == "frequency" and l * max(counts.values()) > size:
+                problems.append(f"class {key} is not frequency {l}-diverse: {dict(counts)}")
+        if t is not None:
+            counts = Counter(sas)
+            emd = 0.5 * sum(abs(counts.get(s, 0) / size - total_sa[s] / n) for s in total_sa)
+            if emd > t + 1e-9:
+                problems.append(f"class {key} has EMD {emd} > t")
+    return stars, suppressed, problems
+
+
+def fetch(con, table: str):
+    return con.execute(f"SELECT * FROM {table}").fetchall()

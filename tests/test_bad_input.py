@@ -1,0 +1,87 @@
+"""Bad input: one clear one-line error, and the database exactly as it was."""
+
+import pytest
+
+import duckanon
+
+
+def snapshot(con):
+    tables = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY ALL").fetchall()
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL").fetchall()
+    contents = {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t[0]}"."{t[1]}"').fetchall())) for t in tables}
+    temps = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0]
+    return tables, views, contents, temps
+
+
+@pytest.fixture
+def db(con):
+    # an earlier good run, whose result must survive every failed one
+    con.execute("ANONYMIZE hospital WITH (k = 2, sensitive = disease)")
+    return con
+
+
+BAD = [
+    ("ANONYMIZE nosuch WITH k = 2", "unknown table"),
+    ("ANONYMIZE hospital WITH k = 2, qi = (zipcode, nosuch)", "unknown column 'nosuch'"),
+    ("ANONYMIZE hospital WITH k = 2, sensitive = nosuch", "unknown column 'nosuch'"),
+    ("ANONYMIZE hospital WITH k = 0", "option k must be at least 1"),
+    ("ANONYMIZE hospital WITH k = 'x'", "option k must be a number"),
+    ("ANONYMIZE hospital WITH l = 2", "needs a sensitive column"),
+    ("ANONYMIZE hospital WITH l = 4, sensitive = disease", "greater than the number of distinct sensitive values"),
+    ("ANONYMIZE hospital WITH t = 1.5, sensitive = disease", r"option t must be in \[0, 1\]"),
+    ("ANONYMIZE hospital WITH k = 2, k = 3", "duplicate option 'k'"),
+    ("ANONYMIZE hospital WITH k = 2, colour = 'red'", "unknown option 'colour'"),
+    ("ANONYMIZE hospital WITH (k = 2", "syntax error at line 1, column"),
+    ("ANONYMIZE hospital WITH (k 2)", "syntax error at line 1, column"),
+    ("ANONYMIZE hospital\nWITH (k = 2,, l = 2)", "line 2"),
+    ("ANONYMIZE hospital INTO hospital WITH k = 2", "is the source table"),
+    ("ANONYMIZE hospital INTO main.hospital WITH k = 2", "is the source table"),
+    ("ANONYMIZE hospital WITH k = 11", r"greater than the number of rows \(10\)"),
+    ("ANONYMIZE hospital WITH k = 2, qi = (zipcode, zipcode)", "listed twice"),
+    ("ANONYMIZE hospital WITH k = 2, qi = (zipcode, disease), sensitive = disease", "both sensitive and a quasi-identifier"),
+    ("ANONYMIZE hospital WITH k = 2, method = 'magic'", "option method must be one of"),
+    ("ANONYMIZE hospital WITH qi = (zipcode)", "at least one of the options k, l or t"),
+    ("ANONYMIZE hospital WITH k = 2, patterns = ((zipcode), (disease)), sensitive = disease", "not a quasi-identifier"),
+]
+
+
+@pytest.mark.parametrize("statement,message", BAD)
+def test_bad_input_is_one_line_error_and_database_unchanged(db, statement, message):
+    before = snapshot(db)
+    with pytest.raises(duckanon.AnonymizeError, match=message) as caught:
+        db.execute(statement)
+    assert "\n" not in str(caught.value)
+    assert "Traceback" not in str(caught.value)
+    assert snapshot(db) == before
+
+
+def test_infeasible_frequency_l_diversity(db):
+    db.execute("CREATE TABLE skew AS SELECT i AS q, CASE WHEN i < 8 THEN 'flu' ELSE 'hiv' END AS s FROM range(10) t(i)")
+    before = snapshot(db)
+    with pytest.raises(duckanon.AnonymizeError, match="infeasible: the most frequent sensitive value covers 8 of 10"):
+        db.execute("ANONYMIZE skew WITH l = 2, sensitive = s")
+    assert snapshot(db) == before
+
+
+def test_failure_while_writing_rolls_back(db):
+    # the target name is taken by a view: the CREATE fails after the solver ran
+    db.execute("CREATE VIEW v_target AS SELECT 1 AS x")
+    before = snapshot(db)
+    with pytest.raises(duckanon.AnonymizeError, match="ANONYMIZE failed"):
+        db.execute("ANONYMIZE hospital INTO v_target WITH k = 2, sensitive = disease")
+    assert snapshot(db) == before
+
+
+def test_error_inside_a_script_stops_the_script(db):
+    before = snapshot(db)
+    with pytest.raises(duckanon.AnonymizeError):
+        db.execute("ANONYMIZE hospital WITH k = 0; CREATE TABLE after_error AS SELECT 1")
+    assert snapshot(db) == before
+
+
+def test_plain_sql_errors_are_duckdb_errors(db):
+    import duckdb
+
+    with pytest.raises(duckdb.Error):
+        db.execute("SELEC 1")
