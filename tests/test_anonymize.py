@@ -178,3 +178,15 @@ def test_file_opens_in_plain_duckdb_cli(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith("10,")
+
+
+def test_parquet_consumers_read_the_result(con, tmp_path):
+    import pyarrow.parquet as pq
+
+    con.execute("ANONYMIZE hospital WITH (k = 3, sensitive = disease)")
+    target = tmp_path / "published.parquet"
+    con.execute(f"COPY hospital_anon TO '{target}' (FORMAT parquet)")
+    table = pq.read_table(target)
+    assert table.num_rows == 10 and table.column_names == ["zipcode", "age", "education", "disease"]
+    rows = list(zip(*[table.column(c).to_pylist() for c in table.column_names]))
+    assert check_published(rows, [0, 1, 2], 3, k=3)[2] == []
