@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from duckanon.classes import build_cells
 from duckanon.errors import AnonymizeError
-from duckanon.materialize import keyed_arrow, keyed_select, publish_select
+from duckanon.materialize import histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
 from duckanon.solver import KAnonymity, LDiversity, TCloseness, solve
 from duckanon.sql import bind_statement, parse_statement
@@ -94,10 +94,12 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
         )
         con.execute(create_keyed.sql(dialect="duckdb"))
         con.unregister(parts_view)
-        any_split = con.execute(f'SELECT bool_or(split) FROM "{keyed_table}"').fetchone()[0] or False
-        create_target = exp.Create(
-            this=plan.target.table.copy(), kind="TABLE", replace=True, expression=publish_select(plan, keyed_table, any_split)
-        )
+        if plan.keep:  # per-row values are published: join the keyed table back to the source
+            any_split = con.execute(f'SELECT bool_or(split) FROM "{keyed_table}"').fetchone()[0] or False
+            published = publish_select(plan, keyed_table, any_split)
+        else:  # every published row is determined by its cell: no second pass over the source
+            published = histogram_publish_select(plan, keyed_table)
+        create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
         con.execute(create_target.sql(dialect="duckdb"))
         for table in (cells_table, keyed_table):
             con.execute(f'DROP TABLE IF EXISTS "{table}"')

@@ -66,10 +66,13 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str) -> exp.Select:
     values = [qcol(name, c) for name in _value_aliases(plan)]
     parts_per_cell = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[qcol(CELL_ID, p)])
     split = exp.alias_(exp.GT(this=parts_per_cell, expression=exp.Literal.number(1)), "split", quoted=True)
+    # Stored in seeded pseudo-random order: the histogram-only path publishes in this order.
+    order = exp.func("hash", exp.Literal.number(plan.statement.seed), *values, qcol(LO, p))
     return (
         exp.select(*values, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split)
         .from_(_table(cells_table, c))
         .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)))
+        .order_by(order)
     )
 
 
@@ -95,6 +98,23 @@ def _projection(plan: Plan, keyed: str, source: str, source_name=lambda i, col: 
         value = qcol(out_alias(j), keyed) if j is not None else qcol(source_name(i, col), source)
         items.append(exp.alias_(value, col, quoted=True))
     return items
+
+
+def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
+    """The published rows generated from the keyed table alone, `hi - lo + 1` copies per part.
+
+    Used when nothing per-row is published (no `keep` columns): then every row of a part is
+    identical in the output, so the source need not be read again. Rows come out in the keyed
+    table's stored (seeded pseudo-random) order, identical rows next to each other.
+    """
+    copies = exp.Unnest(expressions=[exp.func("range", exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1)))])
+    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
+    items = []
+    for col in plan.published:
+        j = qi_index.get(col.lower())
+        items.append(exp.alias_(qcol(out_alias(j) if j is not None else SA_ALIAS), col, quoted=True))
+    expanded = exp.select(exp.Star(), exp.alias_(copies, "copy", quoted=True)).from_(exp.to_table(keyed_table, quoted=True))
+    return exp.select(*items).from_(expanded.subquery("expanded"))
 
 
 def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
