@@ -85,7 +85,8 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
     try:
         cells = build_cells(con, plan, cells_table)
         hist = cells.histogram
-        solution = solve(hist, models_for(plan, hist.sa_counts.sum(axis=0)), statement.method, plan.patterns)
+        solution = solve(hist, models_for(plan, hist.sa_counts.sum(axis=0)), statement.method, plan.patterns,
+                         time_limit=statement.time_limit)
 
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(

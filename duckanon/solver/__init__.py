@@ -12,9 +12,12 @@ import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
+from duckanon.solver.dp import dp
+from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.greedy import greedy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.mapprox import mapprox
+from duckanon.solver.matching import matching, matching_not_applicable
 from duckanon.solver.models import KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, identity_solution
 from duckanon.solver.repair import merge_classes, repair
@@ -23,13 +26,17 @@ __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "s
 
 # Above this many classes the quadratic `merge` heuristic is left out of `auto`.
 MERGE_CLASS_LIMIT = 3000
+# `auto` tries `exact` when the pruned model has at most this many integer variables, for at
+# most `time_limit` seconds (AUTO_TIME_LIMIT when none is given).
+AUTO_EXACT_MAX_INT_VARS = 20_000
+AUTO_TIME_LIMIT = 3.0
 
 
 def _k_of(models) -> int:
     return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
 
 
-def _run(method: str, hist: Histogram, models, patterns) -> Solution:
+def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Solution:
     k = _k_of(models)
     if method == "mapprox":
         return repair(hist, mapprox(hist, k), models)
@@ -42,27 +49,72 @@ def _run(method: str, hist: Histogram, models, patterns) -> Solution:
         return min(candidates, key=lambda s: s.stars)
     if method == "merge":
         return merge_classes(hist, models)
+    if method == "exact":
+        return exact(hist, models, patterns, time_limit=time_limit)
+    if method == "dp":
+        return dp(hist, models, patterns)
+    if method == "matching":
+        return matching(hist, models, patterns)
     raise AnonymizeError(f"unknown method '{method}'")
 
 
-METHODS = ("auto", "mapprox", "greedy", "merge")
+METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching")
 
 
-def solve(hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None) -> Solution:
-    """Anonymize `hist` under all `models`; the result satisfies every model (checked here)."""
+def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
+    """A polynomial optimum when one applies; else the best heuristic, improved on or proven by
+    `exact` when its pruned model is small enough to be proven within the time limit."""
+    if matching_not_applicable(hist, models, patterns) is None:
+        return matching(hist, models, patterns)
+    names = ["mapprox", "greedy"]
+    if hist.n_classes <= MERGE_CLASS_LIMIT:
+        names.append("merge")
+    candidates = [_run(name, hist, models, patterns) for name in names]
+    best = min(candidates, key=lambda s: s.stars)  # first wins ties
+    if best.stars == 0:
+        return best
+    if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_anonymity_lower_bound(hist, _k_of(models)):
+        return best  # already proven optimal
+    try:
+        model = prepare(hist, models, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS)
+    except ExactTooLarge as error:
+        best.notes["exact_skipped"] = str(error)
+        return best
+    except AnonymizeError:  # a model exact does not support
+        return best
+    if model.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
+        best.notes["exact_skipped"] = f"{model.n_int_vars} integer variables"
+        return best
+    limit = AUTO_TIME_LIMIT if time_limit is None else time_limit
+    proven = solve_model(model, time_limit=limit, incumbent=best, patterns=patterns)
+    if proven.optimal or proven.stars < best.stars:
+        return proven
+    # not proven and no better: keep the heuristic, with exact's proven bound (with user
+    # patterns that bound is on pattern stars, not on the heuristic's published stars)
+    if proven.lower_bound is not None and not model.pattern_guided:
+        best.lower_bound = proven.lower_bound
+    best.notes["exact"] = "time limit reached"
+    return best
+
+
+def solve(
+    hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None
+) -> Solution:
+    """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
+
+    `time_limit` (seconds) bounds `exact` (and the `exact` attempt of `auto`, AUTO_TIME_LIMIT by
+    default); on timeout the best solution found is returned with optimal=False and a proven
+    lower_bound.
+    """
     total = hist.sa_counts.sum(axis=0)
     for model in models:
         model.check_feasible(total)
     if hist.n_classes == 0:
         solution = identity_solution(hist, method if method != "auto" else "mapprox")
     elif method == "auto":
-        names = ["mapprox", "greedy"]
-        if hist.n_classes <= MERGE_CLASS_LIMIT:
-            names.append("merge")
-        candidates = [_run(name, hist, models, patterns) for name in names]
-        solution = min(candidates, key=lambda s: s.stars)  # first wins ties
+        solution = _auto(hist, models, patterns, time_limit)
     else:
-        solution = _run(method, hist, models, patterns)
+        solution = _run(method, hist, models, patterns, time_limit)
 
     sizes = solution.group_sizes()
     used = sizes > 0
@@ -70,9 +122,11 @@ def solve(hist: Histogram, models: list[PrivacyModel], method: str = "auto", pat
     if not valid.all():  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
+    bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if any(isinstance(m, KAnonymity) for m in models):
-        solution.lower_bound = k_anonymity_lower_bound(hist, _k_of(models))
+        bounds.append(k_anonymity_lower_bound(hist, _k_of(models)))
     elif solution.stars == 0:
-        solution.lower_bound = 0
-    solution.optimal = solution.lower_bound is not None and solution.stars <= solution.lower_bound
+        bounds.append(0)
+    solution.lower_bound = max(bounds) if bounds else None
+    solution.optimal = solution.optimal or (solution.lower_bound is not None and solution.stars <= solution.lower_bound)
     return solution

@@ -1,0 +1,664 @@
+"""Exact optimum by a mixed ILP on the class histogram (Liang & Yuan 2012, Theorem 9), with HiGHS.
+
+Variables: integer x(p, v, s) = rows of class v with SA value s released under the output vector
+p ("pattern": v with some columns starred); for k-anonymity alone the SA is irrelevant and the
+variables are x(p, v). All rows released as p form one output group G_p.
+
+    minimise  sum stars(p) * x(p, v, s)
+    s.t.      sum_p x(p, v, s) = r(v, s)                                  every row released once
+    k:        sum x(p, .) >= k * y_p,   x(p, v, s) <= r(v, s) * y_p,  y_p binary   (empty or >= k)
+    l (frequency):  l * X_s(p) <= |G_p|  for every SA value s           (X_s = rows of G_p with s)
+    l (distinct):   z_{p,s} <= X_s(p),  sum_s z_{p,s} >= l * y_p,  z binary
+    t:        EMD(P(G_p), P(T)) <= t, linearised after multiplying by n |G_p| (integer data):
+              equal distance    sum_s max(0, n X_s - r_s |G_p|) <= t n |G_p|   (= half the L1 sum)
+              ordered distance  sum_i |sum_{j<=i} (n X_j - r_j |G_p|)| <= t (v-1) n |G_p|
+              (the closed forms of the optimal transport for these two metrics), or with
+              t_form='flow' Liang & Yuan's transport flows g(p, i, j) >= 0:
+              sum_j g = n X_i,  sum_i g = r_j |G_p|,  sum d_ij g <= t n |G_p|.
+    All constraints except k and distinct-l hold trivially for an empty group.
+
+Before building: the Blocki-Williams kernel for k-anonymity alone (kernel.py), and pattern pruning.
+
+Which patterns p are created (each argument keeps at least one optimal solution representable):
+1. Closure. A group's published vector is the *meet* of its rows (keep a column iff all agree),
+   so in any solution every non-empty group publishes a "closed" vector: p equals the meet of all
+   classes compatible with p (equivalently, on every starred column the compatible classes take
+   at least two values). A non-closed p is dominated by its closure, which has the same compatible
+   classes and fewer stars. Closed vectors are exactly the meets of *some* set of classes; the
+   meets of *pairs* are not enough: for 110, 101, 011 with k = 3 the optimum *** is no pair's meet.
+   Patterns with a star are closed only if at least two classes are compatible. With the
+   closed-vector restriction the MILP optimum equals the optimum in real stars: an optimal
+   partition is representable at its real cost, and any MILP solution's real stars (recomputed
+   from membership) are at most its objective.
+2. Feasibility. A pattern whose compatible rows cannot hold even one satisfying group is dropped:
+   fewer than max(k, l) rows; fewer than l distinct SA values (l-diversity, either form); for
+   t-closeness, a group's SA support lies inside the support A of the compatible rows, and its
+   EMD is at least the cost of moving P(T) onto A, sum_{s not in A} q_s * d(s, A); if that is > t
+   no group of p is t-close.
+3. Pattern-guided (user `patterns`, Bredereck et al. Thm 3): only star sets from the user's list,
+   plus no stars and (as in `greedy`, where leftover rows are fully suppressed) all stars. Cost
+   counts the pattern's stars (Bredereck's model; published stars are recomputed and can be
+   lower). Rule 1 becomes: p with star set S is dropped if the compatible classes agree on a set
+   J of starred columns and some allowed S' with S \\ J <= S' < S exists (p' with star set S'
+   has the same compatible classes and fewer stars; groups released under p move to p').
+
+Candidate enumeration: per star set, group the classes by the kept columns (2^m group-bys) when
+2^m * C is moderate; otherwise closure of the class vectors under meets (breadth first).
+
+Incumbent and cutoff: the best heuristic (or the `incumbent` passed in) is computed first and
+HiGHS is told to look only for strictly better solutions (option objective_bound = stars - 0.5;
+objectives are integers). "Infeasible" then proves the incumbent optimal. Not with user patterns,
+whose MILP objective counts pattern stars rather than published stars.
+
+Time limit: HiGHS stops at `time_limit` seconds (it can overrun by the time of an uninterruptible
+presolve on large models) with its incumbent and proven dual bound D; the result has
+optimal=False and lower_bound = min(ceil(D), incumbent stars), and is the better of HiGHS's
+solution and the incumbent.
+
+Complexity: exponential in the worst case (all these problems are NP-hard for k >= 3, l >= 3,
+t < 1). Model size: one integer variable per (surviving pattern, row type) pair, at most 2^m per
+row type, plus one binary per pattern for k-anonymity / distinct l-diversity, plus O(|SA|) (closed
+forms) or O(|SA|^2) (flows) continuous variables per pattern for t-closeness. Building it takes
+O(2^m * C log C) (star sets) or O(P * C * m) (closure, P closed patterns).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import csr_array
+
+from duckanon.errors import AnonymizeError
+from duckanon.solver.dp import allowed_star_masks
+from duckanon.solver.histogram import Histogram
+from duckanon.solver.kernel import kernelize
+from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
+from duckanon.solver.partition import STAR, Solution, build_solution, solution_from_class_groups
+
+# HiGHS presolve is off: with it, HiGHS 1.12 (scipy 1.17) reported wrong "optimal" values on a
+# few small t-closeness models (caught by the brute-force cross-check in tests/test_exact.py),
+# and without it the solver was as fast or faster on our models (Adult, 4 QIs, k = 5: 1.6 s
+# instead of 7.7 s on 30k rows).
+PRESOLVE = False
+# Star-set enumeration is used while 2^m * classes stays below this; above, meet closure.
+ENUM_LIMIT = 20_000_000
+# Refuse to build models with more x variables than this (auto checks a much smaller gate).
+MAX_PAIRS = 3_000_000
+MAX_CLOSED_PATTERNS = 200_000
+# With this few classes the meet closure is cheaper than 2^m group-bys.
+CLOSURE_CLASS_LIMIT = 32
+# The closure (used for many columns) is quadratic-ish in the classes: refuse beyond this.
+CLOSURE_MAX_CLASSES = 20_000
+
+
+class ExactTooLarge(AnonymizeError):
+    """The exact model would be too large to build."""
+
+
+@dataclass
+class ExactModel:
+    """The pruned MILP instance (before any solver call); `n_int_vars` is its integer size."""
+
+    hist: Histogram  # the original histogram
+    work: Histogram  # after the kernel
+    models: list
+    kernel_emitted: list
+    k: int
+    l_freq: int
+    l_dist: int
+    t_models: list
+    k_only: bool
+    t_class: np.ndarray  # row types: class
+    t_sa: np.ndarray  # row types: SA code (0 when k-only)
+    t_count: np.ndarray
+    cand_rep: np.ndarray  # (P, m) codes, STAR where starred
+    cand_stars: np.ndarray  # (P,)
+    pair_p: np.ndarray  # x variables: pattern
+    pair_t: np.ndarray  # x variables: row type
+    pattern_guided: bool
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def n_patterns(self) -> int:
+        return len(self.cand_rep)
+
+    @property
+    def needs_indicator(self) -> bool:
+        return self.k > 1 or self.l_dist > 1
+
+    @property
+    def n_int_vars(self) -> int:
+        n = len(self.pair_p)
+        if self.needs_indicator:
+            n += self.n_patterns
+        return n
+
+
+def _classify(models):
+    k, l_freq, l_dist, t_models = 1, 1, 1, []
+    for model in models:
+        if isinstance(model, KAnonymity):
+            k = max(k, int(model.k))
+        elif isinstance(model, LDiversity) and model.variant in ("frequency", "distinct"):
+            if model.variant == "frequency":
+                l_freq = max(l_freq, int(model.l))
+            else:
+                l_dist = max(l_dist, int(model.l))
+        elif isinstance(model, TCloseness) and model.distance in ("equal", "ordered"):
+            if model.t < 1:
+                t_models.append(model)
+        else:
+            raise AnonymizeError(f"method 'exact' does not support {model}")
+    return k, l_freq, l_dist, t_models
+
+
+def _ground_distance(model: TCloseness, v: int) -> np.ndarray:
+    i = np.arange(v)
+    if model.distance == "ordered":
+        return np.abs(i[:, None] - i[None, :]) / max(v - 1, 1)
+    return (i[:, None] != i[None, :]).astype(np.float64)
+
+
+def _dense_keys(codes: np.ndarray) -> np.ndarray:
+    """Group ids for the rows of `codes` (equal rows, equal ids; not necessarily dense)."""
+    if codes.shape[1] == 0:
+        return np.zeros(len(codes), dtype=np.int64)
+    radix = codes.max(axis=0) + 1
+    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
+        key = np.zeros(len(codes), dtype=np.int64)
+        for j in range(codes.shape[1]):
+            key = key * int(radix[j]) + codes[:, j]
+        return key
+    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+
+
+def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.ndarray:
+    """Necessary condition for a set of rows (per candidate) to contain one satisfying group."""
+    ok = rows >= max(model_k, l_need, 1)
+    if l_need > 1:
+        ok &= (sa_avail > 0).sum(axis=1) >= l_need
+    for model in t_models:
+        d = dist_cache[model.distance]
+        avail = sa_avail > 0  # (P, S)
+        # distance of each SA value to the nearest available value
+        masked = np.where(avail[:, None, :], d[None, :, :], np.inf)  # (P, S, S)
+        nearest = masked.min(axis=2)
+        nearest = np.where(np.isfinite(nearest), nearest, 1.0)
+        ok &= (nearest * q[None, :]).sum(axis=1) <= model.t + 1e-9
+    return ok
+
+
+def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need):
+    """Yield (star_mask, member arrays, group rows, group sa) for every surviving candidate block."""
+    codes = work.codes[active]
+    sizes = work.sizes[active]
+    sa = work.sa_counts[active]
+    m = work.m
+    allowed_list = None if all_mode else list(star_masks)
+    for mask in star_masks:
+        starred = [j for j in range(m) if mask >> j & 1]
+        kept = [j for j in range(m) if not mask >> j & 1]
+        keys = _dense_keys(codes[:, kept])
+        order = np.argsort(keys, kind="stable")
+        sk = keys[order]
+        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
+        ends = np.append(starts[1:], len(sk))
+        counts = ends - starts
+        rows = np.add.reduceat(sizes[order], starts) if len(order) else np.zeros(0, np.int64)
+        keep = rows >= k_need
+        if mask:
+            keep &= counts >= 2
+        if not keep.any():
+            continue
+        if mask:
+            sub = codes[order][:, starred]
+            lo = np.minimum.reduceat(sub, starts, axis=0)
+            hi = np.maximum.reduceat(sub, starts, axis=0)
+            varying = lo != hi  # (G, |S|)
+            if all_mode:
+                keep &= varying.all(axis=1)
+            else:
+                vary_mask = np.zeros(len(starts), dtype=np.int64)
+                for i, j in enumerate(starred):
+                    vary_mask |= varying[:, i].astype(np.int64) << j
+                dominated = np.zeros(len(starts), dtype=bool)
+                for other in allowed_list:
+                    if other != mask and (other & ~mask) == 0:
+                        dominated |= (vary_mask & ~other) == 0
+                keep &= ~dominated
+        group_sa = np.add.reduceat(sa[order], starts, axis=0)
+        for g in np.flatnonzero(keep):
+            yield mask, active[order[starts[g] : ends[g]]], int(rows[g]), group_sa[g]
+
+
+def _enumerate_closed(work, active, k_need):
+    """Closed vectors by meet closure of the class vectors, breadth first (meet(S + c) =
+    meet(meet(S), c), so this reaches the meet of every set of classes)."""
+    codes = work.codes[active]
+    C, m = codes.shape
+    if C > CLOSURE_MAX_CLASSES:
+        raise ExactTooLarge(f"method 'exact': {C} classes on {m} columns are too many for the pattern closure")
+    seen = {row.tobytes() for row in codes}
+    closed = [codes]
+    frontier = codes
+    chunk = max(1, 2_000_000 // max(C * max(m, 1), 1))
+    while len(frontier):
+        fresh = []
+        for start in range(0, len(frontier), chunk):
+            block = frontier[start : start + chunk]
+            meets = np.where(codes[None, :, :] == block[:, None, :], codes[None, :, :], STAR).reshape(-1, m)
+            for row in np.unique(meets, axis=0):
+                key = row.tobytes()
+                if key not in seen:
+                    seen.add(key)
+                    fresh.append(row)
+            if len(seen) > MAX_CLOSED_PATTERNS:
+                raise ExactTooLarge(f"method 'exact': more than {MAX_CLOSED_PATTERNS} candidate patterns")
+        frontier = np.array(fresh, dtype=np.int64).reshape(len(fresh), m)
+        closed.append(frontier)
+    patterns = np.concatenate(closed)
+    sizes = work.sizes[active]
+    sa = work.sa_counts[active]
+    weights = 1 << np.arange(m, dtype=np.int64)
+    for p in patterns:
+        compatible = np.flatnonzero(((codes == p[None, :]) | (p[None, :] == STAR)).all(axis=1))
+        rows = int(sizes[compatible].sum())
+        if rows < k_need:
+            continue
+        yield int(((p == STAR) * weights).sum()), active[compatible], rows, sa[compatible].sum(axis=0)
+
+
+def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max_pairs: int | None = None) -> ExactModel:
+    """Kernel, row types and pruned candidate patterns (no solver call).
+
+    Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive.
+    """
+    k, l_freq, l_dist, t_models = _classify(models)
+    k_only = l_freq <= 1 and l_dist <= 1 and not t_models
+    m = hist.m
+    allowed = allowed_star_masks(patterns, m)
+    all_mode = allowed is None
+    work, emitted = hist, []
+    if k_only and k > 1 and use_kernel:
+        kern = kernelize(hist, k, None if all_mode else len(allowed) - 1)
+        work, emitted = kern.hist, kern.emitted
+
+    if k_only:
+        t_class = np.flatnonzero(work.sizes > 0)
+        t_sa = np.zeros(len(t_class), dtype=np.int64)
+        t_count = work.sizes[t_class]
+    else:
+        t_class, t_sa = np.nonzero(work.sa_counts)
+        t_count = work.sa_counts[t_class, t_sa]
+
+    total = hist.sa_counts.sum(axis=0).astype(np.float64)
+    q = total / max(total.sum(), 1.0)
+    v = hist.sa_counts.shape[1]
+    dist_cache = {name: _ground_distance(TCloseness(0.0, (), name), v) for name in ("equal", "ordered")}
+    l_need = max(l_freq, l_dist)
+    k_need = max(k, l_need, 1)
+
+    active = np.flatnonzero(work.sizes > 0)
+    if all_mode:
+        if len(active) > CLOSURE_CLASS_LIMIT and m < 40 and (1 << m) * max(len(active), 1) <= ENUM_LIMIT:
+            star_masks = sorted(range(1 << m), key=lambda s: (bin(s).count("1"), s))
+            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need)
+        else:
+            blocks = _enumerate_closed(work, active, k_need)
+    else:
+        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need)
+
+    reps, stars, members, rows_l, sa_l = [], [], [], [], []
+    n_pairs = 0
+    for mask, member, rows, group_sa in blocks:
+        rep = work.codes[member[0]].copy()
+        for j in range(m):
+            if mask >> j & 1:
+                rep[j] = STAR
+        reps.append(rep)
+        stars.append(bin(mask).count("1"))
+        members.append(member)
+        rows_l.append(rows)
+        sa_l.append(group_sa)
+        n_pairs += len(member)
+        limit = MAX_PAIRS if max_pairs is None else min(MAX_PAIRS, max_pairs)
+        if n_pairs > limit:
+            raise ExactTooLarge(f"method 'exact': more than {limit} (pattern, class) variables")
+    if reps:
+        feasible = _feasible(k, l_need, t_models, q, dist_cache, np.array(rows_l), np.array(sa_l))
+    else:
+        feasible = np.zeros(0, dtype=bool)
+    keep = np.flatnonzero(feasible)
+    cand_rep = np.array([reps[i] for i in keep], dtype=np.int64).reshape(len(keep), m)
+    cand_stars = np.array([stars[i] for i in keep], dtype=np.int64)
+
+    # x variables: (pattern, row type) for types whose class is compatible
+    types_of_class: dict[int, list[int]] = {}
+    for t, c in enumerate(t_class):
+        types_of_class.setdefault(int(c), []).append(t)
+    pair_p, pair_t = [], []
+    for new_p, i in enumerate(keep):
+        for c in members[i]:
+            for t in types_of_class.get(int(c), ()):
+                pair_p.append(new_p)
+                pair_t.append(t)
+    return ExactModel(
+        hist=hist, work=work, models=list(models), kernel_emitted=emitted, k=k, l_freq=l_freq, l_dist=l_dist,
+        t_models=t_models, k_only=k_only, t_class=t_class, t_sa=t_sa, t_count=t_count,
+        cand_rep=cand_rep, cand_stars=cand_stars,
+        pair_p=np.asarray(pair_p, dtype=np.int64), pair_t=np.asarray(pair_t, dtype=np.int64),
+        pattern_guided=not all_mode,
+        notes={"patterns_before_feasibility": len(reps), "patterns": len(keep)},
+    )
+
+
+class _Rows:
+    """Sparse constraint rows collected as COO triplets."""
+
+    def __init__(self):
+        self.r, self.c, self.v, self.lo, self.hi = [], [], [], [], []
+        self.n = 0
+
+    def add(self, cols, vals, lo, hi):
+        cols = np.asarray(cols, dtype=np.int64)
+        self.r.append(np.full(len(cols), self.n, dtype=np.int64))
+        self.c.append(cols)
+        self.v.append(np.asarray(vals, dtype=np.float64))
+        self.lo.append(lo)
+        self.hi.append(hi)
+        self.n += 1
+
+    def add_many(self, rows, cols, vals, lo, hi, count):
+        """`count` rows at once; `rows` are 0-based within the block."""
+        self.r.append(np.asarray(rows, dtype=np.int64) + self.n)
+        self.c.append(np.asarray(cols, dtype=np.int64))
+        self.v.append(np.asarray(vals, dtype=np.float64))
+        self.lo.extend(np.broadcast_to(lo, (count,)).tolist())
+        self.hi.extend(np.broadcast_to(hi, (count,)).tolist())
+        self.n += count
+
+    def constraint(self, n_vars):
+        if self.n == 0:
+            return None
+        r = np.concatenate(self.r) if self.r else np.zeros(0, np.int64)
+        c = np.concatenate(self.c) if self.c else np.zeros(0, np.int64)
+        v = np.concatenate(self.v) if self.v else np.zeros(0)
+        matrix = csr_array((v, (r, c)), shape=(self.n, n_vars))
+        return LinearConstraint(matrix, np.array(self.lo, dtype=np.float64), np.array(self.hi, dtype=np.float64))
+
+
+def _build_milp(model: ExactModel, t_form: str):
+    P = model.n_patterns
+    X = len(model.pair_p)
+    pair_p, pair_t = model.pair_p, model.pair_t
+    t_count, t_sa = model.t_count, model.t_sa
+    n_sa = model.hist.sa_counts.shape[1]
+    total = model.hist.sa_counts.sum(axis=0).astype(np.int64)  # P(T) of the whole table
+    n = int(total.sum())
+
+    cost = [model.cand_stars[pair_p].astype(np.float64)]
+    integrality = [np.ones(X)]
+    lower = [np.zeros(X)]
+    upper = [t_count[pair_t].astype(np.float64)]
+    n_vars = X
+
+    def new_vars(count, integer, ub=np.inf):
+        nonlocal n_vars
+        start = n_vars
+        cost.append(np.zeros(count))
+        integrality.append(np.full(count, 1.0 if integer else 0.0))
+        lower.append(np.zeros(count))
+        upper.append(np.broadcast_to(np.asarray(ub, dtype=np.float64), (count,)).copy())
+        n_vars += count
+        return start
+
+    rows = _Rows()
+    x_idx = np.arange(X)
+    # every row released exactly once
+    rows.add_many(pair_t, x_idx, np.ones(X), t_count.astype(np.float64), t_count.astype(np.float64), len(t_count))
+    y0 = None
+    if model.needs_indicator:
+        y0 = new_vars(P, True, 1.0)
+        # link: x - r * y <= 0
+        rr = np.repeat(np.arange(X), 2)
+        cc = np.empty(2 * X, dtype=np.int64)
+        cc[0::2] = x_idx
+        cc[1::2] = y0 + pair_p
+        vv = np.empty(2 * X)
+        vv[0::2] = 1.0
+        vv[1::2] = -t_count[pair_t]
+        rows.add_many(rr, cc, vv, -np.inf, 0.0, X)
+    if model.k > 1:
+        rr = np.concatenate([pair_p, np.arange(P)])
+        cc = np.concatenate([x_idx, y0 + np.arange(P)])
+        vv = np.concatenate([np.ones(X), np.full(P, -float(model.k))])
+        rows.add_many(rr, cc, vv, 0.0, np.inf, P)
+
+    if not model.k_only:
+        # group x SA cells present: (p, s) -> list of x
+        cell = pair_p * n_sa + t_sa[pair_t]
+        cells, cell_of_x = np.unique(cell, return_inverse=True)
+        cell_of_x = cell_of_x.ravel()
+        cell_p, cell_s = cells // n_sa, cells % n_sa
+        C = len(cells)
+        if model.l_freq > 1:
+            # l * X_s - N <= 0 for each present (p, s): rows indexed by cell
+            # N_p part: every x of pattern p appears in every cell row of p
+            order = np.argsort(pair_p, kind="stable")
+            bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
+            r_list, c_list, v_list = [cell_of_x], [x_idx], [np.full(X, float(model.l_freq))]
+            for ci in range(C):
+                p = cell_p[ci]
+                xs = order[bounds[p] : bounds[p + 1]]
+                r_list.append(np.full(len(xs), ci))
+                c_list.append(xs)
+                v_list.append(np.full(len(xs), -1.0))
+            rows.add_many(np.concatenate(r_list), np.concatenate(c_list), np.concatenate(v_list), -np.inf, 0.0, C)
+        if model.l_dist > 1:
+            z0 = new_vars(C, True, 1.0)
+            # z - X_s <= 0
+            rows.add_many(np.concatenate([np.arange(C), cell_of_x]), np.concatenate([z0 + np.arange(C), x_idx]),
+                          np.concatenate([np.ones(C), -np.ones(X)]), -np.inf, 0.0, C)
+            # sum_s z - l y >= 0
+            rows.add_many(np.concatenate([cell_p, np.arange(P)]), np.concatenate([z0 + np.arange(C), y0 + np.arange(P)]),
+                          np.concatenate([np.ones(C), np.full(P, -float(model.l_dist))]), 0.0, np.inf, P)
+
+        if model.t_models:
+            order = np.argsort(pair_p, kind="stable")
+            bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
+            present = np.zeros((P, n_sa), dtype=bool)
+            present[cell_p, cell_s] = True
+            for tm in model.t_models:
+                _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present, total, n, n_sa)
+
+    c = np.concatenate(cost)
+    integ = np.concatenate(integrality)
+    lb = np.concatenate(lower)
+    ub = np.concatenate(upper)
+    return c, integ, Bounds(lb, ub), rows.constraint(n_vars)
+
+
+def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present, total, n, n_sa):
+    t_sa = model.t_sa
+    pair_t = model.pair_t
+    P = model.n_patterns
+    v = n_sa
+    d = _ground_distance(tm, v)
+    for p in range(P):
+        xs = order[bounds[p] : bounds[p + 1]]
+        if len(xs) == 0:
+            continue
+        sa_of = t_sa[pair_t[xs]]
+        if t_form == "flow":
+            sources = np.flatnonzero(present[p])
+            sinks = np.flatnonzero(total > 0)
+            g0 = new_vars(len(sources) * len(sinks), False)
+            gi = lambda a, b: g0 + a * len(sinks) + b  # noqa: E731
+            # sum_j g(i, j) - n X_i = 0
+            for a, i in enumerate(sources):
+                cols = [gi(a, b) for b in range(len(sinks))] + list(xs[sa_of == i])
+                vals = [1.0] * len(sinks) + [-float(n)] * int((sa_of == i).sum())
+                rows.add(cols, vals, 0.0, 0.0)
+            # sum_i g(i, j) - r_j N = 0
+            for b, j in enumerate(sinks):
+                cols = [gi(a, b) for a in range(len(sources))] + list(xs)
+                vals = [1.0] * len(sources) + [-float(total[j])] * len(xs)
+                rows.add(cols, vals, 0.0, 0.0)
+            # sum d g - t n N <= 0
+            cols = [gi(a, b) for a in range(len(sources)) for b in range(len(sinks))] + list(xs)
+            vals = [float(d[i, j]) for i in sources for j in sinks] + [-tm.t * n] * len(xs)
+            rows.add(cols, vals, -np.inf, 0.0)
+            continue
+        if tm.distance == "ordered":
+            # cumulative differences Y_i = sum_{j<=i} (n X_j - r_j N), i = 0..v-2
+            cum_r = np.cumsum(total)
+            e0 = new_vars(max(v - 1, 0), False)
+            for i in range(v - 1):
+                coef = np.where(sa_of <= i, float(n), 0.0) - float(cum_r[i])
+                for sign in (1.0, -1.0):
+                    rows.add(list(xs) + [e0 + i], list(sign * coef) + [-1.0], -np.inf, 0.0)
+            rows.add(list(range(e0, e0 + v - 1)) + list(xs), [1.0] * (v - 1) + [-tm.t * (v - 1) * n] * len(xs), -np.inf, 0.0)
+        else:
+            # EMD = 1/2 sum_s |a_s| = sum_s max(a_s, 0) with a_s = n X_s - r_s N (the a_s sum to
+            # zero); absent SA values have a_s <= 0. So d_s >= a_s, d_s >= 0, sum d_s <= t n N.
+            ss = np.flatnonzero(present[p])
+            d0 = new_vars(len(ss), False)
+            for a, s in enumerate(ss):
+                coef = np.where(sa_of == s, float(n), 0.0) - float(total[s])
+                rows.add(list(xs) + [d0 + a], list(coef) + [-1.0], -np.inf, 0.0)
+            rows.add(list(range(d0, d0 + len(ss))) + list(xs),
+                     [1.0] * len(ss) + [-tm.t * n] * len(xs), -np.inf, 0.0)
+
+
+def _heuristic(hist: Histogram, models, patterns) -> Solution:
+    from duckanon.solver.greedy import greedy
+    from duckanon.solver.mapprox import mapprox
+    from duckanon.solver.repair import merge_classes, repair
+
+    k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
+    candidates = [repair(hist, greedy(hist, k, patterns), models)]
+    if patterns is None:
+        candidates.append(repair(hist, mapprox(hist, k), models))
+        if hist.n_classes <= 3000:
+            candidates.append(merge_classes(hist, models))
+    return min(candidates, key=lambda s: s.stars)
+
+
+def _valid(hist, solution, models) -> bool:
+    sizes = solution.group_sizes()
+    used = sizes > 0
+    return bool(all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used]).all())
+
+
+def _milp(c, integrality, bounds, constraint, options):
+    with warnings.catch_warnings():
+        # scipy warns that options beyond its own few are passed to HiGHS verbatim; that is intended
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return milp(c, integrality=integrality, bounds=bounds, constraints=[constraint] if constraint else None,
+                    options=options)
+
+
+def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
+                t_form: str = "closed", patterns=None) -> Solution:
+    """Solve a prepared model with HiGHS; see the module docstring for the result's fields.
+
+    `incumbent` (a valid solution of model.hist; by default the best heuristic) gives HiGHS an
+    objective cutoff: it searches only for strictly better solutions, so "infeasible" proves the
+    incumbent optimal. (Not with user patterns, where the MILP objective counts pattern stars.)
+    """
+    started = time.perf_counter()
+    hist = model.hist
+    if incumbent is None:
+        incumbent = _heuristic(hist, model.models, patterns)
+    cutoff = None if model.pattern_guided else int(incumbent.stars)
+    c, integrality, bounds, constraint = _build_milp(model, t_form)
+    n_x = len(model.pair_p)
+    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
+    if cutoff is not None:
+        options["objective_bound"] = cutoff - 0.5  # integral objective: strictly better than the incumbent
+    if time_limit is not None:
+        options["time_limit"] = max(float(time_limit) - (time.perf_counter() - started), 0.05)
+    res = _milp(c, integrality, bounds, constraint, options)
+    x_values = res.x
+    solution = None
+    objective = None
+    if x_values is not None:
+        x = np.rint(x_values[:n_x]).astype(np.int64)
+        placed = np.bincount(model.pair_t, weights=x, minlength=len(model.t_count)).astype(np.int64)
+        if (placed == model.t_count).all():
+            objective = int(np.rint((model.cand_stars[model.pair_p] * x).sum()))
+            solution = _to_solution(model, x)
+            if not _valid(hist, solution, model.models):
+                solution = None  # numerical trouble: fall back to the incumbent
+    dual = getattr(res, "mip_dual_bound", None)
+    if cutoff is not None and (res.status == 2 or (res.status == 0 and objective is not None and objective >= cutoff)):
+        # nothing strictly better than the incumbent exists (HiGHS reports either "infeasible" or,
+        # when a heuristic found a worse point first, that point as "optimal")
+        proven, lower, solution = True, cutoff, None
+    elif res.status == 0 and solution is not None:
+        proven, lower = True, objective  # optimal with zero gap; the objective is integral
+    else:
+        proven = False
+        lower = max(int(math.ceil(float(dual) - 1e-6)), 0) if dual is not None and np.isfinite(dual) else None
+        if cutoff is not None:
+            # the cutoff removed only solutions costing >= the incumbent
+            lower = cutoff if lower is None else min(lower, cutoff)
+    if res.status == 2 and cutoff is None:
+        raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
+
+    if solution is None or incumbent.stars < solution.stars:
+        solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
+                                  incumbent.part_count, "exact")
+        solution.notes["incumbent_from"] = incumbent.method
+    else:
+        solution.notes["incumbent_from"] = "milp"
+    solution.method = "exact"
+    solution.optimal = bool(proven)
+    if lower is not None:
+        # with user patterns the bound is on pattern stars; published stars can only be lower
+        solution.lower_bound = min(lower, solution.stars)
+    solution.notes.update(model.notes)
+    solution.notes.update({
+        "milp_status": int(res.status), "milp_message": str(res.message), "objective": objective,
+        "dual_bound": dual, "integer_variables": model.n_int_vars,
+        "kernel_removed": sum(int(s.sum()) for _, s in model.kernel_emitted),
+        "seconds": round(time.perf_counter() - started, 4),
+    })
+    return solution
+
+
+def _to_solution(model: ExactModel, x: np.ndarray) -> Solution:
+    hist = model.hist
+    nz = np.flatnonzero(x)
+    P = model.n_patterns
+    groups = model.pair_p[nz]
+    classes = model.t_class[model.pair_t[nz]]
+    counts = x[nz]
+    if model.k_only:
+        cls = list(classes)
+        grp = list(groups)
+        cnt = list(counts)
+        for i, (c, sa) in enumerate(model.kernel_emitted):
+            cls.append(c); grp.append(P + i); cnt.append(int(sa.sum()))
+        # the kernel kept the SA values in code order; a k-only request ignores them
+        return solution_from_class_groups(hist, cls, grp, cnt, "exact")
+    sas = model.t_sa[model.pair_t[nz]]
+    return build_solution(hist, classes.astype(np.int64), sas.astype(np.int64), groups.astype(np.int64),
+                          counts.astype(np.int64), "exact")
+
+
+def exact(hist: Histogram, models, patterns=None, time_limit: float | None = None,
+          incumbent: Solution | None = None, t_form: str = "closed", use_kernel: bool = True) -> Solution:
+    """Optimal (or, under `time_limit`, best found with a proven lower bound) solution.
+
+    Complexity: exponential in the worst case (the problems are NP-hard); the model has one
+    integer variable per (surviving pattern, row type) pair, at most 2^m per row type, plus one
+    binary per pattern for k-anonymity and distinct l-diversity.
+    """
+    model = prepare(hist, models, patterns, use_kernel=use_kernel)
+    return solve_model(model, time_limit=time_limit, incumbent=incumbent, t_form=t_form, patterns=patterns)
