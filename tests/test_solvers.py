@@ -174,3 +174,19 @@ def test_random_small_tables_all_methods_valid(seed):
             assert_valid(hist, solution, models)
             if solution.lower_bound is not None:
                 assert solution.lower_bound <= solution.stars
+
+
+def test_implied_group_sizes():
+    assert LDiversity(3).min_group_size() == 3
+    # table distribution (3, 3, 4)/10: one row has EMD 0.6 or 0.7, two rows >= 0.4, three rows 0.1 ...
+    t = TCloseness(0.3, (3, 3, 4))
+    assert t.min_group_size() == 2  # (1, 0, 1)/2 has EMD 0.5 * (0.2 + 0.3 + 0.1) = 0.3
+    assert TCloseness(0.1, (3, 3, 4)).min_group_size() == 3
+    assert TCloseness(0.0, (3, 3, 4)).min_group_size() == 10
+    for size, model in ((2, t), (3, TCloseness(0.1, (3, 3, 4)))):
+        # brute force: no composition of a smaller size is t-close
+        for s in range(1, size):
+            for a in range(s + 1):
+                for b in range(s + 1 - a):
+                    counts = np.array([[a, b, s - a - b]])
+                    assert not model.satisfied(np.array([s]), counts)

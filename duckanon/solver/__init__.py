@@ -36,8 +36,14 @@ def _k_of(models) -> int:
     return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
 
 
+def _implied_k(models) -> int:
+    """The smallest group any model allows: l-diversity needs l rows, t-closeness some size too."""
+    return max([m.min_group_size() for m in models], default=1)
+
+
 def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Solution:
-    k = _k_of(models)
+    # The k-only methods start from groups of the size the models imply; repair does the rest.
+    k = _implied_k(models)
     if method == "mapprox":
         return repair(hist, mapprox(hist, k), models)
     if method == "greedy":

@@ -118,6 +118,32 @@ class TCloseness(PrivacyModel):
     def check_feasible(self, sa_total):
         return None  # the whole table has EMD 0
 
+    # Sizes searched for the smallest possible t-close group; returning the cap is still a valid
+    # lower bound (every smaller size was ruled out).
+    MIN_SIZE_SEARCH = 10_000
+
+    def min_group_size(self):
+        """Smallest group size that can be t-close at all (equal distance; 1 otherwise).
+
+        For size s the closest integer distribution to the table's, in L1, rounds s*q down and
+        gives the leftover units to the largest remainders; if even that is farther than t,
+        no group of s rows is t-close.
+        """
+        total = np.asarray(self.sa_total, dtype=np.float64)
+        n = int(total.sum())
+        if self.distance != "equal" or n == 0:
+            return 1
+        q = total / n
+        for s in range(1, min(n, self.MIN_SIZE_SEARCH) + 1):
+            exact = s * q
+            counts = np.floor(exact)
+            leftover = int(round(s - counts.sum()))
+            if leftover:
+                counts[np.argsort(counts - exact)[:leftover]] += 1
+            if 0.5 * np.abs(counts / s - q).sum() <= self.t + EMD_TOLERANCE:
+                return s
+        return min(n, self.MIN_SIZE_SEARCH)
+
     def __str__(self):
         return f"{self.t:g}-closeness ({self.distance} distance)"
 
