@@ -14,18 +14,14 @@ from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.dp import dp
 from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
-from duckanon.solver.greedy import greedy
+from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.mapprox import mapprox
 from duckanon.solver.matching import matching, matching_not_applicable
 from duckanon.solver.models import KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, identity_solution
-from duckanon.solver.repair import merge_classes, repair
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "solve", "METHODS"]
 
-# Above this many classes the quadratic `merge` heuristic is left out of `auto`.
-MERGE_CLASS_LIMIT = 3000
 # `auto` tries `exact` when the pruned model has at most this many integer variables, for at
 # most `time_limit` seconds (AUTO_TIME_LIMIT when none is given).
 AUTO_EXACT_MAX_INT_VARS = 20_000
@@ -36,25 +32,9 @@ def _k_of(models) -> int:
     return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
 
 
-def _implied_k(models) -> int:
-    """The smallest group any model allows: l-diversity needs l rows, t-closeness some size too."""
-    return max([m.min_group_size() for m in models], default=1)
-
-
 def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Solution:
-    # The k-only methods start from groups of the size the models imply; repair does the rest.
-    k = _implied_k(models)
-    if method == "mapprox":
-        return repair(hist, mapprox(hist, k), models)
-    if method == "greedy":
-        # With l or t, the release test can also require them (an extension of Algorithm 1);
-        # both variants run and the cheaper one wins.
-        candidates = [repair(hist, greedy(hist, k, patterns), models)]
-        if any(not isinstance(m, KAnonymity) for m in models):
-            candidates.append(repair(hist, greedy(hist, k, patterns, models=models), models))
-        return min(candidates, key=lambda s: s.stars)
-    if method == "merge":
-        return merge_classes(hist, models)
+    if method in HEURISTICS:
+        return run_heuristic(method, hist, models, patterns)
     if method == "exact":
         return exact(hist, models, patterns, time_limit=time_limit)
     if method == "dp":
@@ -72,11 +52,7 @@ def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
     `exact` when its pruned model is small enough to be proven within the time limit."""
     if matching_not_applicable(hist, models, patterns) is None:
         return matching(hist, models, patterns)
-    names = ["mapprox", "greedy"]
-    if hist.n_classes <= MERGE_CLASS_LIMIT:
-        names.append("merge")
-    candidates = [_run(name, hist, models, patterns) for name in names]
-    best = min(candidates, key=lambda s: s.stars)  # first wins ties
+    best = best_heuristic(hist, models, patterns)
     if best.stars == 0:
         return best
     if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_anonymity_lower_bound(hist, _k_of(models)):

@@ -536,17 +536,9 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
 
 
 def _heuristic(hist: Histogram, models, patterns) -> Solution:
-    from duckanon.solver.greedy import greedy
-    from duckanon.solver.mapprox import mapprox
-    from duckanon.solver.repair import merge_classes, repair
+    from duckanon.solver.heuristics import best_heuristic
 
-    k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
-    candidates = [repair(hist, greedy(hist, k, patterns), models)]
-    if patterns is None:
-        candidates.append(repair(hist, mapprox(hist, k), models))
-        if hist.n_classes <= 3000:
-            candidates.append(merge_classes(hist, models))
-    return min(candidates, key=lambda s: s.stars)
+    return best_heuristic(hist, models, patterns)
 
 
 def _valid(hist, solution, models) -> bool:
