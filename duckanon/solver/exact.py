@@ -75,7 +75,7 @@ from scipy.sparse import csr_array
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.dp import allowed_star_masks
-from duckanon.solver.histogram import Histogram
+from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.kernel import kernelize
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, solution_from_class_groups
@@ -164,19 +164,6 @@ def _ground_distance(model: TCloseness, v: int) -> np.ndarray:
     return (i[:, None] != i[None, :]).astype(np.float64)
 
 
-def _dense_keys(codes: np.ndarray) -> np.ndarray:
-    """Group ids for the rows of `codes` (equal rows, equal ids; not necessarily dense)."""
-    if codes.shape[1] == 0:
-        return np.zeros(len(codes), dtype=np.int64)
-    radix = codes.max(axis=0) + 1
-    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
-        key = np.zeros(len(codes), dtype=np.int64)
-        for j in range(codes.shape[1]):
-            key = key * int(radix[j]) + codes[:, j]
-        return key
-    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
-
-
 def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.ndarray:
     """Necessary condition for a set of rows (per candidate) to contain one satisfying group."""
     ok = rows >= max(model_k, l_need, 1)
@@ -203,7 +190,7 @@ def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need):
     for mask in star_masks:
         starred = [j for j in range(m) if mask >> j & 1]
         kept = [j for j in range(m) if not mask >> j & 1]
-        keys = _dense_keys(codes[:, kept])
+        keys = group_keys(codes[:, kept])
         order = np.argsort(keys, kind="stable")
         sk = keys[order]
         starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))

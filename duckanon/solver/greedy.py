@@ -19,22 +19,9 @@ from itertools import combinations
 
 import numpy as np
 
-from duckanon.solver.histogram import Histogram
+from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
-
-
-def _group_keys(codes: np.ndarray) -> np.ndarray:
-    """Dense group ids for the rows of `codes` (mixed radix when it fits in int64)."""
-    if codes.shape[1] == 0:
-        return np.zeros(len(codes), dtype=np.int64)
-    radix = codes.max(axis=0) + 1
-    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
-        key = np.zeros(len(codes), dtype=np.int64)
-        for j in range(codes.shape[1]):
-            key = key * int(radix[j]) + codes[:, j]
-        return np.unique(key, return_inverse=True)[1].ravel()
-    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
 
 
 def _default_kept_sets(m: int, alive_columns):
@@ -86,7 +73,7 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         live = np.flatnonzero(remaining > 0)
         if remaining.sum() < k or len(live) == 0:
             break
-        keys = _group_keys(hist.codes[live][:, list(kept)])
+        keys = group_keys(hist.codes[live][:, list(kept)])
         totals = np.bincount(keys, weights=remaining[live])
         ok = totals >= k
         if models:

@@ -7,6 +7,19 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def group_keys(codes: np.ndarray) -> np.ndarray:
+    """Dense group ids for the rows of `codes`: equal rows, equal ids (mixed radix when it fits in int64)."""
+    if codes.shape[1] == 0:
+        return np.zeros(len(codes), dtype=np.int64)
+    radix = codes.max(axis=0) + 1
+    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
+        key = np.zeros(len(codes), dtype=np.int64)
+        for j in range(codes.shape[1]):
+            key = key * int(radix[j]) + codes[:, j]
+        return np.unique(key, return_inverse=True)[1].ravel()
+    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+
+
 @dataclass
 class Histogram:
     """Distinct QI vectors ("classes") as dictionary codes, with per-class SA counts.
