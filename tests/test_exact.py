@@ -473,3 +473,19 @@ def test_dp_refuses_large_inputs():
     hist = Histogram.from_rows(random_table(2, 40, 4, 3), ["a", "b"] * 20)
     with pytest.raises(AnonymizeError, match="tiny"):
         dp(hist, [LDiversity(2)])
+
+
+def test_highs_is_stopped_at_the_deadline_even_when_it_overruns(monkeypatch):
+    """HiGHS has been seen to overrun its own time_limit by minutes; the child process is killed."""
+    import time as _time
+
+    import importlib
+
+    exact_module = importlib.import_module("duckanon.solver.exact")  # the module, not the function
+
+    monkeypatch.setattr(exact_module, "_milp_inline", lambda *args: _time.sleep(60))
+    monkeypatch.setattr(exact_module, "DEADLINE_GRACE", 0.3)
+    started = _time.perf_counter()
+    result = exact_module._milp(None, None, None, None, {"time_limit": 0.2})
+    assert _time.perf_counter() - started < 5
+    assert result.x is None and result.status == 1 and result.mip_dual_bound is None

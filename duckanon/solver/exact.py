@@ -534,12 +534,64 @@ def _valid(hist, solution, models) -> bool:
     return bool(all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used]).all())
 
 
-def _milp(c, integrality, bounds, constraint, options):
+def _milp_inline(c, integrality, bounds, constraint, options):
     with warnings.catch_warnings():
         # scipy warns that options beyond its own few are passed to HiGHS verbatim; that is intended
         warnings.simplefilter("ignore", RuntimeWarning)
         return milp(c, integrality=integrality, bounds=bounds, constraints=[constraint] if constraint else None,
                     options=options)
+
+
+def _milp_child(connection, args):
+    try:
+        result = _milp_inline(*args)
+        connection.send({"x": result.x, "status": result.status, "message": result.message,
+                         "mip_dual_bound": getattr(result, "mip_dual_bound", None)})
+    except BaseException as error:  # report, never hang the parent
+        connection.send({"error": f"{type(error).__name__}: {error}"})
+    finally:
+        connection.close()
+
+
+# HiGHS can overrun its own time_limit by minutes on large models (seen: 117 s over a 60 s limit
+# while stuck in the root node), so a limited solve runs in a forked child that is stopped at the
+# deadline plus this grace.
+DEADLINE_GRACE = 1.0
+
+
+def _milp(c, integrality, bounds, constraint, options):
+    limit = options.get("time_limit")
+    if limit is None:
+        return _milp_inline(c, integrality, bounds, constraint, options)
+    import multiprocessing
+    from types import SimpleNamespace
+
+    try:
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        child = context.Process(target=_milp_child, args=(sender, (c, integrality, bounds, constraint, options)),
+                                daemon=True)
+        child.start()
+    except (OSError, ValueError):  # no fork here: run inline, trusting HiGHS's own limit
+        return _milp_inline(c, integrality, bounds, constraint, options)
+    sender.close()
+    deadline = float(limit) + max(DEADLINE_GRACE, 0.1 * float(limit))
+    try:
+        if receiver.poll(deadline):
+            message = receiver.recv()
+        else:
+            message = {"x": None, "status": 1, "message": "stopped at the time limit (HiGHS overran it)",
+                       "mip_dual_bound": None}
+    except EOFError:
+        message = {"error": "the HiGHS process ended without a result"}
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receiver.close()
+    if "error" in message:
+        raise AnonymizeError(f"method 'exact': {message['error']}")
+    return SimpleNamespace(**message)
 
 
 def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
@@ -584,9 +636,10 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     else:
         proven = False
         lower = max(int(math.ceil(float(dual) - 1e-6)), 0) if dual is not None and np.isfinite(dual) else None
-        if cutoff is not None:
-            # the cutoff removed only solutions costing >= the incumbent
-            lower = cutoff if lower is None else min(lower, cutoff)
+        if cutoff is not None and lower is not None:
+            # the cutoff removed only solutions costing >= the incumbent; with no dual bound
+            # (stopped before the root LP, or killed at the deadline) nothing is proven
+            lower = min(lower, cutoff)
     if res.status == 2 and cutoff is None:
         raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
 
