@@ -12,7 +12,7 @@ import typing as t
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from duckanon.errors import AnonymizeError
@@ -109,7 +109,7 @@ def parse_statement(sql: str) -> Anonymize:
     dialect = AnonDialect()
     try:
         tokens = dialect.tokenize(sql)
-        parser = dialect.parser(error_level=sqlglot_error_level())
+        parser = dialect.parser(error_level=ErrorLevel.IMMEDIATE)
         statements = parser.parse(tokens, sql)
     except TokenError as error:
         raise AnonymizeError(f"syntax error: {error}") from None
@@ -122,12 +122,6 @@ def parse_statement(sql: str) -> Anonymize:
     if len(statements) != 1 or not isinstance(statements[0], Anonymize):
         raise AnonymizeError("expected exactly one ANONYMIZE statement")
     return statements[0]
-
-
-def sqlglot_error_level():
-    from sqlglot.errors import ErrorLevel
-
-    return ErrorLevel.IMMEDIATE
 
 
 def _is_anonymize(tokens: t.Sequence[Token]) -> bool:
