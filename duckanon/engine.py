@@ -7,6 +7,7 @@ it was and a re-run replaces the target atomically.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -43,8 +44,6 @@ class Summary:
     }
 
     def to_json(self) -> str:
-        import json
-
         return json.dumps(asdict(self))
 
     def as_sql(self) -> tuple[str, list]:
@@ -75,6 +74,11 @@ def _begin(con) -> bool:
         return False
 
 
+def _drop_temp_tables(con, *tables: str) -> None:
+    for table in tables:
+        con.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+
 def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
     started = time.perf_counter()
     statement = bind_statement(parse_statement(text), text)
@@ -102,8 +106,7 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
             published = histogram_publish_select(plan, keyed_table)
         create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
         con.execute(create_target.sql(dialect="duckdb"))
-        for table in (cells_table, keyed_table):
-            con.execute(f'DROP TABLE IF EXISTS "{table}"')
+        _drop_temp_tables(con, cells_table, keyed_table)
         if own_transaction:
             con.execute("COMMIT")
     except BaseException as error:
@@ -113,11 +116,10 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
             except duckdb.Error:
                 pass
         else:
-            for table in (cells_table, keyed_table):
-                try:
-                    con.execute(f'DROP TABLE IF EXISTS "{table}"')
-                except duckdb.Error:
-                    pass
+            try:
+                _drop_temp_tables(con, cells_table, keyed_table)
+            except duckdb.Error:
+                pass
         try:
             con.unregister(parts_view)
         except Exception:
