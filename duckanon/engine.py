@@ -36,11 +36,12 @@ class Summary:
     optimal: bool
     lower_bound: int | None
     seconds: float
+    details: str = "{}"  # JSON: the solver's diagnostics (e.g. tp_phase, residue_rows, exact's status)
 
     SQL_TYPES = {
         "rows": "BIGINT", "classes": "BIGINT", "min_class_size": "BIGINT", "stars": "BIGINT",
         "suppressed_rows": "BIGINT", "method": "VARCHAR", "optimal": "BOOLEAN",
-        "lower_bound": "BIGINT", "seconds": "DOUBLE",
+        "lower_bound": "BIGINT", "seconds": "DOUBLE", "details": "JSON",
     }
 
     def to_json(self) -> str:
@@ -59,7 +60,7 @@ def models_for(plan: Plan, sa_total) -> list:
     if statement.k is not None:
         models.append(KAnonymity(statement.k))
     if statement.l is not None:
-        models.append(LDiversity(statement.l, statement.l_variant))
+        models.append(LDiversity(statement.l, statement.l_variant, statement.c))
     if statement.t is not None:
         models.append(TCloseness(statement.t, tuple(int(x) for x in sa_total), statement.t_distance))
     return models
@@ -139,4 +140,5 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
         optimal=bool(solution.optimal),
         lower_bound=solution.lower_bound,
         seconds=round(time.perf_counter() - started, 6),
+        details=json.dumps(solution.notes, default=str, sort_keys=True),
     )

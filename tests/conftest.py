@@ -36,7 +36,7 @@ def hospital_digits_sql(name: str = "hospital_digits") -> str:
 DIGIT_QI = ["z1", "z2", "z3", "z4", "z5", "a1", "a2", "education"]
 
 
-def check_published(rows, qi_idx, sa_idx=None, k=None, l=None, t=None, l_variant="frequency", total_sa=None):
+def check_published(rows, qi_idx, sa_idx=None, k=None, l=None, t=None, l_variant="frequency", total_sa=None, c=None):
     """Independent check of a published table given as a list of tuples.
 
     Returns (stars, suppressed_rows, problems). Classes are rows with equal QI values (NULL is a
@@ -64,6 +64,14 @@ def check_published(rows, qi_idx, sa_idx=None, k=None, l=None, t=None, l_variant
                 problems.append(f"class {key} has {len(counts)} < l distinct values")
             if l_variant == "frequency" and l * max(counts.values()) > size:
                 problems.append(f"class {key} is not frequency {l}-diverse: {dict(counts)}")
+            if l_variant == "entropy":
+                entropy = -sum(x / size * math.log(x / size) for x in counts.values())
+                if entropy < math.log(l) - 1e-9:
+                    problems.append(f"class {key} has entropy {entropy} < ln {l}")
+            if l_variant == "recursive":
+                ordered = sorted(counts.values(), reverse=True)
+                if not ordered[0] < c * sum(ordered[l - 1:]):
+                    problems.append(f"class {key} is not recursive ({c}, {l})-diverse: {ordered}")
         if t is not None:
             counts = Counter(sas)
             emd = 0.5 * sum(abs(counts.get(s, 0) / size - total_sa[s] / n) for s in total_sa)

@@ -15,10 +15,13 @@ from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.dp import dp
 from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
+from duckanon.solver.hilbert import hilbert
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
 from duckanon.solver.models import KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, identity_solution
+from duckanon.solver.repair import repair
+from duckanon.solver.tp import tp
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "solve", "METHODS"]
 
@@ -41,10 +44,18 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Sol
         return dp(hist, models, patterns)
     if method == "matching":
         return matching(hist, models, patterns)
+    if patterns is not None and method in ("tp", "tp+", "hilbert"):
+        raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
+    if method in ("tp", "tp+"):
+        return tp(hist, models, plus=method == "tp+")
+    if method == "hilbert":
+        solution = repair(hist, hilbert(hist, models), models)
+        solution.method = "hilbert"
+        return solution
     raise AnonymizeError(f"unknown method '{method}'")
 
 
-METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching")
+METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert")
 
 
 def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:

@@ -50,40 +50,90 @@ class KAnonymity(PrivacyModel):
     def min_group_size(self):
         return self.k
 
+    def ok(self, counts: list[int], size: int) -> bool:
+        return size >= self.k
+
     def __str__(self):
         return f"{self.k}-anonymity"
 
 
 @dataclass(frozen=True)
 class LDiversity(PrivacyModel):
-    """`frequency`: no SA value in more than |G|/l rows (l * max <= |G|, in integers).
-    `distinct`: at least l distinct SA values."""
+    """The four forms of Machanavajjhala et al., on a group's SA counts r_1 >= r_2 >= ...:
+
+    `frequency`: no SA value in more than |G|/l rows (l * r_1 <= |G|, in integers; Xiao et al.'s
+                 "l-eligible", the form TP approximates).
+    `distinct`:  at least l distinct SA values.
+    `entropy`:   entropy of the SA distribution >= ln l (natural log; a relative slack of 1e-12
+                 accepts groups exactly at the limit, e.g. l equally frequent values).
+    `recursive`: recursive (c, l)-diversity, r_1 < c * (r_l + r_{l+1} + ...).
+
+    All four are closed under merging satisfying groups: the first two trivially, entropy by
+    concavity; recursive because the merged top count is at most r_1(A) + r_1(B) while the merged
+    tail (rows outside the top l-1 values) is at least tail(A) + tail(B). Frequency l-diversity implies the distinct and entropy forms
+    (entropy >= min-entropy = -ln max p >= ln l).
+    """
 
     l: int
     variant: str = "frequency"
+    c: float | None = None
     name = "l-diversity"
 
+    def __post_init__(self):
+        if self.variant == "recursive" and (self.c is None or not self.c > 0):
+            raise AnonymizeError("l_variant = recursive needs a positive c (add c = <number>)")
+
     def satisfied(self, sizes, sa_counts):
+        sa_counts = np.asarray(sa_counts)
         if self.variant == "distinct":
             return (sa_counts > 0).sum(axis=1) >= self.l
+        if self.variant == "entropy":
+            return entropy(sa_counts) >= np.log(self.l) * (1 - 1e-12)
+        if self.variant == "recursive":
+            ordered = -np.sort(-sa_counts, axis=1)
+            top = ordered[:, 0] if ordered.shape[1] else np.zeros(len(ordered))
+            tail = ordered[:, self.l - 1 :].sum(axis=1)
+            return top < self.c * tail
         return self.l * sa_counts.max(axis=1, initial=0) <= sizes
+
+    def ok(self, counts: list[int], size: int) -> bool:
+        """`satisfied` for one group given as a Python list (the per-tuple loops of Hilbert/TP)."""
+        if self.variant == "frequency":
+            return self.l * max(counts) <= size
+        if self.variant == "distinct":
+            return sum(1 for x in counts if x) >= self.l
+        return bool(self.satisfied(np.array([size]), np.array([counts]))[0])
 
     def check_feasible(self, sa_total):
         distinct = int((sa_total > 0).sum())
         if sa_total.sum() and self.l > distinct:
             raise AnonymizeError(f"l = {self.l} is greater than the number of distinct sensitive values ({distinct})")
         if sa_total.sum() and not self.satisfied(np.array([sa_total.sum()]), sa_total[None, :])[0]:
-            top = int(sa_total.max())
-            raise AnonymizeError(
-                f"{self} is infeasible: the most frequent sensitive value covers {top} of {int(sa_total.sum())} "
-                f"rows, more than 1/{self.l} of the table"
-            )
+            if self.variant == "frequency":
+                top = int(sa_total.max())
+                raise AnonymizeError(
+                    f"{self} is infeasible: the most frequent sensitive value covers {top} of {int(sa_total.sum())} "
+                    f"rows, more than 1/{self.l} of the table"
+                )
+            raise AnonymizeError(f"{self} is infeasible: the whole table as one group does not satisfy it")
 
     def min_group_size(self):
         return self.l
 
     def __str__(self):
+        if self.variant == "recursive":
+            return f"recursive ({self.c:g}, {self.l})-diversity"
         return f"{self.variant} {self.l}-diversity"
+
+
+def entropy(sa_counts: np.ndarray) -> np.ndarray:
+    """Shannon entropy (natural log) of each row's distribution; 0 for empty rows."""
+    counts = np.asarray(sa_counts, dtype=np.float64)
+    sizes = counts.sum(axis=1, keepdims=True)
+    p = counts / np.maximum(sizes, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return terms.sum(axis=1)
 
 
 @dataclass(frozen=True)
@@ -114,6 +164,9 @@ class TCloseness(PrivacyModel):
 
     def satisfied(self, sizes, sa_counts):
         return self.emd(sizes, sa_counts) <= self.t + EMD_TOLERANCE
+
+    def ok(self, counts: list[int], size: int) -> bool:
+        return bool(self.satisfied(np.array([size]), np.array([counts]))[0])
 
     def check_feasible(self, sa_total):
         return None  # the whole table has EMD 0

@@ -11,7 +11,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.solver import METHODS
 from duckanon.sql.parser import Anonymize, AnonOption, position_error
 
-L_VARIANTS = ("frequency", "distinct")
+L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered")
 
 
@@ -47,6 +47,7 @@ class AnonymizeStatement:
     time_limit: float | None = None
     patterns: list[list[str]] | None = None
     l_variant: str = "frequency"
+    c: float | None = None
     t_distance: str = "equal"
     text: str = ""
 
@@ -127,6 +128,13 @@ def _t(value: exp.Expr) -> float:
     return number
 
 
+def _c(value: exp.Expr) -> float:
+    number = _number(value, "c")
+    if not (math.isfinite(number) and number > 0):
+        raise AnonymizeError("option c must be a positive number")
+    return number
+
+
 def _time_limit(value: exp.Expr) -> float:
     number = _number(value, "time_limit")
     if not number > 0:
@@ -146,6 +154,7 @@ _OPTIONS = {
     "time_limit": _time_limit,
     "patterns": _patterns,
     "l_variant": lambda v: _word(v, "l_variant", L_VARIANTS),
+    "c": _c,
     "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
 }
 
@@ -174,4 +183,10 @@ def bind_statement(parsed: Anonymize, text: str = "") -> AnonymizeStatement:
     if (statement.l is not None or statement.t is not None) and statement.sensitive is None:
         which = "l" if statement.l is not None else "t"
         raise AnonymizeError(f"option {which} needs a sensitive column: add sensitive = <column>")
+    if statement.l_variant == "recursive" and statement.c is None:
+        raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
+    if statement.c is not None and statement.l_variant != "recursive":
+        raise AnonymizeError("option c applies only to l_variant = recursive")
+    if statement.l_variant != "frequency" and statement.l is None:
+        raise AnonymizeError("option l_variant needs l")
     return statement
