@@ -105,6 +105,24 @@ CREATE OR REPLACE MACRO anon_l(tbl, qi, sa) AS TABLE
            count(*) AS classes
     FROM cl;
 
+-- anon_l_recursive(tbl, qi, sa, l) -> (recursive_c DOUBLE, classes BIGINT): one row. With each
+-- class's SA counts sorted r_1 >= r_2 >= ..., recursive (c, l)-diversity asks r_1 < c * (r_l +
+-- r_(l+1) + ...) in every class, so the table is recursive (c, l)-diverse exactly for the
+-- c > recursive_c = max over classes of r_1 / (r_l + r_(l+1) + ...); a class with fewer than l
+-- distinct SA values makes it +infinity. Empty table: NULL, 0.
+CREATE OR REPLACE MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
+    WITH ranked AS (
+        SELECT cls, n, row_number() OVER (PARTITION BY cls ORDER BY n DESC) AS r
+        FROM anon_sa_counts(tbl, qi, sa)
+    ), cl AS (
+        SELECT max(n) AS top, coalesce(sum(n) FILTER (WHERE r >= l), 0) AS tail
+        FROM ranked
+        GROUP BY cls
+    )
+    SELECT max(CASE WHEN tail = 0 THEN 'inf'::DOUBLE ELSE top / tail END) AS recursive_c,
+           count(*) AS classes
+    FROM cl;
+
 -- anon_t(tbl, qi, sa) -> (t DOUBLE, t_ordered DOUBLE): one row, the smallest t for which the table
 -- is t-close, i.e. the max over classes of the Earth Mover's Distance between the class's SA
 -- distribution P and the whole table's Q, over ALL SA values of the table (absent ones have P = 0):

@@ -15,13 +15,13 @@ from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.dp import dp
 from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
-from duckanon.solver.hilbert import hilbert
+from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
 from duckanon.solver.models import KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, identity_solution
 from duckanon.solver.repair import repair
-from duckanon.solver.tp import tp
+from duckanon.solver.tp import tp_solution
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "solve", "METHODS"]
 
@@ -47,9 +47,9 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Sol
     if patterns is not None and method in ("tp", "tp+", "hilbert"):
         raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
     if method in ("tp", "tp+"):
-        return tp(hist, models, plus=method == "tp+")
+        return tp_solution(hist, models, plus=method == "tp+")
     if method == "hilbert":
-        solution = repair(hist, hilbert(hist, models), models)
+        solution = repair(hist, hilbert_solution(hist, models), models)
         solution.method = "hilbert"
         return solution
     raise AnonymizeError(f"unknown method '{method}'")

@@ -5,12 +5,16 @@ from __future__ import annotations
 from duckanon.solver.greedy import greedy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.mapprox import mapprox
-from duckanon.solver.models import KAnonymity
+from duckanon.solver.models import KAnonymity, LDiversity
 from duckanon.solver.partition import Solution
 from duckanon.solver.repair import merge_classes, repair
+from duckanon.solver.tp import tp_solution
 
 # Above this many classes the quadratic `merge` heuristic is left out of the portfolio.
 MERGE_CLASS_LIMIT = 3000
+# With l-diversity and more classes than this, the portfolio is TP+ alone: it is linear and
+# carries the (l*d) bound, while greedy's pattern search costs seconds per 10k classes.
+TP_ONLY_CLASS_LIMIT = 20_000
 HEURISTICS = ("mapprox", "greedy", "merge")
 
 
@@ -37,9 +41,15 @@ def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Soluti
 
 
 def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
-    """The fewest stars among the heuristics that apply (user patterns: greedy only)."""
+    """The fewest stars among the heuristics that apply (user patterns: greedy only; l-diversity:
+    TP+ too, and TP+ alone on large inputs)."""
+    diversity = patterns is None and any(isinstance(m, LDiversity) for m in models)
+    if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
+        return tp_solution(hist, models, plus=True)
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT:
         names.append("merge")
     candidates = [run_heuristic(name, hist, models, patterns) for name in names]
+    if diversity:
+        candidates.insert(0, tp_solution(hist, models, plus=True))
     return min(candidates, key=lambda s: s.stars)  # first wins ties

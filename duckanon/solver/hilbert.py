@@ -2,19 +2,22 @@
 
 Rows close on a Hilbert curve over the QI codes tend to agree on many QI columns, so cutting the
 curve order into consecutive groups gives groups with few disagreeing columns, i.e. few stars.
-Ghinita et al. cut the 1-D order greedily into l-eligible groups, closing a group as soon as it
-is eligible *and* the rows not yet grouped can still form eligible groups (the remaining set is
-itself eligible); Xiao, Yi & Tao used it, adapted to suppression, as their best baseline, and TP+
-runs it on TP's residue. We do the same on the class histogram:
+Ghinita et al. order the rows along the curve and cut that 1-D order into l-eligible groups so
+that the rows not yet grouped stay eligible (the condition of Xiao & Tao's Anatomy); Xiao, Yi &
+Tao used it, adapted to suppression, as their best baseline, and TP+ runs it on TP's residue. We
+do the same on the class histogram (rows of one class are adjacent on the curve; classes are
+ordered by Skilling's transpose algorithm, vectorised over classes in numpy), with two cuts:
 
-  * classes are ordered by the Hilbert index of their code vectors (Skilling's transpose
-    algorithm, vectorised over classes in numpy), rows of one class being adjacent;
-  * inside a class, rows are dealt round-robin over its SA values, most frequent first, so a
-    group becomes eligible after few rows and a large class yields star-free groups of its own;
-  * the close test is every requested model on the group and on the remainder (all our models
-    are closed under merging, so an eligible remainder can always be finished).
+  * frequency l-diversity (k <= l at most): Anatomy-style groups of exactly l rows with l
+    distinct SA values: the values that must go now to keep the remainder eligible, then the
+    values whose next row is earliest on the curve (same class first, so no stars where a class
+    can give l distinct values itself);
+  * any other combination of models: a sequential cut that closes a group once it and the
+    remainder both satisfy every model, rows of a class dealt round-robin over its SA values.
+    All our models are closed under merging, so an eligible remainder can always be finished.
 
-Cost: O(C * m * b) numpy for the curve (b bits per code) plus O(n * S) Python for the cut, where
+Cost: O(C * m * b) numpy for the curve (b bits per code) plus O(n * S) Python for the cut (O(n/l *
+S log S) for the bucket cut), where
 n is the number of rows given to it (TP+ gives it only TP's residue).
 """
 
@@ -25,7 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
 from duckanon.solver.partition import Solution, build_solution
 
 
@@ -81,7 +84,6 @@ def hilbert_groups(hist: Histogram, part_class, part_sa, part_count, models, fir
     part_class = np.asarray(part_class, dtype=np.int64)
     part_sa = np.asarray(part_sa, dtype=np.int64)
     part_count = np.asarray(part_count, dtype=np.int64)
-    n_values = hist.sa_counts.shape[1]
     if part_count.sum() == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty
@@ -90,6 +92,78 @@ def hilbert_groups(hist: Histogram, part_class, part_sa, part_count, models, fir
     rank[classes[hilbert_order(hist.codes[classes])]] = np.arange(len(classes))
     order = np.lexsort((part_sa, rank[part_class]))
     part_class, part_sa, part_count = part_class[order], part_sa[order], part_count[order]
+    l = _bucket_l(models)
+    if l is not None:
+        return _bucket_cut(part_class, part_sa, part_count, rank[part_class], l, hist.sa_counts.shape[1], first_group)
+    return _sequential_cut(part_class, part_sa, part_count, models, hist.sa_counts.shape[1], first_group)
+
+
+def _bucket_l(models):
+    """l when the request is frequency l-diversity (with at most k <= l): groups of l distinct values."""
+    diversity = [m for m in models if isinstance(m, LDiversity)]
+    if len(diversity) != 1 or diversity[0].variant != "frequency":
+        return None
+    l = diversity[0].l
+    others = [m for m in models if m is not diversity[0]]
+    if all(isinstance(m, KAnonymity) and m.k <= l for m in others):
+        return l
+    return None
+
+
+def _bucket_cut(part_class, part_sa, part_count, part_rank, l, n_values, first_group):
+    """Frequency l-diversity: Anatomy-style groups of l rows with l distinct SA values, picked along
+    the curve. One queue per SA value, in curve order. A value is mandatory in the next group when
+    leaving it out would make the remaining rows ineligible (l * |B_v| > T - l); the other slots go
+    to the values whose next row comes first on the curve, so a group takes rows of the earliest
+    classes, and of one class where it can (no stars). An eligible remainder stays eligible after
+    each group (Xiao & Tao's Anatomy argument), so every group and the last one are l-eligible."""
+    queues = [np.flatnonzero(part_sa == v) for v in range(n_values)]
+    head = [0] * n_values
+    left_in_head = [int(part_count[q[0]]) if len(q) else 0 for q in queues]
+    bucket = [int(part_count[q].sum()) for q in queues]
+    total = sum(bucket)
+    ranks = part_rank.tolist()
+    assign: dict[tuple[int, int, int], int] = defaultdict(int)
+    classes = part_class.tolist()
+    group_id = first_group
+
+    def take(v: int, count: int = 1) -> None:
+        p = int(queues[v][head[v]])
+        assign[(classes[p], v, group_id)] += count
+        bucket[v] -= count
+        left_in_head[v] -= count
+        if left_in_head[v] == 0 and bucket[v]:
+            head[v] += 1
+            left_in_head[v] = int(part_count[queues[v][head[v]]])
+
+    while total:
+        nonempty = [v for v in range(n_values) if bucket[v]]
+        mandatory = [v for v in nonempty if l * bucket[v] > total - l]
+        if total < 2 * l or len(mandatory) > l:  # the rest cannot be split further: one last group
+            for v in nonempty:
+                while bucket[v]:
+                    take(v, min(bucket[v], left_in_head[v]))
+            break
+        free = sorted((v for v in nonempty if v not in mandatory), key=lambda v: ranks[queues[v][head[v]]])
+        chosen = mandatory + free[: l - len(mandatory)]
+        # The same group repeats while no chosen head part runs out, no other value turns
+        # mandatory (l * |B_v| > T - l) and at least 2l rows remain: emit the repeats as one
+        # group (identical groups publish as one class anyway).
+        repeats = min(total // l - 1, min(left_in_head[v] for v in chosen))
+        for v in nonempty:
+            if v not in chosen:
+                repeats = min(repeats, (total - l - l * bucket[v]) // l + 1)
+        for v in chosen:
+            take(v, repeats)
+        total -= l * repeats
+        group_id += 1
+    keys = np.array(list(assign.keys()), dtype=np.int64).reshape(-1, 3)
+    counts = np.fromiter(assign.values(), dtype=np.int64, count=len(assign))
+    return keys[:, 0], keys[:, 1], keys[:, 2], counts
+
+
+def _sequential_cut(part_class, part_sa, part_count, models, n_values, first_group):
+    """Any models: close a group once it and the rows after it both satisfy every model."""
 
     min_size = max([model.min_group_size() for model in models], default=1)
     remaining = np.bincount(part_sa, weights=part_count, minlength=n_values).astype(np.int64).tolist()
@@ -138,7 +212,7 @@ def hilbert_groups(hist: Histogram, part_class, part_sa, part_count, models, fir
     return keys[:, 0], keys[:, 1], keys[:, 2], counts
 
 
-def hilbert(hist: Histogram, models) -> Solution:
+def hilbert_solution(hist: Histogram, models) -> Solution:
     """`method = 'hilbert'`: the whole table cut along the curve."""
     cls, sa = np.nonzero(hist.sa_counts)
     parts = hilbert_groups(hist, cls, sa, hist.sa_counts[cls, sa], models)

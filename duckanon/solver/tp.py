@@ -69,12 +69,17 @@ def phase_one_caps(counts: np.ndarray, l: int) -> np.ndarray:
 
 
 class _Phases:
-    """Mutable state of phases 2 and 3: class counts Q (lists), R, and the helpers on them."""
+    """Mutable state of phases 2 and 3: class counts Q (lists), their pillar heights, and R.
+
+    Plain Python lists and cached heights: phase 2 is a loop of tiny steps, so each step must
+    cost a few list operations, not numpy calls.
+    """
 
     def __init__(self, kept: np.ndarray, residue_counts: np.ndarray, l: int):
         self.l = l
         self.q = kept.tolist()
         self.size = kept.sum(axis=1).tolist()
+        self.h = kept.max(axis=1, initial=0).tolist()
         self.r = [int(x) for x in residue_counts]
         self.r_size = sum(self.r)
         self.r_height = max(self.r, default=0)
@@ -85,7 +90,10 @@ class _Phases:
         return self.r_size >= self.l * self.r_height
 
     def move(self, i: int, v: int, count: int = 1) -> None:
-        self.q[i][v] -= count
+        row = self.q[i]
+        row[v] -= count
+        if row[v] + count == self.h[i]:
+            self.h[i] = max(row)
         self.size[i] -= count
         self.r[v] += count
         self.r_size += count
@@ -97,39 +105,48 @@ class _Phases:
 
     # -- classes ------------------------------------------------------------------------------
     def height(self, i: int) -> int:
-        return max(self.q[i])
+        return self.h[i]
 
     def pillars(self, i: int) -> list[int]:
-        h = self.height(i)
+        h = self.h[i]
         return [v for v, x in enumerate(self.q[i]) if x == h]
 
     def thin(self, i: int) -> bool:
-        return self.size[i] == self.l * self.height(i)
+        return self.size[i] == self.l * self.h[i]
 
     def conflicts(self, i: int) -> list[int]:
-        return [v for v in self.pillars(i) if self.r_pillar(v)]
+        h, r, top = self.h[i], self.r, self.r_height
+        return [v for v, x in enumerate(self.q[i]) if x == h and r[v] == top]
 
     def dead(self, i: int) -> bool:
-        return self.size[i] == 0 or (self.thin(i) and bool(self.conflicts(i)))
+        if self.size[i] == 0:
+            return True
+        if self.size[i] != self.l * self.h[i]:
+            return False  # fat
+        h, r, top = self.h[i], self.r, self.r_height
+        return any(x == h and r[v] == top for v, x in enumerate(self.q[i]))
 
-    def remove_pillars(self, i: int) -> None:
-        for v in self.pillars(i):
+    def remove_pillars(self, i: int) -> list[int]:
+        moved = self.pillars(i)
+        for v in moved:
             self.move(i, v)
+        return moved
 
 
-def _phase_two(state: _Phases, holders: list[np.ndarray]) -> bool:
+def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
     """Returns True when R became eligible, False when no alive SA value is left."""
     pointer = [0] * state.n_values
     heap = [(state.r[v], v) for v in range(state.n_values) if len(holders[v])]
     heapq.heapify(heap)
-    while not state.r_eligible():
+    q, r = state.q, state.r
+    while state.r_size < state.l * state.r_height:
         while heap:
             count, v = heap[0]
-            if count != state.r[v]:  # stale: a fresher entry for v is in the heap
+            if count != r[v]:  # stale: a fresher entry for v is in the heap
                 heapq.heappop(heap)
                 continue
             column, p = holders[v], pointer[v]
-            while p < len(column) and (state.q[column[p]][v] == 0 or state.dead(column[p])):
+            while p < len(column) and (q[column[p]][v] == 0 or state.dead(column[p])):
                 p += 1  # zero counts and dead classes stay so for the rest of phase 2
             pointer[v] = p
             if p == len(column):
@@ -138,15 +155,13 @@ def _phase_two(state: _Phases, holders: list[np.ndarray]) -> bool:
             break
         else:
             return False
-        i = int(holders[v][pointer[v]])
-        before = list(state.r)
-        if state.thin(i):
-            state.remove_pillars(i)
+        i = holders[v][pointer[v]]
+        if state.size[i] == state.l * state.h[i]:  # thin: one tuple from each pillar
+            for u in state.remove_pillars(i):
+                heapq.heappush(heap, (r[u], u))
         else:
             state.move(i, v)
-        for u, (old, new) in enumerate(zip(before, state.r)):
-            if new != old:
-                heapq.heappush(heap, (new, u))
+            heapq.heapreplace(heap, (r[v], v))
     return True
 
 
@@ -207,7 +222,7 @@ def three_phase(sa_counts: np.ndarray, l: int, residue: np.ndarray | None = None
     if l * r.max(initial=0) <= r.sum():
         return TPResult(kept, counts - kept, 1)
     state = _Phases(kept, r, l)
-    holders = [np.flatnonzero(kept[:, v]) for v in range(n_values)]
+    holders = [np.flatnonzero(kept[:, v]).tolist() for v in range(n_values)]
     phase = 2
     if not _phase_two(state, holders):
         phase = 3
@@ -268,7 +283,7 @@ def _best_cap(row: np.ndarray, model: LDiversity, below: int | None = None) -> n
     return capped[hit[0]] if len(hit) else np.zeros_like(row)
 
 
-def tp(hist, models, plus: bool = False):
+def tp_solution(hist, models, plus: bool = False):
     """`method = 'tp'` / `'tp+'`: classes as TP leaves them, unsuppressed; R as one group (tp) or
     cut along the Hilbert curve (tp+). Other models (k, t) are then enforced by merging."""
     from duckanon.errors import AnonymizeError
