@@ -1,0 +1,127 @@
+-- duckanon: t-closeness under Li et al.'s hierarchical ground distance, in SQL.
+--
+-- anon_t_hierarchical(tbl, qi, sa, hierarchy_tbl) -> (t_hierarchical DOUBLE): one row, the
+-- smallest t for which tbl is t-close: the max over equivalence classes (rows grouped by the QI
+-- columns, as in checks.sql, whose macros this file uses) of the EMD between the class's SA
+-- distribution and the whole table's, with ground distance between two values = level of their
+-- lowest common ancestor / height of the tree. Empty table: NULL.
+--
+-- The hierarchy is the table (or view) named by hierarchy_tbl, with columns
+--     value VARCHAR, level INTEGER, node VARCHAR
+-- one row per leaf value and level 1, 2, ..., top: `node` is the value's ancestor at that level
+-- (an ARX hierarchy file's row "v;a1;a2;*" gives (v,1,a1), (v,2,a2), (v,3,*)). A node is its
+-- (level, node) pair, so a label repeated at the next level is a node with one child. Rows
+-- (v, 0, v) are optional: any row makes v a leaf, which allows a hierarchy of leaves only. The
+-- height H is `top` when level `top` has one node (usually '*'), else top + 1 (an implicit root
+-- above them). The levels must form a tree: a clear error names a leaf with levels missing or
+-- two nodes on one level, or a node with two parents. Leaves absent from tbl change nothing.
+-- Python writes this table from an ARX file with duckanon.solver.emd.write_hierarchy_table;
+-- in plain SQL:
+--     CREATE TABLE occupation_h AS
+--     SELECT value, CAST(replace(name, 'column', '') AS INTEGER) AS level, node
+--     FROM (UNPIVOT (SELECT column0 AS value, * FROM read_csv('adult_hierarchy_occupation.csv',
+--                    delim = ';', header = false, all_varchar = true, quote = '"'))
+--           ON COLUMNS(* EXCLUDE (value)) INTO NAME name VALUE node);
+--
+-- SA values are matched as text: sa::VARCHAR = value (exactly, case-sensitively); a NULL SA
+-- value matches a row whose value is NULL. A value of tbl that is not a leaf is an error.
+--
+-- Computation (Li et al. 2007, Sec. 4.2, rewritten): with extra(N) = sum over the leaves under
+-- node N of (P - Q), EMD = 1/(2H) * sum over levels 0..H-1 of sum over the nodes N at that level
+-- of |extra(N)| (Li et al.'s sum over internal nodes of height/H * min(positive, negative extra of
+-- the children), telescoped; see emd_hierarchical in duckanon/solver/emd.py). With N rows, a class
+-- of `size` rows, and n_c(N), n_T(N) the rows under N in the class and in the table, each level's
+-- sum is sum_N |rows * n_c(N) - size * n_T(N)| / (size * rows), taken over the nodes present in
+-- the class plus (rows - sum of their n_T) * size for the absent ones, on integers, and
+-- divided once (so t = 0 comes out exact).
+
+-- anon_hierarchy_levels(hierarchy_tbl) -> (value VARCHAR, level INTEGER, node VARCHAR): the
+-- hierarchy's distinct rows of levels >= 1 plus (value, 0, value) for every leaf.
+CREATE OR REPLACE MACRO anon_hierarchy_levels(hierarchy_tbl) AS TABLE
+    WITH raw AS (
+        SELECT DISTINCT value::VARCHAR AS value, level::INTEGER AS level, node::VARCHAR AS node
+        FROM query_table(hierarchy_tbl)
+    )
+    SELECT value, level, node FROM raw WHERE level >= 1
+    UNION
+    SELECT DISTINCT value, 0, value FROM raw;
+
+-- anon_hierarchy_check(hierarchy_tbl) -> (ok BOOLEAN, height INTEGER): one row, or an Invalid
+-- Input Error naming the first problem found. height = H as defined above (0: one leaf only).
+CREATE OR REPLACE MACRO anon_hierarchy_check(hierarchy_tbl) AS TABLE
+    WITH h AS (
+        SELECT * FROM anon_hierarchy_levels(hierarchy_tbl)
+    ), top AS (
+        SELECT max(level) AS top,
+               (SELECT count(*) FROM (SELECT DISTINCT node FROM h WHERE level = (SELECT max(level) FROM h)))
+                   AS roots
+        FROM h
+    ), two_nodes AS (   -- a leaf with two nodes on one level
+        SELECT value, level FROM h GROUP BY value, level HAVING count(*) > 1 ORDER BY ALL LIMIT 1
+    ), incomplete AS (  -- a leaf without a node on every level 1..top
+        SELECT value FROM h, top GROUP BY value, top.top HAVING count(DISTINCT level) < top.top + 1
+        ORDER BY ALL LIMIT 1
+    ), two_parents AS ( -- a node with two parents on the next level
+        SELECT c.level, c.node
+        FROM h AS c JOIN h AS p ON p.value IS NOT DISTINCT FROM c.value AND p.level = c.level + 1
+        WHERE c.level >= 1
+        GROUP BY c.level, c.node
+        HAVING count(DISTINCT p.node) > 1
+        ORDER BY ALL LIMIT 1
+    ), problem AS (
+        SELECT coalesce(
+            (SELECT 'value ' || coalesce(value, 'NULL') || ' has two nodes at level ' || level FROM two_nodes),
+            (SELECT 'value ' || coalesce(value, 'NULL') || ' has no node on some of the levels 1..'
+                    || (SELECT top FROM top) FROM incomplete),
+            (SELECT 'node ' || node || ' at level ' || level || ' has two parents' FROM two_parents)
+        ) AS message
+    )
+    SELECT CASE WHEN message IS NULL THEN true
+                ELSE error('duckanon: hierarchy ' || hierarchy_tbl || ' is not a tree: ' || message)
+           END AS ok,
+           (top.top + (top.roots > 1)::INTEGER)::INTEGER AS height
+    FROM problem, top;
+
+CREATE OR REPLACE MACRO anon_t_hierarchical(tbl, qi, sa, hierarchy_tbl) AS TABLE
+    WITH shape AS (
+        SELECT height FROM anon_hierarchy_check(hierarchy_tbl) WHERE ok
+    ), h AS (
+        SELECT * FROM anon_hierarchy_levels(hierarchy_tbl)
+    ), cs AS (     -- rows per (class, SA value), integer class id, class size
+        SELECT dense_rank() OVER (ORDER BY cls) AS cid,
+               sa_value::VARCHAR AS value,
+               n::HUGEINT AS n,
+               sum(n) OVER (PARTITION BY cls)::HUGEINT AS size
+        FROM anon_sa_counts(tbl, qi, sa)
+    ), missing AS (  -- SA values of tbl that are not leaves, for the error message
+        SELECT list(coalesce(value, 'NULL') ORDER BY value) AS missing_values
+        FROM (SELECT DISTINCT value FROM cs) AS v
+        WHERE NOT EXISTS (SELECT 1 FROM h WHERE h.value IS NOT DISTINCT FROM v.value)
+    ), g AS (
+        SELECT sum(n) AS rows FROM cs
+    ), cells AS (    -- rows per (class, level, node)
+        SELECT cs.cid, any_value(cs.size) AS size, h.level, h.node, sum(cs.n) AS n
+        FROM cs JOIN h ON h.value IS NOT DISTINCT FROM cs.value
+        WHERE (SELECT CASE WHEN missing_values IS NULL OR len(missing_values) = 0 THEN true
+                           ELSE error('duckanon: hierarchy ' || hierarchy_tbl
+                                      || ' has no leaf for sensitive value(s) '
+                                      || array_to_string(missing_values[1:5], ', ')
+                                      || ' (values are matched as text, exactly)')
+                      END FROM missing)
+        GROUP BY cs.cid, h.level, h.node
+    ), tot AS (      -- rows per (level, node) in the table
+        SELECT level, node, sum(n) AS nt FROM cells GROUP BY level, node
+    ), per_level AS (  -- per (class, level): sum over the level's nodes of |rows n_c - size n_T|
+        SELECT c.cid, any_value(c.size) AS size,
+               sum(abs(c.n * g.rows - t.nt * c.size))
+                   + (any_value(g.rows) - sum(t.nt)) * any_value(c.size) AS sd
+        FROM cells AS c
+        JOIN tot AS t ON t.level = c.level AND t.node IS NOT DISTINCT FROM c.node
+        CROSS JOIN g
+        GROUP BY c.cid, c.level
+    ), per_class AS (
+        SELECT cid, any_value(size) AS size, sum(sd) AS sd FROM per_level GROUP BY cid
+    )
+    SELECT max(CASE WHEN shape.height = 0 THEN 0.0
+                    ELSE sd / (2 * size * g.rows * shape.height) END)::DOUBLE AS t_hierarchical
+    FROM per_class, g, shape;
