@@ -115,3 +115,9 @@ def _reject_star_values(con, plan: Plan, table: str) -> None:
             raise AnonymizeError(
                 f"column '{plan.qi[j]}' contains the value '*', which duckanon reserves for suppressed cells"
             )
+
+
+def sa_values(con: duckdb.DuckDBPyConnection, cells: Cells) -> list:
+    """The sensitive values in SA-code order (code s is the s-th value; NULL sorts last)."""
+    query = f'SELECT DISTINCT "{SA_CODE}", "{SA_ALIAS}" FROM "{cells.table}" ORDER BY 1'
+    return [value for _, value in con.execute(query).fetchall()]

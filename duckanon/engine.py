@@ -7,6 +7,7 @@ it was and a re-run replaces the target atomically.
 
 from __future__ import annotations
 
+import decimal
 import json
 import time
 import uuid
@@ -15,11 +16,14 @@ from dataclasses import asdict, dataclass
 import duckdb
 from sqlglot import exp
 
-from duckanon.classes import build_cells
+from duckanon.classes import build_cells, sa_values
 from duckanon.errors import AnonymizeError
 from duckanon.materialize import histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
-from duckanon.solver import KAnonymity, LDiversity, TCloseness, solve
+from duckanon import hierarchy
+from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
+from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import bind_statement, parse_statement
 
 
@@ -54,7 +58,9 @@ class Summary:
         return "SELECT " + ", ".join(items), [values[name] for name in self.SQL_TYPES]
 
 
-def models_for(plan: Plan, sa_total) -> list:
+def models_for(plan: Plan, sa_total, sa_values=None) -> list:
+    """The privacy models of the statement; `sa_values` (SA values in code order) is needed for a
+    declared SA order or an SA hierarchy."""
     statement = plan.statement
     models = []
     if statement.k is not None:
@@ -62,8 +68,65 @@ def models_for(plan: Plan, sa_total) -> list:
     if statement.l is not None:
         models.append(LDiversity(statement.l, statement.l_variant, statement.c))
     if statement.t is not None:
-        models.append(TCloseness(statement.t, tuple(int(x) for x in sa_total), statement.t_distance))
+        total = tuple(int(x) for x in sa_total)
+        if statement.t_distance == "hierarchical":
+            hierarchy = SAHierarchy.from_csv(statement.sa_hierarchy).for_values(
+                [None if v is None else str(v) for v in sa_values], null_label="NULL")
+            models.append(TCloseness(statement.t, total, "hierarchical", hierarchy=hierarchy))
+        elif statement.t_distance == "ordered" and statement.sa_order is not None:
+            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(statement.sa_order, sa_values)))
+        else:
+            models.append(TCloseness(statement.t, total, statement.t_distance))
     return models
+
+
+def _declared_ranks(order: list, sa_values: list) -> tuple[int, ...]:
+    """Rank of each SA code in the user's declared order (values compared as text)."""
+    position = {value: i for i, value in enumerate(order)}
+    missing = [v for v in sa_values if (None if v is None else str(v)) not in position]
+    if missing:
+        shown = ", ".join("NULL" if v is None else repr(str(v)) for v in missing[:5])
+        raise AnonymizeError(f"sa_order does not list the sensitive value(s) {shown}")
+    present = sorted(position[None if v is None else str(v)] for v in sa_values)
+    dense = {p: r for r, p in enumerate(present)}  # values absent from the table take no rank
+    return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)
+
+
+def _labelled(solution) -> set[int]:
+    return {j for j, labels in enumerate(solution.group_labels or []) if labels is not None}
+
+
+def column_domains(con, plan: Plan, cells) -> Domains:
+    """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice)."""
+    statement = plan.statement
+    values, numeric = [], []
+    for j in range(len(plan.qi)):
+        rows = con.execute(f'SELECT DISTINCT "c{j}", "q{j}" FROM "{cells.table}" ORDER BY 1').fetchall()
+        column = [v for _, v in rows]
+        values.append(column)
+        sample = next((v for v in column if v is not None), None)
+        numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
+    hierarchies = None
+    if statement.method == "lattice":
+        specs = statement.hierarchies
+        if isinstance(specs, dict):
+            qi_lower = {c.lower(): c for c in plan.qi}
+            for name in specs:
+                if name.lower() not in qi_lower:
+                    raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
+            by_column = {qi_lower[name.lower()]: spec for name, spec in specs.items()}
+        elif isinstance(specs, str):
+            by_column = {c: specs for c in plan.qi}
+        else:
+            by_column = {}
+        hierarchies = []
+        for j, column in enumerate(plan.qi):
+            spec = by_column.get(column)
+            if spec is None:  # no hierarchy: the value or '*' (suppression of the whole column)
+                hierarchies.append(FlatHierarchy(len(values[j])))
+            else:
+                hierarchies.append(hierarchy.parse_spec(spec, column, con).bind(values[j], column=column))
+    return Domains(values, numeric, hierarchies, statement.suppression_limit, statement.metric)
 
 
 def _begin(con) -> bool:
@@ -90,12 +153,15 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
     try:
         cells = build_cells(con, plan, cells_table)
         hist = cells.histogram
-        solution = solve(hist, models_for(plan, hist.sa_counts.sum(axis=0)), statement.method, plan.patterns,
-                         time_limit=statement.time_limit)
+        needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
+        models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
+        domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
+        solution = solve(hist, models, statement.method, plan.patterns,
+                         time_limit=statement.time_limit, domains=domains)
 
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
-            this=exp.to_table(keyed_table, quoted=True), kind="TABLE", expression=keyed_select(plan, cells_table, parts_view),
+            this=exp.to_table(keyed_table, quoted=True), kind="TABLE", expression=keyed_select(plan, cells_table, parts_view, labelled=_labelled(solution)),
             properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
         )
         con.execute(create_keyed.sql(dialect="duckdb"))

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from duckanon.classes import CELL_ID, COUNT, SA_ALIAS, STAR, Cells, qcol, qi_alias
 from duckanon.plan import Plan
-from duckanon.solver.partition import STAR as STAR_CODE, Solution
+from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"
 
@@ -40,14 +40,26 @@ def cell_parts(cells: Cells, solution: Solution):
     lo = hi - part_count - cell_start + 1
     hi = hi - cell_start
     masks = solution.group_rep[part_group] == STAR_CODE
-    return part_cell, lo, hi, masks
+    return part_cell, lo, hi, masks, part_group
 
 
 def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
-    part_cell, lo, hi, masks = cell_parts(cells, solution)
-    columns = {CELL_ID: part_cell, LO: lo, HI: hi}
+    """Per part: cell id, rank range, suppressed mask m{j} and, for generalized columns, the
+    label flag l{j} and label g{j}. Parts of removed groups are left out, so their rows are not
+    published (a removed group holds whole cells, so no rank range is cut)."""
+    part_cell, lo, hi, masks, groups = cell_parts(cells, solution)
+    keep = solution.kept_groups[groups]
+    columns = {CELL_ID: part_cell[keep], LO: lo[keep], HI: hi[keep]}
     for j in range(masks.shape[1]):
-        columns[f"m{j}"] = masks[:, j]
+        columns[f"m{j}"] = masks[keep, j]
+    for j, labels in enumerate(solution.group_labels or []):
+        if labels is None:
+            continue
+        chosen = np.asarray(labels, dtype=object)[groups[keep]]
+        use_label = np.array([label != SHOW_VALUE for label in chosen.tolist()], dtype=bool)
+        columns[f"l{j}"] = use_label
+        columns[f"g{j}"] = pa.array([label if flag else None for label, flag in zip(chosen.tolist(), use_label)],
+                                    type=pa.string())
     return pa.table(columns)
 
 
@@ -55,12 +67,15 @@ def _table(name: str, alias: str) -> exp.Expr:
     return exp.alias_(exp.to_table(name, quoted=True), alias, table=True)
 
 
-def keyed_select(plan: Plan, cells_table: str, parts_view: str) -> exp.Select:
-    """Cells joined with their parts; the published QI strings are computed here, once per part."""
+def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> exp.Select:
+    """Cells joined with their parts; the published QI strings are computed here, once per part:
+    '*' where suppressed, the generalized label for the columns in `labelled`, else the value."""
     c, p = "c", "p"
     outputs = []
     for j in range(len(plan.qi)):
         shown = exp.Cast(this=qcol(qi_alias(j), c), to=exp.DataType.build("VARCHAR"))
+        if j in labelled:
+            shown = exp.If(this=qcol(f"l{j}", p), true=qcol(f"g{j}", p), false=shown)
         published = exp.If(this=qcol(f"m{j}", p), true=exp.Literal.string(STAR), false=shown)
         outputs.append(exp.alias_(published, out_alias(j), quoted=True))
     values = [qcol(name, c) for name in _value_aliases(plan)]

@@ -8,11 +8,14 @@ attaches a proven lower bound where one is known.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.dp import dp
+from duckanon.solver.generalize import lattice_solution, mondrian_solution
 from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
 from duckanon.solver.hilbert import hilbert_solution
@@ -35,7 +38,13 @@ def _k_of(models) -> int:
     return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
 
 
-def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Solution:
+def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domains=None) -> Solution:
+    if method in GENERALIZING:
+        if domains is None:
+            raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
+        if method == "lattice":
+            return lattice_solution(hist, domains.hierarchies, models, domains.suppression_limit, domains.metric)
+        return mondrian_solution(hist, models, domains.values, domains.numeric)
     if method in HEURISTICS:
         return run_heuristic(method, hist, models, patterns)
     if method == "exact":
@@ -55,7 +64,9 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None) -> Sol
     raise AnonymizeError(f"unknown method '{method}'")
 
 
-METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert")
+METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown",
+           "lattice", "mondrian")
+GENERALIZING = ("lattice", "mondrian")
 
 
 def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
@@ -90,8 +101,21 @@ def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
     return best
 
 
+@dataclass
+class Domains:
+    """What generalization needs beyond the histogram: per QI its values in code order, whether
+    it is numeric, and (lattice) its bound hierarchy; the suppression limit and the metric."""
+
+    values: list
+    numeric: list
+    hierarchies: list | None = None
+    suppression_limit: float = 0.0
+    metric: str = "entropy"
+
+
 def solve(
-    hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None
+    hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None,
+    domains: Domains | None = None,
 ) -> Solution:
     """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
 
@@ -107,14 +131,16 @@ def solve(
     elif method == "auto":
         solution = _auto(hist, models, patterns, time_limit)
     else:
-        solution = _run(method, hist, models, patterns, time_limit)
+        solution = _run(method, hist, models, patterns, time_limit, domains)
 
     sizes = solution.group_sizes()
-    used = sizes > 0
+    used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
     valid = all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used])
     if not valid.all():  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
+    if method in GENERALIZING:  # optimality there is about the metric, not about stars
+        return solution
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if any(isinstance(m, KAnonymity) for m in models):
         bounds.append(k_anonymity_lower_bound(hist, _k_of(models)))

@@ -149,7 +149,7 @@ def _classify(models):
                 l_freq = max(l_freq, int(model.l))
             else:
                 l_dist = max(l_dist, int(model.l))
-        elif isinstance(model, TCloseness) and model.distance in ("equal", "ordered"):
+        elif isinstance(model, TCloseness):
             if model.t < 1:
                 t_models.append(model)
         else:
@@ -158,10 +158,12 @@ def _classify(models):
 
 
 def _ground_distance(model: TCloseness, v: int) -> np.ndarray:
-    i = np.arange(v)
-    if model.distance == "ordered":
-        return np.abs(i[:, None] - i[None, :]) / max(v - 1, 1)
-    return (i[:, None] != i[None, :]).astype(np.float64)
+    return model.distance_matrix()
+
+
+def _closed_form(model: TCloseness) -> bool:
+    """Equal and value-ordered distances have linear closed forms; the others use the flows."""
+    return model.distance == "equal" or (model.distance == "ordered" and model.order is None)
 
 
 def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.ndarray:
@@ -170,7 +172,7 @@ def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.nd
     if l_need > 1:
         ok &= (sa_avail > 0).sum(axis=1) >= l_need
     for model in t_models:
-        d = dist_cache[model.distance]
+        d = dist_cache[id(model)]
         avail = sa_avail > 0  # (P, S)
         # distance of each SA value to the nearest available value
         masked = np.where(avail[:, None, :], d[None, :, :], np.inf)  # (P, S, S)
@@ -286,7 +288,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     total = hist.sa_counts.sum(axis=0).astype(np.float64)
     q = total / max(total.sum(), 1.0)
     v = hist.sa_counts.shape[1]
-    dist_cache = {name: _ground_distance(TCloseness(0.0, (), name), v) for name in ("equal", "ordered")}
+    dist_cache = {id(model): _ground_distance(model, v) for model in t_models}
     l_need = max(l_freq, l_dist)
     k_need = max(k, l_need, 1)
 
@@ -481,7 +483,7 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
         if len(xs) == 0:
             continue
         sa_of = t_sa[pair_t[xs]]
-        if t_form == "flow":
+        if t_form == "flow" or not _closed_form(tm):
             sources = np.flatnonzero(present[p])
             sinks = np.flatnonzero(total > 0)
             g0 = new_vars(len(sources) * len(sinks), False)

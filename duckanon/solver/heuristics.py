@@ -8,6 +8,7 @@ from duckanon.solver.mapprox import mapprox
 from duckanon.solver.models import KAnonymity, LDiversity
 from duckanon.solver.partition import Solution
 from duckanon.solver.repair import merge_classes, repair
+from duckanon.solver.topdown import topdown
 from duckanon.solver.tp import tp_solution
 
 # Above this many classes the quadratic `merge` heuristic is left out of the portfolio.
@@ -15,7 +16,7 @@ MERGE_CLASS_LIMIT = 3000
 # With l-diversity and more classes than this, the portfolio is TP+ alone: it is linear and
 # carries the (l*d) bound, while greedy's pattern search costs seconds per 10k classes.
 TP_ONLY_CLASS_LIMIT = 20_000
-HEURISTICS = ("mapprox", "greedy", "merge")
+HEURISTICS = ("mapprox", "greedy", "merge", "topdown")
 
 
 def implied_k(models) -> int:
@@ -37,6 +38,8 @@ def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Soluti
         return min(candidates, key=lambda s: s.stars)
     if method == "merge":
         return merge_classes(hist, models)
+    if method == "topdown":
+        return repair(hist, topdown(hist, models), models)
     raise ValueError(f"not a heuristic: {method}")
 
 

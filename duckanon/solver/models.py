@@ -8,11 +8,12 @@ satisfying groups, which the merge-based repair relies on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver import emd
 
 # Relative slack for floating-point comparisons of EMD against t, so that a group exactly at the
 # limit (EMD == t in exact arithmetic) is accepted.
@@ -140,27 +141,50 @@ def entropy(sa_counts: np.ndarray) -> np.ndarray:
 class TCloseness(PrivacyModel):
     """EMD between a group's SA distribution and the table's is at most t.
 
-    `equal`: EMD = 1/2 sum |p - q|. `ordered`: SA codes are ordered values 1..v,
-    EMD = 1/(v-1) sum_i |sum_{j<=i} (p_j - q_j)|.
+    `distance` names the ground distance between SA values (emd.py has the closed forms):
+      equal         every two values at distance 1 (EMD = total variation, 1/2 sum |p - q|);
+      ordered       values on a line in SA-code order (by value), or in `order` when the user
+                    declared one: distance |rank_i - rank_j| / (v - 1);
+      hierarchical  level of the lowest common ancestor / height, over `hierarchy` (an
+                    emd.HierarchyIndex bound to the SA codes);
+      custom        any (S, S) matrix `ground`, through the transportation LP (slow; small S).
     """
 
     t: float
     sa_total: tuple[int, ...]
     distance: str = "equal"
+    order: tuple[int, ...] | None = None  # ordered: rank of each SA code (declared order)
+    hierarchy: object = field(default=None, compare=False)
+    ground: object = field(default=None, compare=False)
     name = "t-closeness"
 
     def emd(self, sizes, sa_counts) -> np.ndarray:
         total = np.asarray(self.sa_total, dtype=np.float64)
-        n = max(total.sum(), 1.0)
+        q = total / max(total.sum(), 1.0)
         sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
-        p = sa_counts / sizes[:, None]
-        q = total / n
+        p = np.asarray(sa_counts, dtype=np.float64) / sizes[:, None]
         if self.distance == "ordered":
-            v = len(total)
-            if v <= 1:
-                return np.zeros(len(sizes))
-            return np.abs(np.cumsum(p - q, axis=1)).sum(axis=1) / (v - 1)
-        return 0.5 * np.abs(p - q).sum(axis=1)
+            if self.order is not None:
+                permutation = np.argsort(np.asarray(self.order))  # codes listed by rank
+                return emd.emd_ordered(p[:, permutation], q[permutation])
+            return emd.emd_ordered(p, q)
+        if self.distance == "hierarchical":
+            return emd.emd_hierarchical(p, q, self.hierarchy)
+        if self.distance == "custom":
+            return emd.emd_custom(p, q, np.asarray(self.ground))
+        return emd.emd_equal(p, q)
+
+    def distance_matrix(self) -> np.ndarray:
+        """The (S, S) ground distance (for the exact MILP's transport form)."""
+        v = len(self.sa_total)
+        if self.distance == "ordered":
+            rank = np.arange(v) if self.order is None else np.asarray(self.order)
+            return np.abs(rank[:, None] - rank[None, :]) / max(v - 1, 1)
+        if self.distance == "hierarchical":
+            return self.hierarchy.distance_matrix()
+        if self.distance == "custom":
+            return np.asarray(self.ground, dtype=np.float64)
+        return (np.arange(v)[:, None] != np.arange(v)[None, :]).astype(np.float64)
 
     def satisfied(self, sizes, sa_counts):
         return self.emd(sizes, sa_counts) <= self.t + EMD_TOLERANCE

@@ -14,6 +14,7 @@ import numpy as np
 from duckanon.solver.histogram import Histogram
 
 STAR = -1  # code of a suppressed cell in a group representative
+SHOW_VALUE = "\x00value"  # a group label meaning "publish the value itself" (a one-value range)
 
 
 @dataclass
@@ -29,6 +30,19 @@ class Solution:
     optimal: bool = False
     lower_bound: int | None = None
     notes: dict = field(default_factory=dict)
+    # Generalization (lattice, mondrian): per QI column, the published label of each group (None:
+    # the column shows the value itself; a label None publishes NULL), and the groups removed
+    # entirely by record suppression (not published, reported).
+    group_labels: list | None = None
+    dropped: np.ndarray | None = None
+
+    @property
+    def kept_groups(self) -> np.ndarray:
+        return np.ones(len(self.group_rep), dtype=bool) if self.dropped is None else ~self.dropped
+
+    @property
+    def removed_rows(self) -> int:
+        return 0 if self.dropped is None else int(self.group_sizes()[self.dropped].sum())
 
     @property
     def group_stars(self) -> np.ndarray:
@@ -36,11 +50,13 @@ class Solution:
 
     @property
     def stars(self) -> int:
-        return int((self.part_count * self.group_stars[self.part_group]).sum())
+        stars = self.group_stars * self.kept_groups
+        return int((self.part_count * stars[self.part_group]).sum())
 
     @property
     def suppressed_rows(self) -> int:
-        return int(self.part_count[self.group_stars[self.part_group] > 0].sum())
+        starred = (self.group_stars > 0) & self.kept_groups
+        return int(self.part_count[starred[self.part_group]].sum())
 
     def group_sizes(self) -> np.ndarray:
         return np.bincount(self.part_group, weights=self.part_count, minlength=len(self.group_rep)).astype(np.int64)
@@ -53,7 +69,7 @@ class Solution:
     def published_classes(self) -> np.ndarray:
         """Sizes of the published equivalence classes (groups with equal published vectors merge)."""
         sizes = self.group_sizes()
-        keep = sizes > 0
+        keep = (sizes > 0) & self.kept_groups
         if not keep.any():
             return np.zeros(0, dtype=np.int64)
         _, inverse = np.unique(self.group_rep[keep], axis=0, return_inverse=True)

@@ -9,10 +9,11 @@ from sqlglot import exp
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import METHODS
+from duckanon.solver.lattice import METRICS
 from duckanon.sql.parser import Anonymize, AnonOption, position_error
 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
-T_DISTANCES = ("equal", "ordered")
+T_DISTANCES = ("equal", "ordered", "hierarchical")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class AnonymizeStatement:
     l_variant: str = "frequency"
     c: float | None = None
     t_distance: str = "equal"
+    sa_hierarchy: str | None = None  # t_distance = hierarchical: ARX CSV file of the SA's hierarchy
+    sa_order: list | None = None  # t_distance = ordered: the SA values from lowest to highest
+    hierarchies: dict | str | None = None  # column -> spec, or one spec with {column} for every QI
+    suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
+    metric: str = "entropy"  # lattice: the utility metric minimised
     text: str = ""
 
 
@@ -135,6 +141,57 @@ def _c(value: exp.Expr) -> float:
     return number
 
 
+def _string(value: exp.Expr, option: str) -> str:
+    if isinstance(value, exp.Literal) and value.is_string:
+        return value.this
+    raise AnonymizeError(f"option {option} must be a string, e.g. {option} = 'path/to/file.csv'")
+
+
+def _values(value: exp.Expr, option: str) -> list:
+    """A list of literal values: ('low', 'mid', 'high'), (1, 2, 3); NULL for the NULL value."""
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
+    out = []
+    for item in items:
+        if isinstance(item, exp.Null):
+            out.append(None)
+        elif isinstance(item, exp.Literal):
+            out.append(item.this)
+        elif isinstance(item, exp.Neg) and isinstance(item.this, exp.Literal) and item.this.is_number:
+            out.append("-" + item.this.this)
+        elif isinstance(item, exp.Column) and not item.table:
+            out.append(item.name)
+        else:
+            raise AnonymizeError(f"option {option} must list values, got {item.sql(dialect='duckdb')}")
+    if len(set(out)) != len(out):
+        raise AnonymizeError(f"option {option} lists a value twice")
+    return out
+
+
+def _hierarchies(value: exp.Expr):
+    """`'spec_{column}.csv'` for every QI, or `(age = 'file.csv', zipcode = 'prefix', ...)`."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        return value.this
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
+    specs = {}
+    for item in items:
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and isinstance(item.expression, exp.Literal)
+                and item.expression.is_string):
+            raise AnonymizeError("option hierarchies must be a string or a list of column = 'spec' "
+                                 f"(e.g. (age = 'intervals(5, 10)', zip = 'prefix')), got {item.sql(dialect='duckdb')}")
+        name = item.this.name
+        if name.lower() in {c.lower() for c in specs}:
+            raise AnonymizeError(f"option hierarchies names column {name} twice")
+        specs[name] = item.expression.this
+    return specs
+
+
+def _fraction(value: exp.Expr, option: str) -> float:
+    number = _number(value, option)
+    if not (0.0 <= number <= 1.0):
+        raise AnonymizeError(f"option {option} must be a fraction in [0, 1], got {number:g}")
+    return number
+
+
 def _time_limit(value: exp.Expr) -> float:
     number = _number(value, "time_limit")
     if not number > 0:
@@ -155,6 +212,11 @@ _OPTIONS = {
     "patterns": _patterns,
     "l_variant": lambda v: _word(v, "l_variant", L_VARIANTS),
     "c": _c,
+    "sa_hierarchy": lambda v: _string(v, "sa_hierarchy"),
+    "sa_order": lambda v: _values(v, "sa_order"),
+    "hierarchies": _hierarchies,
+    "suppression_limit": lambda v: _fraction(v, "suppression_limit"),
+    "metric": lambda v: _word(v, "metric", METRICS),
     "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
 }
 
@@ -187,6 +249,23 @@ def bind_statement(parsed: Anonymize, text: str = "") -> AnonymizeStatement:
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
         raise AnonymizeError("option c applies only to l_variant = recursive")
+    generalizing = statement.method in ("lattice", "mondrian")
+    if statement.hierarchies is not None and statement.method not in ("lattice",):
+        raise AnonymizeError("option hierarchies needs method = 'lattice'")
+    if "suppression_limit" in seen and statement.method != "lattice":
+        raise AnonymizeError("option suppression_limit needs method = 'lattice'")
+    if "metric" in seen and statement.method != "lattice":
+        raise AnonymizeError("option metric needs method = 'lattice'")
+    if generalizing and statement.patterns is not None:
+        raise AnonymizeError(f"method {statement.method} does not take patterns")
+    if statement.t_distance == "hierarchical" and statement.sa_hierarchy is None:
+        raise AnonymizeError("t_distance = hierarchical needs sa_hierarchy = '<ARX hierarchy CSV of the sensitive column>'")
+    if statement.sa_hierarchy is not None and statement.t_distance != "hierarchical":
+        raise AnonymizeError("option sa_hierarchy applies only to t_distance = hierarchical")
+    if statement.sa_order is not None and statement.t_distance != "ordered":
+        raise AnonymizeError("option sa_order applies only to t_distance = ordered")
+    if statement.t_distance != "equal" and statement.t is None:
+        raise AnonymizeError("option t_distance needs t")
     if statement.l_variant != "frequency" and statement.l is None:
         raise AnonymizeError("option l_variant needs l")
     return statement

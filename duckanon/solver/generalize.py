@@ -1,0 +1,150 @@
+"""Generalization methods as Solutions: `lattice` (full-domain, optimal), `mondrian`
+(multidimensional local recoding) and `gensup` (a lattice level, then cell suppression).
+
+A generalized Solution keeps whole classes together (a class's rows publish the same labels) and
+carries per group and column the published label; `group_rep` holds codes that are equal exactly
+when the published labels are, with STAR where a column is published as '*'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from duckanon.solver.histogram import Histogram
+from duckanon.solver.lattice import Lattice
+from duckanon.solver.models import all_satisfied
+from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
+
+TOP = "*"
+
+
+class FlatHierarchy:
+    """The hierarchy of a QI given none: level 0 the value, level 1 '*'."""
+
+    def __init__(self, n_values: int):
+        self.codes = np.stack([np.arange(n_values), np.zeros(n_values, dtype=np.int64)], axis=1)
+        self.labels = [[str(i) for i in range(n_values)], [TOP]]
+
+
+def _text(value) -> str:
+    return "NULL" if value is None else str(value)
+
+
+def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
+    classes = np.arange(hist.n_classes)
+    return distribute_sa(hist, classes, np.asarray(group_of_class, dtype=np.int64), hist.sizes)
+
+
+def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy") -> Solution:
+    """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`)."""
+    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search()
+    node = search.node
+    n_groups = len(node.sa_counts)
+    group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
+    labels = []
+    for j, (bound, level) in enumerate(zip(hierarchies, node.levels)):
+        codes = bound.codes[hist.codes[:, j], level]
+        group_code = np.zeros(n_groups, dtype=np.int64)
+        group_code[node.member_of] = codes
+        names = bound.labels[level]
+        shown = [names[c] for c in group_code.tolist()]
+        group_rep[:, j] = np.where(np.array([s == TOP for s in shown], dtype=bool), STAR, group_code)
+        labels.append(shown if level > 0 else None)
+    parts = _whole_class_parts(hist, node.member_of)
+    solution = Solution(*parts, group_rep=group_rep, method="lattice", optimal=True, group_labels=labels,
+                        dropped=~node.ok)
+    solution.notes.update({
+        "levels": list(node.levels), "metric": metric, "metric_value": search.value,
+        "nodes_evaluated": search.evaluated, "lattice_nodes": search.nodes, "removed_rows": int(node.sa_counts[~node.ok].sum()),
+        "optimal_for": f"{metric} among full-domain generalizations",
+    })
+    return solution
+
+
+def mondrian_groups(hist: Histogram, models) -> np.ndarray:
+    """LeFevre et al.'s strict multidimensional partitioning on the class histogram.
+
+    Recursively split a region at the (row-weighted) median of the QI with the widest normalized
+    range, keeping a split only when both halves satisfy every model; a region no QI can split
+    becomes one group. Splits fall on value boundaries, so classes are never divided. Every
+    group satisfies the models because the whole table does and only valid halves are kept.
+    """
+    codes = hist.codes
+    sizes = hist.sizes
+    spans = np.maximum(codes.max(axis=0) - codes.min(axis=0), 1) if hist.n_classes else np.ones(hist.m)
+    group_of = np.zeros(hist.n_classes, dtype=np.int64)
+    stack = [np.arange(hist.n_classes)]
+    next_group = 0
+    while stack:
+        members = stack.pop()
+        sub = codes[members]
+        widths = (sub.max(axis=0) - sub.min(axis=0)) / spans if len(members) else np.zeros(hist.m)
+        split = None
+        for j in np.argsort(-widths, kind="stable"):
+            if widths[j] <= 0:
+                break
+            order = np.argsort(sub[:, j], kind="stable")
+            values = sub[order, j]
+            cumulative = np.cumsum(sizes[members[order]])
+            median = values[np.searchsorted(cumulative, cumulative[-1] / 2.0)]
+            for cut in (median, median - 1):  # left = codes <= cut; try the median's both sides
+                left = sub[:, j] <= cut
+                if left.all() or not left.any():
+                    continue
+                halves = np.stack([hist.sa_counts[members[left]].sum(axis=0), hist.sa_counts[members[~left]].sum(axis=0)])
+                if all_satisfied(models, halves.sum(axis=1), halves).all():
+                    split = left
+                    break
+            if split is not None:
+                break
+        if split is None:
+            group_of[members] = next_group
+            next_group += 1
+        else:
+            stack.append(members[~split])
+            stack.append(members[split])
+    return group_of
+
+
+def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list[bool]) -> Solution:
+    """`values[j]` are QI j's values in code order. A group publishes per column its single value,
+    the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
+    where it spans every value of the column."""
+    group_of = mondrian_groups(hist, models)
+    n_groups = int(group_of.max()) + 1 if hist.n_classes else 0
+    group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
+    labels = []
+    for j in range(hist.m):
+        column = hist.codes[:, j]
+        low = np.full(n_groups, np.iinfo(np.int64).max)
+        high = np.full(n_groups, -1)
+        np.minimum.at(low, group_of, column)
+        np.maximum.at(high, group_of, column)
+        n_values = len(values[j])
+        present = {}
+        if not numeric[j]:
+            for g, c in set(zip(group_of.tolist(), column.tolist())):
+                present.setdefault(g, []).append(c)
+        shown, rep = [], []
+        everything = len(np.unique(column))
+        for g in range(n_groups):
+            lo, hi = int(low[g]), int(high[g])
+            if lo == hi:
+                shown.append(SHOW_VALUE)
+                rep.append(lo)
+            elif (numeric[j] and hi - lo + 1 >= n_values) or (not numeric[j] and len(present[g]) >= everything):
+                shown.append(TOP)
+                rep.append(STAR)
+            elif numeric[j]:
+                shown.append(f"[{_text(values[j][lo])}, {_text(values[j][hi])}]")
+                rep.append(n_values + lo * n_values + hi)
+            else:
+                members = sorted(present[g])
+                shown.append("{" + ", ".join(_text(values[j][c]) for c in members) + "}")
+                rep.append(n_values + g)  # a set is unique to its group
+        labels.append(shown)
+        group_rep[:, j] = rep
+    parts = _whole_class_parts(hist, group_of)
+    solution = Solution(*parts, group_rep=group_rep, method="mondrian", group_labels=labels)
+    solution.notes.update({"groups": n_groups})
+    return solution

@@ -1,0 +1,243 @@
+"""`method = 'lattice'`: optimal full-domain generalization with a record-suppression limit.
+
+A node of the lattice is a level vector (one hierarchy level per QI). Publishing at a node maps
+every value to its ancestor at that level; classes then merge. Classes that still violate the
+models may be removed ("suppressed" records, as in ARX) if they hold at most `suppression_limit`
+of the rows; otherwise the node is not a solution. The search returns the solution node with the
+smallest `metric`, and proves it optimal.
+
+How a node is evaluated: from the one class histogram, never by SQL. Each QI's level codes are
+precomputed per value (hierarchy.BoundHierarchy.codes); a node's classes are the distinct rows of
+rolled-up codes. The rolling up starts from the smallest already-evaluated node below it (any
+finer node's classes partition the coarser node's classes), so most nodes re-group a few hundred
+classes, not the whole histogram.
+
+Search (branch and bound over the lattice, with Flash-style predictive tagging):
+  * Monotonicity. With no suppression, if a node satisfies the models so does every coarser
+    node (its classes are unions of satisfying classes, and all our models are closed under
+    merging), and if a node fails so does every finer node. k-anonymity keeps this with a
+    suppression limit too (coarser classes only grow). Failing nodes tag everything below them;
+    satisfying nodes tag everything above them when the metric is monotone in generalization.
+  * Bounds. Every metric is at least its value on the node computed as if nothing were
+    suppressed (suppressed records count as fully generalized, which costs at least as much),
+    and for the separable metrics (entropy, loss, precision) that bound needs no grouping at all.
+    Nodes are visited in increasing bound; the search stops when the next bound is no better
+    than the best solution found: that solution is optimal.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.models import KAnonymity, all_satisfied
+
+METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
+SEPARABLE = ("entropy", "loss", "precision", "stars")
+
+
+@dataclass
+class NodeResult:
+    levels: tuple[int, ...]
+    sa_counts: np.ndarray  # (G, S)
+    member_of: np.ndarray  # original class -> rolled-up class
+    ok: np.ndarray  # (G,) class satisfies the models
+    suppressed_rows: int
+    value: float | None = None  # metric value when the node is a solution
+
+
+@dataclass
+class LatticeResult:
+    node: NodeResult
+    metric: str
+    value: float
+    optimal: bool
+    evaluated: int
+    nodes: int
+    notes: dict = field(default_factory=dict)
+
+
+class Lattice:
+    """The level lattice of the QIs of `hist`, with precomputed per-column level codes.
+
+    `level_codes[j]` is (n_values_j, H_j + 1): the code of value-code v of column j at level h.
+    `leaves[j]` is per level the number of distinct values each generalized code covers.
+    """
+
+    def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
+                 metric: str = "entropy"):
+        if metric not in METRICS:
+            raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
+        self.hist = hist
+        self.level_codes = [np.asarray(c, dtype=np.int64) for c in level_codes]
+        self.heights = [c.shape[1] - 1 for c in self.level_codes]
+        self.models = models
+        self.limit_rows = int(np.floor(suppression_limit * hist.n_rows + 1e-9))
+        self.metric = metric
+        self.sizes = hist.sizes
+        self.n = hist.n_rows
+        self.m = hist.m
+        self.monotone_with_suppression = all(isinstance(m, KAnonymity) for m in models) or self.limit_rows == 0
+        # per column, per level: rows per generalized code (for entropy), leaves per code (loss)
+        self.value_rows = [np.bincount(hist.codes[:, j], weights=self.sizes, minlength=len(c)).astype(np.float64)
+                           for j, c in enumerate(self.level_codes)]
+        self.cache: dict[tuple[int, ...], NodeResult] = {}
+        # per column and level: every class's code at that level, and the number of codes
+        self.rolled = [[c[hist.codes[:, j], h] for h in range(c.shape[1])] for j, c in enumerate(self.level_codes)]
+        self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
+        self.row_cost = [self._row_costs(j) for j in range(self.m)]
+        self.column_total = [self.value_rows[j] @ self.row_cost[j] for j in range(self.m)]
+
+    # -- metrics -------------------------------------------------------------------------------
+    def _row_costs(self, j: int) -> np.ndarray:
+        """(n_values, H+1): what one row with value v of column j costs when published at level h."""
+        codes = self.level_codes[j]
+        rows = self.value_rows[j]
+        present = rows > 0
+        n_values = max(int(present.sum()), 1)
+        out = np.zeros(codes.shape, dtype=np.float64)
+        for h in range(codes.shape[1]):
+            g = codes[:, h]
+            if self.metric == "entropy":  # ARX non-uniform entropy: -log2(P(v) / P(gen(v)))
+                generalized = np.bincount(g, weights=rows)
+                out[present, h] = np.log2(generalized[g[present]] / rows[present])
+            elif self.metric == "loss":  # ARX loss: (leaves under the node - 1) / (domain - 1)
+                leaves = np.bincount(g, weights=present.astype(np.float64))
+                out[:, h] = (leaves[g] - 1) / max(n_values - 1, 1)
+            elif self.metric == "precision":  # Sweeney's precision: level / height
+                out[:, h] = h / max(codes.shape[1] - 1, 1)
+            elif self.metric == "stars":  # a cell published as the top '*'
+                out[:, h] = 1.0 if h == codes.shape[1] - 1 and len(np.unique(g)) == 1 else 0.0
+        return out
+
+    def bound(self, levels) -> float:
+        """The metric with nothing removed; never above the real value (a removed row costs the
+        top level, the most any level costs). Separable: no grouping needed."""
+        if self.metric in SEPARABLE:
+            return float(sum(self.column_total[j][h] for j, h in enumerate(levels)))
+        return 0.0
+
+    def value(self, node: NodeResult) -> float:
+        """The metric of publishing at `node` with its violating classes removed.
+
+        `entropy` is ARX's precomputed non-uniform entropy, which depends on the levels only
+        (removed records are reported, not charged); `loss`, `precision` and `stars` charge each
+        removed row the top level of every column; discernibility charges it |T|."""
+        sizes = node.sa_counts.sum(axis=1)
+        kept = node.ok
+        if self.metric == "discernibility":
+            return float((sizes[kept] ** 2).sum() + self.n * sizes[~kept].sum())
+        if self.metric == "aecs":  # rows / published classes (removed rows count as one class)
+            classes = int(kept.sum()) + (1 if (~kept).any() else 0)
+            return float(self.n) / max(classes, 1)
+        total = self.bound(node.levels)
+        if self.metric == "entropy" or kept.all():
+            return total
+        removed = np.flatnonzero(~kept[node.member_of])
+        for j, h in enumerate(node.levels):
+            costs = self.row_cost[j][self.hist.codes[removed, j]]
+            total += float((self.sizes[removed] * (costs[:, -1] - costs[:, h])).sum())
+        return total
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def evaluate(self, levels: tuple[int, ...]) -> NodeResult:
+        """Classes at `levels`, rolled up from the histogram: each row's key is a mixed-radix
+        number over the columns' level codes; when the key space is small (the usual case above
+        the lowest levels) classes are counted with bincount, without sorting."""
+        if levels in self.cache:
+            return self.cache[levels]
+        radix = [self.cardinality[j][h] for j, h in enumerate(levels)]
+        key = np.zeros(self.hist.n_classes, dtype=np.int64)
+        space = 1
+        for j, h in enumerate(levels):
+            key = key * radix[j] + self.rolled[j][h]
+            space *= radix[j]
+            if space > 2 ** 62:
+                break
+        sa = self.hist.sa_counts
+        if space <= max(8 * self.hist.n_classes, 1 << 16):
+            present = np.bincount(key, minlength=space) > 0
+            dense = np.cumsum(present) - 1
+            member_of = dense[key]
+            n_groups = int(present.sum())
+        else:
+            codes = np.stack([self.rolled[j][h] for j, h in enumerate(levels)], axis=1)
+            member_of = group_keys(codes) if self.hist.n_classes else np.zeros(0, dtype=np.int64)
+            n_groups = int(member_of.max()) + 1 if len(member_of) else 0
+        group_sa = np.stack([np.bincount(member_of, weights=sa[:, s], minlength=n_groups) for s in range(sa.shape[1])],
+                            axis=1).astype(np.int64)
+        ok = all_satisfied(self.models, group_sa.sum(axis=1), group_sa)
+        node = NodeResult(levels, group_sa, member_of, ok, int(group_sa[~ok].sum()))
+        if len(self.cache) > 64:
+            self.cache.clear()
+        self.cache[levels] = node
+        return node
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self) -> LatticeResult:
+        nodes = np.array(list(itertools.product(*[range(h + 1) for h in self.heights])), dtype=np.int64).reshape(-1, self.m)
+        bounds = np.zeros(len(nodes))
+        if self.metric in SEPARABLE:
+            for j in range(self.m):
+                bounds += self.column_total[j][nodes[:, j]]
+        status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
+        strides = np.cumprod([1] + [h + 1 for h in self.heights[::-1]])[:-1][::-1]  # product order
+        level_sum = nodes.sum(axis=1)
+        state = {"best": None, "value": np.inf, "evaluated": 0}
+        monotone_metric = self.limit_rows == 0  # then a coarser node is never better
+
+        def visit(levels: np.ndarray) -> bool:
+            """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
+            index = int(levels @ strides)
+            if status[index] == -1:
+                return False
+            node = self.evaluate(tuple(int(x) for x in levels))
+            state["evaluated"] += 1
+            if node.suppressed_rows > self.limit_rows:
+                if self.monotone_with_suppression:
+                    status[(nodes <= levels).all(axis=1)] = -1  # every finer node fails too
+                else:
+                    status[index] = -1
+                return False
+            node.value = self.value(node)
+            if node.value < state["value"]:
+                state["best"], state["value"] = node, node.value
+            if monotone_metric and self.monotone_with_suppression:
+                status[(nodes >= levels).all(axis=1)] = 1  # coarser nodes: solutions, no better
+            else:
+                status[index] = 1
+            return True
+
+        # 1. A good first solution: binary searches along a few bottom-to-top chains (Flash).
+        heights = np.array(self.heights)
+        for first in range(max(self.m, 1)):
+            chain, current = [np.zeros(self.m, dtype=np.int64)], np.zeros(self.m, dtype=np.int64)
+            while (current < heights).any():
+                ranked = np.argsort(np.where(current < heights, current / np.maximum(heights, 1), np.inf), kind="stable")
+                j = int(ranked[0]) if (current > 0).any() or first >= self.m else first % self.m
+                if current[j] >= heights[j]:
+                    j = int(ranked[0])
+                current = current.copy()
+                current[j] += 1
+                chain.append(current)
+            low, high = 0, len(chain) - 1
+            while low <= high:
+                mid = (low + high) // 2
+                index = int(chain[mid] @ strides)
+                good = status[index] == 1 or (status[index] == 0 and visit(chain[mid]))
+                if good:
+                    high = mid - 1
+                else:
+                    low = mid + 1
+        # 2. Close the gap: every node that could beat the best (bound below it) is decided,
+        #    coarsest first, so a failure tags the most finer nodes at once.
+        for pick in np.lexsort((bounds, -level_sum)).tolist():
+            if status[pick] == 0 and bounds[pick] < state["value"] - 1e-9 * max(1.0, abs(state["value"])):
+                visit(nodes[pick])
+        if state["best"] is None:
+            raise AnonymizeError("no generalization satisfies the request within the suppression limit")
+        return LatticeResult(state["best"], self.metric, state["value"], True, state["evaluated"], len(nodes))

@@ -1,0 +1,185 @@
+"""Generalization: the lattice search against ARX's own expected optimum, hierarchies on the
+hospital table, Mondrian, record suppression, and an independent brute force over the lattice."""
+
+import itertools
+import json
+import math
+import re
+from collections import Counter
+
+import pytest
+
+import duckanon
+from conftest import SHARED, check_published
+from duckanon import hierarchy
+
+ADULT = SHARED / "adult"
+ARX_LEVELS = [1, 2, 1, 1, 3, 2, 2, 1, 1]
+ARX_ENTROPY = 407289.5388925293
+
+
+def details(row):
+    return json.loads(row[-1])
+
+
+@pytest.fixture(scope="module")
+def adult():
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim=';')")
+    yield con
+    con.close()
+
+
+def test_adult_optimum_matches_arx(adult):
+    """ARX's test suite: all 9 columns as QIs, k = 5, no suppression, non-uniform entropy."""
+    columns = [r[0] for r in adult.execute("DESCRIBE adult").fetchall()]
+    qi = ", ".join(f'"{c}"' for c in columns)
+    row = adult.execute(
+        f"ANONYMIZE adult WITH (k = 5, qi = ({qi}), method = 'lattice', suppression_limit = 0, metric = entropy, "
+        f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')"
+    ).fetchone()
+    info = details(row)
+    assert info["levels"] == ARX_LEVELS
+    assert math.isclose(info["metric_value"], ARX_ENTROPY, rel_tol=1e-12)
+    assert info["removed_rows"] == 0 and row[0] == 30162
+    assert adult.execute(f"SELECT k FROM anon_k('adult_anon', {columns})").fetchone()[0] >= 5
+    # every published value is the label of its source value at the chosen level
+    for column, level in zip(columns, ARX_LEVELS):
+        rows = [r for r in open(ADULT / f"adult_hierarchy_{column}.csv", encoding="utf-8").read().splitlines() if r]
+        labels = Counter()
+        for value, n in adult.execute(f'SELECT CAST("{column}" AS VARCHAR), count(*) FROM adult GROUP BY 1').fetchall():
+            mapping = next(r.split(";") for r in rows if r.split(";")[0] == value)
+            labels[mapping[level]] += n
+        published = Counter(dict(adult.execute(f'SELECT "{column}", count(*) FROM adult_anon GROUP BY 1').fetchall()))
+        assert published == labels, column
+
+
+def test_hospital_prefix_and_intervals(con):
+    row = con.execute(
+        "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, method = 'lattice', "
+        "hierarchies = (zipcode = 'prefix', age = 'intervals(10, 20)'))"
+    ).fetchone()
+    levels = details(row)["levels"]
+    source = con.execute("SELECT zipcode, age, education, disease FROM hospital").fetchall()
+    published = con.execute("SELECT zipcode, age, education, disease FROM hospital_anon").fetchall()
+    _, _, problems = check_published(published, [0, 1, 2], 3, k=3)
+    assert problems == []
+    zip_hierarchy = hierarchy.prefix().bind(sorted({r[0] for r in source}))
+    age_hierarchy = hierarchy.intervals(10, 20).bind(sorted({r[1] for r in source}))
+    expected = Counter()
+    for z, a, e, d in source:
+        zl = zip_hierarchy.labels[levels[0]][zip_hierarchy.codes[zip_hierarchy.values.index(z), levels[0]]]
+        al = age_hierarchy.labels[levels[1]][age_hierarchy.codes[age_hierarchy.values.index(a), levels[1]]]
+        expected[(zl if levels[0] else str(z), al if levels[1] else str(a), "*" if levels[2] else e, d)] += 1
+    assert Counter(published) == expected
+    for z, a, *_ in published:  # labels are of the hierarchies' shapes
+        assert re.fullmatch(r"\d*\**", z) and (a == "*" or re.fullmatch(r"\[\d+, \d+\)|\d+", a))
+
+
+def entropy_by_brute_force(rows, hierarchies, levels):
+    n = len(rows)
+    total = 0.0
+    for j, (h, level) in enumerate(zip(hierarchies, levels)):
+        counts = Counter(r[j] for r in rows)
+        general = Counter()
+        for v, c in counts.items():
+            general[h.codes[h.values.index(v), level]] += c
+        total += sum(c * math.log2(general[h.codes[h.values.index(v), level]] / c) for v, c in counts.items())
+    return total
+
+
+def test_lattice_is_optimal_by_brute_force(con):
+    """Every node of the hospital lattice evaluated in plain Python: the chosen one is the best
+    node whose classes all have >= k rows (entropy metric)."""
+    source = con.execute("SELECT zipcode, age, education FROM hospital").fetchall()
+    hs = [hierarchy.prefix().bind(sorted({r[0] for r in source})),
+          hierarchy.intervals(5, 10, 20).bind(sorted({r[1] for r in source})),
+          hierarchy.from_rows([[v, "*"] for v in sorted({r[2] for r in source})]).bind(sorted({r[2] for r in source}))]
+    for k in (2, 3, 4):
+        best = None
+        for levels in itertools.product(*[range(h.height + 1) for h in hs]):
+            classes = Counter(tuple(h.codes[h.values.index(r[j]), levels[j]] for j, h in enumerate(hs)) for r in source)
+            if min(classes.values()) >= k:
+                value = entropy_by_brute_force(source, hs, levels)
+                if best is None or value < best[0] - 1e-9:
+                    best = (value, levels)
+        row = con.execute(
+            f"ANONYMIZE hospital WITH (k = {k}, qi = (zipcode, age, education), method = 'lattice', "
+            "hierarchies = (zipcode = 'prefix', age = 'intervals(5, 10, 20)'))").fetchone()
+        assert math.isclose(details(row)["metric_value"], best[0], rel_tol=1e-9, abs_tol=1e-9), (k, best)
+
+
+@pytest.mark.parametrize("request_sql, check", [
+    ("k = 5, suppression_limit = 0.02, keep = (occupation)", dict(k=5)),
+    ("l = 3, sensitive = occupation, suppression_limit = 0.05", dict(l=3)),
+    ("t = 0.3, sensitive = occupation, suppression_limit = 0.05", dict(t=0.3)),
+    ("l = 2, l_variant = entropy, sensitive = occupation", dict(l=2, l_variant="entropy")),
+])
+def test_lattice_with_models_and_record_suppression(adult, request_sql, check):
+    qi = ["sex", "age", "race", "education"]
+    row = adult.execute(
+        f"ANONYMIZE adult WITH ({request_sql}, qi = ({', '.join(qi)}), method = 'lattice', "
+        f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')").fetchone()
+    info = details(row)
+    limit = float(re.search(r"suppression_limit = ([\d.]+)", request_sql).group(1)) if "suppression" in request_sql else 0
+    assert info["removed_rows"] <= limit * 30162
+    published = adult.execute(f"SELECT {', '.join(qi)}, occupation FROM adult_anon").fetchall()
+    assert len(published) == 30162 - info["removed_rows"]
+    total = Counter(r[0] for r in adult.execute("SELECT occupation FROM adult").fetchall())
+    _, _, problems = check_published(published, [0, 1, 2, 3], 4, total_sa=total, **check)
+    assert problems == []
+
+
+@pytest.mark.parametrize("request_sql, check", [
+    ("k = 10, keep = (id, occupation)", dict(k=10)),
+    ("l = 3, sensitive = occupation, keep = (id)", dict(l=3)),
+    ("t = 0.2, sensitive = occupation, keep = (id)", dict(t=0.2)),
+])
+def test_mondrian(adult, request_sql, check):
+    qi = ["sex", "age", "race", "education"]
+    adult.execute("CREATE OR REPLACE TABLE adult_ids AS SELECT row_number() OVER () AS id, * FROM adult")
+    row = adult.execute(f"ANONYMIZE adult_ids WITH ({request_sql}, qi = ({', '.join(qi)}), "
+                        "method = 'mondrian')").fetchone()
+    assert row[1] > 10  # many classes: local recoding keeps detail
+    published = adult.execute(f"SELECT {', '.join(qi)}, occupation, id FROM adult_ids_anon").fetchall()
+    total = Counter(r[0] for r in adult.execute("SELECT occupation FROM adult").fetchall())
+    _, _, problems = check_published([r[:5] for r in published], [0, 1, 2, 3], 4, total_sa=total, **check)
+    assert problems == []
+    source = {r[0]: r[1:] for r in adult.execute(f"SELECT id, {', '.join(qi)} FROM adult_ids").fetchall()}
+    for r in published:  # each published cell covers the row's own value
+        original = source[r[-1]]
+        for shown, value in zip(r[:4], original):
+            if shown == "*" or shown == str(value):
+                continue
+            if shown.startswith("["):
+                low, high = (int(x) for x in shown[1:-1].split(", "))
+                assert low <= value <= high
+            else:
+                assert str(value) in shown[1:-1].split(", ")
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (education = 'prefix'))",
+     "hierarchies names column education, which is not a quasi-identifier"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), hierarchies = (age = 'prefix'))",
+     "option hierarchies needs method = 'lattice'"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = 'intervals(10, 5)'))",
+     "intervals"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', suppression_limit = 2)",
+     "suppression_limit must be a fraction in [0, 1]"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', metric = 'bogus')",
+     "option metric must be one of"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = '/nonexistent.csv'))",
+     "cannot read hierarchy file"),
+])
+def test_generalization_errors(con, statement, message):
+    with pytest.raises(duckanon.AnonymizeError, match=re.escape(message)):
+        con.execute(statement)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'hospital_anon'").fetchone()[0] == 0
+
+
+def test_hierarchy_missing_value_is_an_error(con, tmp_path):
+    path = tmp_path / "age.csv"
+    path.write_text("38;30-39;*\n39;30-39;*\n")
+    with pytest.raises(duckanon.AnonymizeError, match="missing from hierarchy"):
+        con.execute(f"ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = '{path}'))")
