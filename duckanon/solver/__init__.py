@@ -64,7 +64,7 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domain
     raise AnonymizeError(f"unknown method '{method}'")
 
 
-METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown",
+METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown", "carve",
            "lattice", "mondrian")
 GENERALIZING = ("lattice", "mondrian")
 

@@ -20,7 +20,7 @@ from itertools import combinations
 import numpy as np
 
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.models import LDiversity, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
 
 
@@ -93,3 +93,107 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
     for c in leftover:
         cls.append(c); group.append(next_group); count.append(remaining[c])
     return solution_from_class_groups(hist, cls, group, count, "greedy")
+
+
+def carve(counts: np.ndarray, models, min_size: int) -> np.ndarray:
+    """For each row of SA counts (G, S): the largest sub-multiset satisfying `models`, found by
+    peeling (zeros where none is found): rows of the most over-represented SA value leave until
+    the rest satisfies them. Over-represented means furthest above the table's distribution
+    for t-closeness, and above the row's mean otherwise (l-diversity); each step removes about
+    half the excess at once, and all groups are peeled together (vectorised)."""
+    x = np.atleast_2d(counts).astype(np.int64).copy()
+    t_models = [m for m in models if isinstance(m, TCloseness)]
+    target = None
+    if t_models:
+        total = np.asarray(t_models[0].sa_total, dtype=np.float64)
+        target = total / max(total.sum(), 1.0)
+    l_freq = max([m.l for m in models if isinstance(m, LDiversity) and m.variant == "frequency"], default=0)
+    active = np.ones(len(x), dtype=bool)
+    while active.any():
+        rows = np.flatnonzero(active)
+        sizes = x[rows].sum(axis=1)
+        small = sizes < min_size
+        x[rows[small]] = 0
+        rows, sizes = rows[~small], sizes[~small]
+        ok = all_satisfied(models, sizes, x[rows]) if len(rows) else np.zeros(0, dtype=bool)
+        active[:] = False
+        rows, sizes = rows[~ok], sizes[~ok]
+        if not len(rows):
+            break
+        active[rows] = True
+        pick = np.arange(len(rows))
+        if target is not None:
+            # remove a rows of the value furthest above its share q: (x - a) = q (s - a)
+            excess = x[rows] - target[None, :] * sizes[:, None]
+            peel = np.argmax(excess, axis=1)
+            amount = np.ceil(excess[pick, peel] / np.maximum(1.0 - target[peel], 1e-9) / 2)  # half: less overshoot
+        elif l_freq:
+            # frequency l: bring the top value to 1/l of the rest: l (x - a) = s - a
+            peel = np.argmax(x[rows], axis=1)
+            amount = np.ceil((l_freq * x[rows][pick, peel] - sizes) / (l_freq - 1))
+        else:
+            excess = x[rows] - x[rows].mean(axis=1, keepdims=True)
+            peel = np.argmax(excess, axis=1)
+            amount = excess[pick, peel] // 2
+        amount = np.maximum(1, amount).astype(np.int64)
+        x[rows, peel] = np.maximum(0, x[rows, peel] - amount)
+    return x
+
+
+def carving_greedy(hist: Histogram, models) -> Solution:
+    """Pattern-guided greedy at the level of (class, SA value) cells: a GROUP BY group that fails
+    l or t still releases its largest satisfying sub-multiset of rows (rows of one class with the
+    same SA value are interchangeable), instead of waiting for a coarser pattern. With
+    t-closeness a big class is rarely t-close on its own, but most of its rows are, next to
+    rows of similar classes."""
+    from duckanon.solver.partition import build_solution
+
+    min_size = max([model.min_group_size() for model in models], default=1)
+    m = hist.m
+    remaining = hist.sa_counts.copy()
+    out_c, out_s, out_g, out_n = [], [], [], []
+    next_group = 0
+
+    def alive_columns():
+        sizes = remaining.sum(axis=1)
+        return [j for j in range(m) if (np.bincount(hist.codes[:, j], weights=sizes).max(initial=0) >= min_size)]
+
+    for kept in _default_kept_sets(m, alive_columns):
+        sizes = remaining.sum(axis=1)
+        live = np.flatnonzero(sizes > 0)
+        if sizes.sum() < min_size or len(live) == 0:
+            break
+        keys = group_keys(hist.codes[live][:, list(kept)])
+        n_keys = int(keys.max()) + 1
+        group_sa = np.zeros((n_keys, remaining.shape[1]), dtype=np.int64)
+        np.add.at(group_sa, keys, remaining[live])
+        totals = group_sa.sum(axis=1)
+        candidates = np.flatnonzero(totals >= min_size)
+        if not len(candidates):
+            continue
+        takes = carve(group_sa[candidates], models, min_size)  # whole groups that satisfy stay whole
+        for key, take in zip(candidates.tolist(), takes):
+            if take.sum() == 0:
+                continue
+            # the rows left in the pool must stay publishable as one group (the whole table is,
+            # and every release keeps it so), else the leftover would need merging at the end
+            pool = remaining.sum(axis=0) - take
+            if pool.sum() and not all_satisfied(models, np.array([pool.sum()]), pool[None, :])[0]:
+                continue
+            members = live[keys == key]
+            for s in np.flatnonzero(take).tolist():
+                need = int(take[s])
+                for c in members.tolist():
+                    if need == 0:
+                        break
+                    got = min(need, int(remaining[c, s]))
+                    if got:
+                        out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(got)
+                        remaining[c, s] -= got
+                        need -= got
+            next_group += 1
+    cls, sa = np.nonzero(remaining)
+    for c, s in zip(cls.tolist(), sa.tolist()):
+        out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(int(remaining[c, s]))
+    arrays = [np.asarray(a, dtype=np.int64) for a in (out_c, out_s, out_g, out_n)]
+    return build_solution(hist, *arrays, method="carve")

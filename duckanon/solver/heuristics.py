@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from duckanon.solver.greedy import greedy
+from duckanon.solver.greedy import carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.mapprox import mapprox
-from duckanon.solver.models import KAnonymity, LDiversity
+from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
 from duckanon.solver.partition import Solution
 from duckanon.solver.repair import merge_classes, repair
+from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
 from duckanon.solver.topdown import topdown
 from duckanon.solver.tp import tp_solution
 
@@ -16,7 +17,10 @@ MERGE_CLASS_LIMIT = 3000
 # With l-diversity and more classes than this, the portfolio is TP+ alone: it is linear and
 # carries the (l*d) bound, while greedy's pattern search costs seconds per 10k classes.
 TP_ONLY_CLASS_LIMIT = 20_000
-HEURISTICS = ("mapprox", "greedy", "merge", "topdown")
+# With t-closeness and more classes than this, the portfolio is carve and topdown: greedy's
+# repair merges are quadratic in the groups it leaves violating.
+T_FAST_CLASS_LIMIT = 3000
+HEURISTICS = ("mapprox", "greedy", "merge", "topdown", "carve")
 
 
 def implied_k(models) -> int:
@@ -40,6 +44,8 @@ def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Soluti
         return merge_classes(hist, models)
     if method == "topdown":
         return repair(hist, topdown(hist, models), models)
+    if method == "carve":
+        return repair(hist, carving_greedy(hist, models), models)
     raise ValueError(f"not a heuristic: {method}")
 
 
@@ -49,10 +55,22 @@ def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
     diversity = patterns is None and any(isinstance(m, LDiversity) for m in models)
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
         return tp_solution(hist, models, plus=True)
+    closeness = patterns is None and any(isinstance(m, TCloseness) for m in models)
+    if closeness and hist.n_classes > T_FAST_CLASS_LIMIT:
+        candidates = [run_heuristic(name, hist, models) for name in ("carve", "topdown")]
+        return min(candidates, key=lambda s: s.stars)
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT:
         names.append("merge")
+    if patterns is None and any(not isinstance(m, KAnonymity) for m in models):
+        names += ["topdown", "carve"]
     candidates = [run_heuristic(name, hist, models, patterns) for name in names]
     if diversity:
         candidates.insert(0, tp_solution(hist, models, plus=True))
+    if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
+        # improve the best few starts by local moves (never worse than the start)
+        for start in sorted(candidates, key=lambda s: s.stars)[:2]:
+            improved = local_search(hist, start, models)
+            if improved is not None:
+                candidates.append(improved)
     return min(candidates, key=lambda s: s.stars)  # first wins ties

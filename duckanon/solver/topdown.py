@@ -78,11 +78,16 @@ def _split(hist: Histogram, members: np.ndarray, column: int, models, group_sa: 
     return parts, remainder, released_rows
 
 
-def topdown(hist: Histogram, models) -> Solution:
+def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> Solution:
+    """Refine from the whole table, or from each of `roots` (valid groups of whole classes, e.g.
+    another method's output): refining a valid group never adds stars, since every part
+    publishes the meet of fewer rows."""
     min_size = max([model.min_group_size() for model in models], default=1)
     groups: list[np.ndarray] = []
     # stack of (class ids, columns still starred and worth trying)
-    stack = [(np.arange(hist.n_classes), tuple(range(hist.m)))]
+    if roots is None:
+        roots = [np.arange(hist.n_classes)]
+    stack = [(members, tuple(j for j in range(hist.m) if len(np.unique(hist.codes[members, j])) > 1)) for members in roots]
     while stack:
         members, starred = stack.pop()
         if len(members) == 0:
