@@ -21,6 +21,8 @@ from typing import Iterable, Sequence, TextIO
 import duckdb
 
 import duckanon
+from duckanon.progress import ShellProgress
+from rich.console import Console
 from duckanon.errors import AnonymizeError
 from duckanon.sql import split_statements
 
@@ -208,8 +210,14 @@ class Session:
         self.printer = printer
 
     def run_statement(self, statement: str) -> None:
-        """Run one statement and print its result; errors propagate."""
-        cursor = duckanon.execute(self.con.duckdb, statement)
+        """Run one statement and print its result; errors propagate. A statement running for
+        more than a second shows its phase and elapsed time on a terminal's stderr."""
+        console = Console(stderr=True)
+        if console.is_terminal:
+            with ShellProgress(console):
+                cursor = duckanon.execute(self.con.duckdb, statement)
+        else:
+            cursor = duckanon.execute(self.con.duckdb, statement)
         self.printer.result(cursor)
 
     def run_text(self, text: str, stop_on_error: bool) -> bool:
@@ -221,7 +229,7 @@ class Session:
             except BrokenPipeError:
                 raise
             except KeyboardInterrupt:
-                print("Error: interrupted", file=sys.stderr, flush=True)
+                print("Error: interrupted (the statement was rolled back)", file=sys.stderr, flush=True)
                 ok = False
                 if stop_on_error:
                     return False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from duckanon.engine import Summary, run_anonymize
+from duckanon.engine import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError
 from duckanon.sql import split_statements
 
@@ -34,8 +34,7 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
     result = con
     for piece, ours in pieces:
         if ours:
-            summary = run_anonymize(con, piece)
-            query, values = summary.as_sql()
+            query, values = run_statement(con, piece).as_sql()
             result = con.execute(query, values)
         else:
             result = con.execute(piece)
@@ -50,7 +49,7 @@ def sql(con: duckdb.DuckDBPyConnection, text: str):
     relation = None
     for piece, ours in pieces:
         if ours:
-            query, values = run_anonymize(con, piece).as_sql()
+            query, values = run_statement(con, piece).as_sql()
             relation = con.sql(query, params=values)
         else:
             relation = con.sql(piece)

@@ -20,11 +20,12 @@ from duckanon.classes import build_cells, sa_values
 from duckanon.errors import AnonymizeError
 from duckanon.materialize import histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
-from duckanon import hierarchy
+from duckanon import hierarchy, progress
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import bind_statement, parse_statement
+from duckanon.sql.parser import strip_explain
 
 
 @dataclass
@@ -143,25 +144,73 @@ def _drop_temp_tables(con, *tables: str) -> None:
         con.execute(f'DROP TABLE IF EXISTS "{table}"')
 
 
+def _solve(con, plan: Plan, cells_table: str):
+    """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution."""
+    statement = plan.statement
+    progress.report("building the class histogram (GROUP BY)")
+    cells = build_cells(con, plan, cells_table)
+    hist = cells.histogram
+    progress.report(f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
+    needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
+    models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
+    domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
+    solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains)
+    return cells, hist, solution
+
+
+def _summary(hist, solution, started: float) -> Summary:
+    published = solution.published_classes()
+    return Summary(
+        rows=hist.n_rows,
+        classes=len(published),
+        min_class_size=int(published.min()) if len(published) else None,
+        stars=solution.stars,
+        suppressed_rows=solution.suppressed_rows,
+        method=solution.method,
+        optimal=bool(solution.optimal),
+        lower_bound=solution.lower_bound,
+        seconds=round(time.perf_counter() - started, 6),
+        details=json.dumps(solution.notes, default=str, sort_keys=True),
+    )
+
+
+def statement_for(text: str):
+    """The bound statement of an ANONYMIZE or EXPLAIN ANONYMIZE text."""
+    explain, body = strip_explain(text)
+    return bind_statement(parse_statement(body), body, explain=explain)
+
+
+def run_statement(con: duckdb.DuckDBPyConnection, text: str):
+    """Run ANONYMIZE (returns its Summary) or EXPLAIN ANONYMIZE (returns a Table)."""
+    statement = statement_for(text)
+    if statement.explain:
+        return run_explain(con, statement)
+    summary = _publish(con, statement)
+    if statement.report:
+        _write_report(con, statement, summary)
+    return summary
+
+
 def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
+    result = run_statement(con, text)
+    if not isinstance(result, Summary):
+        raise AnonymizeError("expected ANONYMIZE, got EXPLAIN ANONYMIZE")
+    return result
+
+
+def _publish(con: duckdb.DuckDBPyConnection, statement) -> Summary:
     started = time.perf_counter()
-    statement = bind_statement(parse_statement(text), text)
     plan = bind(con, statement)
     suffix = uuid.uuid4().hex[:12]
     cells_table, parts_view, keyed_table = (f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed"))
     own_transaction = _begin(con)
     try:
-        cells = build_cells(con, plan, cells_table)
-        hist = cells.histogram
-        needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
-        models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
-        domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
-        solution = solve(hist, models, statement.method, plan.patterns,
-                         time_limit=statement.time_limit, domains=domains)
-
+        cells, hist, solution = _solve(con, plan, cells_table)
+        progress.report(f"publishing {plan.target.sql()}", rows=hist.n_rows)
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
-            this=exp.to_table(keyed_table, quoted=True), kind="TABLE", expression=keyed_select(plan, cells_table, parts_view, labelled=_labelled(solution)),
+            this=exp.to_table(keyed_table, quoted=True), kind="TABLE",
+            expression=keyed_select(plan, cells_table, parts_view, labelled=_labelled(solution)),
             properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
         )
         con.execute(create_keyed.sql(dialect="duckdb"))
@@ -177,34 +226,145 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
         if own_transaction:
             con.execute("COMMIT")
     except BaseException as error:
-        if own_transaction:
-            try:
-                con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-        else:
-            try:
-                _drop_temp_tables(con, cells_table, keyed_table)
-            except duckdb.Error:
-                pass
+        _abort(con, own_transaction, cells_table, keyed_table, parts_view)
+        if isinstance(error, duckdb.Error):
+            raise AnonymizeError(f"ANONYMIZE failed: {one_line(error)}") from None
+        raise
+    return _summary(hist, solution, started)
+
+
+def _abort(con, own_transaction: bool, *temp: str) -> None:
+    """Undo everything of a failed or dry run: roll back, or drop our temp tables."""
+    cells_table, keyed_table, parts_view = (list(temp) + [None, None, None])[:3]
+    if own_transaction:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+    else:
+        try:
+            _drop_temp_tables(con, *[t for t in (cells_table, keyed_table) if t])
+        except duckdb.Error:
+            pass
+    if parts_view:
         try:
             con.unregister(parts_view)
         except Exception:
             pass
-        if isinstance(error, duckdb.Error):
-            raise AnonymizeError(f"ANONYMIZE failed: {one_line(error)}") from None
-        raise
 
+
+@dataclass
+class Table:
+    """A small result table (EXPLAIN's rows), returned like the summary row."""
+
+    columns: list[tuple[str, str]]  # (name, SQL type)
+    rows: list[tuple]
+
+    def as_sql(self) -> tuple[str, list]:
+        names = ", ".join(f'"{name}"' for name, _ in self.columns)
+        if not self.rows:
+            items = ", ".join(f'CAST(NULL AS {sql_type}) AS "{name}"' for name, sql_type in self.columns)
+            return f"SELECT {items} WHERE false", []
+        cells = ", ".join("(" + ", ".join(f"CAST(? AS {sql_type})" for _, sql_type in self.columns) + ")" for _ in self.rows)
+        return f"SELECT * FROM (VALUES {cells}) AS explain({names})", [v for row in self.rows for v in row]
+
+
+def _dry_run(con, statement):
+    """Plan and solve without writing anything; returns (plan, hist, solution, seconds)."""
+    started = time.perf_counter()
+    plan = bind(con, statement)
+    cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
+    own_transaction = _begin(con)
+    try:
+        _, hist, solution = _solve(con, plan, cells_table)
+    finally:
+        _abort(con, own_transaction, cells_table)
+    return plan, hist, solution, time.perf_counter() - started
+
+
+def _size_histogram(sizes) -> str:
+    edges = [1, 2, 3, 5, 10, 20, 50, 100, 1000]
+    counts = []
+    for low, high in zip(edges, edges[1:] + [None]):
+        n = int(((sizes >= low) & ((sizes < high) if high else True)).sum())
+        if n:
+            label = f"{low}" if high == low + 1 else (f"{low}-{high - 1}" if high else f">={low}")
+            counts.append(f"{label}: {n}")
+    return ", ".join(counts) or "none"
+
+
+def _sweep_rows(con, statement) -> list[dict]:
+    name, values = statement.sweep
+    rows = []
+    for value in values:
+        setattr(statement, name, value)
+        plan, hist, solution, seconds = _dry_run(con, statement)
+        published = solution.published_classes()
+        kept_rows = int(published.sum())
+        rows.append({name: value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
+                     "removed_rows": solution.removed_rows, "classes": len(published),
+                     "min_class_size": int(published.min()) if len(published) else None,
+                     "highest_risk": 1.0 / published.min() if len(published) else None,
+                     "average_risk": len(published) / kept_rows if kept_rows else None,
+                     "method": solution.method, "optimal": bool(solution.optimal), "seconds": round(seconds, 3)})
+    setattr(statement, name, values[0])
+    return rows
+
+
+def run_explain(con, statement) -> Table:
+    """EXPLAIN ANONYMIZE: the plan and a dry run (nothing is written). With a list of k, l or t
+    values, one row per value: loss and risk against the parameter."""
+    if statement.sweep is not None:
+        rows = _sweep_rows(con, statement)
+        name = statement.sweep[0]
+        types = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE"}
+        columns = [(name, types[name]), ("stars", "BIGINT"), ("suppressed_rows", "BIGINT"), ("removed_rows", "BIGINT"),
+                   ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
+                   ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
+        return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])
+    plan, hist, solution, seconds = _dry_run(con, statement)
+    sizes = hist.sizes
     published = solution.published_classes()
-    return Summary(
-        rows=hist.n_rows,
-        classes=len(published),
-        min_class_size=int(published.min()) if len(published) else None,
-        stars=solution.stars,
-        suppressed_rows=solution.suppressed_rows,
-        method=solution.method,
-        optimal=bool(solution.optimal),
-        lower_bound=solution.lower_bound,
-        seconds=round(time.perf_counter() - started, 6),
-        details=json.dumps(solution.notes, default=str, sort_keys=True),
-    )
+    min_size = max([m.min_group_size() for m in models_for(plan, hist.sa_counts.sum(axis=0))] or [1]) \
+        if statement.t_distance != "hierarchical" else 1
+    cells_total = hist.n_rows * hist.m
+    why = {
+        "auto": "auto: matching when it applies, else the heuristic portfolio (with l: TP+; with t: carve), "
+                "then exact when its model is small enough",
+    }.get(statement.method, f"requested method = {statement.method}")
+    proof = "yes: proven optimal" if solution.optimal else (
+        f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
+        "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else
+        "no: heuristic result without a matching lower bound")
+    items = [
+        ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
+        ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", plan.sensitive or ""),
+        ("rows", str(hist.n_rows)), ("classes (distinct QI vectors)", str(hist.n_classes)),
+        ("class sizes", _size_histogram(sizes)),
+        ("classes below the smallest allowed group", f"{int((sizes < min_size).sum())} classes, "
+                                                      f"{int(sizes[sizes < min_size].sum())} rows (minimum {min_size})"),
+        ("method that would run", solution.method), ("why", why),
+        ("estimated stars", f"{solution.stars} of {cells_total} QI cells ({solution.stars / max(cells_total, 1):.2%})"),
+        ("estimated suppressed rows", str(solution.suppressed_rows)),
+        ("published classes", f"{len(published)} (smallest {int(published.min()) if len(published) else '-'})"),
+        ("lower bound on stars", "" if solution.lower_bound is None else str(solution.lower_bound)),
+        ("optimum proven within the time limit", proof),
+        ("solver details", json.dumps(solution.notes, default=str, sort_keys=True)),
+        ("seconds (dry run)", f"{seconds:.3f}"),
+    ]
+    return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
+def _write_report(con, statement, summary: Summary) -> None:
+    from duckanon.report import write_report
+
+    plan = bind(con, statement)
+    sweep = _sweep_rows(con, statement) if statement.sweep else None
+    params = {name: getattr(statement, name) for name in ("k", "l", "t", "l_variant", "t_distance", "method")
+              if getattr(statement, name) is not None}
+    params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
+    try:
+        write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, statement.report,
+                     summary=summary, params=params, sweep=sweep)
+    except OSError as error:
+        raise AnonymizeError(f"the table was published, but the report could not be written: {error}") from None

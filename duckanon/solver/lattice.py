@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from duckanon import progress
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.models import KAnonymity, all_satisfied
@@ -197,6 +198,9 @@ class Lattice:
                 return False
             node = self.evaluate(tuple(int(x) for x in levels))
             state["evaluated"] += 1
+            if state["evaluated"] % 50 == 0:
+                progress.report("lattice search", nodes=state["evaluated"], of=len(nodes),
+                                best=None if state["best"] is None else round(state["value"], 2))
             if node.suppressed_rows > self.limit_rows:
                 if self.monotone_with_suppression:
                     status[(nodes <= levels).all(axis=1)] = -1  # every finer node fails too

@@ -8,6 +8,8 @@ sqlglot's DuckDB parser, so quoting follows DuckDB's rules.
 
 from __future__ import annotations
 
+import re
+
 import typing as t
 
 from sqlglot import exp
@@ -124,8 +126,23 @@ def parse_statement(sql: str) -> Anonymize:
     return statements[0]
 
 
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?=ANONYMIZE\b)", re.IGNORECASE)
+
+
 def _is_anonymize(tokens: t.Sequence[Token]) -> bool:
+    if tokens and tokens[0].token_type == TokenType.COMMAND and tokens[0].text.upper() == "EXPLAIN":
+        # sqlglot reads EXPLAIN as a command whose argument is the rest of the statement
+        return len(tokens) > 1 and tokens[1].text.lstrip().upper().startswith(KEYWORD)
     return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() == KEYWORD
+
+
+def strip_explain(text: str) -> tuple[bool, str]:
+    """(`EXPLAIN` was given, the ANONYMIZE statement without it); positions in the statement are
+    kept by blanking the keyword instead of cutting it."""
+    match = _EXPLAIN.match(text)
+    if not match:
+        return False, text
+    return True, " " * match.end() + text[match.end():]
 
 
 def split_statements(sql: str) -> list[tuple[str, bool]]:

@@ -55,6 +55,9 @@ class AnonymizeStatement:
     hierarchies: dict | str | None = None  # column -> spec, or one spec with {column} for every QI
     suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
     metric: str = "entropy"  # lattice: the utility metric minimised
+    report: str | None = None  # write an HTML report of the published table to this path
+    explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
+    sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
     text: str = ""
 
 
@@ -203,6 +206,7 @@ _OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
     "l": lambda v: _integer(v, "l", 2),
     "t": _t,
+    "report": lambda v: _string(v, "report"),
     "qi": lambda v: _names(v, "qi"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),
@@ -221,7 +225,10 @@ _OPTIONS = {
 }
 
 
-def bind_statement(parsed: Anonymize, text: str = "") -> AnonymizeStatement:
+SWEEPABLE = ("k", "l", "t")
+
+
+def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> AnonymizeStatement:
     """Check every option's name, type and range; errors carry the option's position."""
     target = parsed.args.get("into")
     statement = AnonymizeStatement(
@@ -237,9 +244,23 @@ def bind_statement(parsed: Anonymize, text: str = "") -> AnonymizeStatement:
             raise position_error(text, position, f"duplicate option '{name}'")
         seen.add(name)
         try:
-            setattr(statement, name, _OPTIONS[name](option.expression))
+            value = option.expression
+            if name in SWEEPABLE and isinstance(value, (exp.Tuple, exp.Array)):
+                values = [_OPTIONS[name](item) for item in value.expressions]
+                if not values:
+                    raise AnonymizeError(f"option {name} lists no values")
+                if statement.sweep is not None:
+                    raise AnonymizeError("only one of k, l, t can list values")
+                statement.sweep = (name, values)
+                setattr(statement, name, values[0])
+                continue
+            setattr(statement, name, _OPTIONS[name](value))
         except AnonymizeError as error:
             raise position_error(text, position, str(error)) from None
+    statement.explain = explain
+    if statement.sweep is not None and not (explain or statement.report):
+        raise AnonymizeError(f"a list of {statement.sweep[0]} values compares them: use EXPLAIN ANONYMIZE, "
+                             "or add report = '<file>.html' (the first value is published)")
     if statement.k is None and statement.l is None and statement.t is None:
         raise AnonymizeError("ANONYMIZE needs at least one of the options k, l or t")
     if (statement.l is not None or statement.t is not None) and statement.sensitive is None:

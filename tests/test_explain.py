@@ -1,0 +1,121 @@
+"""EXPLAIN ANONYMIZE, parameter sweeps, the report option, and the shell's progress line."""
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import duckanon
+from conftest import SHARED
+
+QI = "qi = (zipcode, age, education), sensitive = disease"
+
+
+def tables(con):
+    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+def test_explain_writes_nothing_and_describes_the_plan(con):
+    before = tables(con)
+    rows = dict(con.execute(f"EXPLAIN ANONYMIZE hospital WITH (k = 3, {QI})").fetchall())
+    assert tables(con) == before  # no target, no temp tables
+    assert rows["rows"] == "10" and rows["classes (distinct QI vectors)"] == "10"
+    assert rows["class sizes"] == "1: 10"
+    assert rows["classes below the smallest allowed group"].startswith("10 classes, 10 rows")
+    # the dry run is the real solve: the same numbers as the ANONYMIZE that follows
+    summary = con.execute(f"ANONYMIZE hospital WITH (k = 3, {QI})").fetchone()
+    assert rows["method that would run"] == summary[5]
+    assert rows["estimated stars"].startswith(f"{summary[3]} of 30 QI cells")
+    assert rows["optimum proven within the time limit"] == "yes: proven optimal"
+    assert rows["lower bound on stars"] == str(summary[7])
+
+
+def test_explain_reports_when_no_proof_is_possible():
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
+    rows = dict(con.execute("EXPLAIN ANONYMIZE adult WITH (k = 5, qi = (sex, age, race, education, workclass))").fetchall())
+    assert rows["optimum proven within the time limit"].startswith("no")
+
+
+def test_sweep_over_k(con):
+    rows = con.execute(f"EXPLAIN ANONYMIZE hospital WITH (k = (2, 3, 5), {QI})").fetchall()
+    columns = [d[0] for d in con.description]
+    assert columns[:3] == ["k", "stars", "suppressed_rows"]
+    assert [r[0] for r in rows] == [2, 3, 5]
+    stars = [r[1] for r in rows]
+    assert stars == sorted(stars) and stars[1] == 24  # the proven 3-anonymity optimum... of 3 QIs
+    by_k = {r[0]: dict(zip(columns, r)) for r in rows}
+    assert by_k[3]["highest_risk"] <= 1 / 3 and by_k[5]["min_class_size"] >= 5
+    assert "hospital_anon" not in tables(con)
+
+
+def test_sweep_needs_explain_or_report(con):
+    with pytest.raises(duckanon.AnonymizeError, match="use EXPLAIN ANONYMIZE"):
+        con.execute(f"ANONYMIZE hospital WITH (k = (2, 3), {QI})")
+    with pytest.raises(duckanon.AnonymizeError, match="only one of k, l, t can list values"):
+        con.execute(f"EXPLAIN ANONYMIZE hospital WITH (k = (2, 3), l = (2, 3), {QI})")
+
+
+def test_report_option_with_a_sweep(con, tmp_path):
+    path = tmp_path / "release.html"
+    summary = con.execute(f"ANONYMIZE hospital WITH (k = (2, 3), {QI}, report = '{path}')").fetchone()
+    html = path.read_text()
+    assert "data:image/png;base64," in html and "http://" not in html
+    assert summary[2] >= 2  # the first value (k = 2) is published
+    assert con.execute("SELECT count(*) FROM hospital_anon").fetchone()[0] == 10
+
+
+def _run_in_terminal(script: str, interrupt_after: float | None = None, timeout: float = 90):
+    master, slave = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "duckanon.cli", *script], stdin=slave, stdout=slave,
+                               stderr=slave, close_fds=True)
+    os.close(slave)
+    out, started, sent = b"", time.time(), False
+    while process.poll() is None and time.time() - started < timeout:
+        if interrupt_after is not None and not sent and b"Ctrl-C" in out:
+            process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+            sent = True
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                out += os.read(master, 65536)
+            except OSError:
+                break
+    process.wait(timeout=30)
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if not ready:
+                break
+            out += os.read(master, 65536)
+    except OSError:
+        pass
+    os.close(master)
+    return process.returncode, out.decode(errors="replace")
+
+
+LONG = ("ANONYMIZE a WITH (k = 5, method = 'lattice', suppression_limit = 0.05, "
+        "hierarchies = '" + str(SHARED / "adult") + "/adult_hierarchy_{column}.csv')")
+
+
+@pytest.mark.parametrize("interrupt", [False, True])
+def test_shell_progress_and_ctrl_c(tmp_path, interrupt):
+    database = tmp_path / "db.duckdb"
+    setup = duckanon.connect(str(database))
+    setup.execute(f"CREATE TABLE a AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
+    setup.close()
+    code, out = _run_in_terminal([str(database), "-c", LONG], interrupt_after=0.0 if interrupt else None)
+    assert "lattice search" in out and "Ctrl-C stops" in out  # phase, counters, elapsed time
+    check = duckanon.connect(str(database))
+    published = {r[0] for r in check.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if interrupt:
+        assert "interrupted (the statement was rolled back)" in out and "Traceback" not in out
+        assert published == {"a"} and code == 1
+    else:
+        assert code == 0 and "a_anon" in published
