@@ -108,7 +108,7 @@ def column_domains(con, plan: Plan, cells) -> Domains:
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
-    if statement.method == "lattice":
+    if statement.method in ("lattice", "gensup"):
         specs = statement.hierarchies
         if isinstance(specs, dict):
             qi_lower = {c.lower(): c for c in plan.qi}

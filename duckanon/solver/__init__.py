@@ -15,7 +15,7 @@ import numpy as np
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.dp import dp
-from duckanon.solver.generalize import lattice_solution, mondrian_solution
+from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
 from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
 from duckanon.solver.hilbert import hilbert_solution
@@ -44,6 +44,8 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domain
             raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
         if method == "lattice":
             return lattice_solution(hist, domains.hierarchies, models, domains.suppression_limit, domains.metric)
+        if method == "gensup":
+            return gensup_solution(hist, domains.hierarchies, models, domains.suppression_limit or 0.05, domains.metric)
         return mondrian_solution(hist, models, domains.values, domains.numeric)
     if method in HEURISTICS:
         return run_heuristic(method, hist, models, patterns)
@@ -65,8 +67,8 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domain
 
 
 METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown", "carve",
-           "lattice", "mondrian")
-GENERALIZING = ("lattice", "mondrian")
+           "lattice", "mondrian", "gensup")
+GENERALIZING = ("lattice", "mondrian", "gensup")
 
 
 def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:

@@ -270,13 +270,14 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
         raise AnonymizeError("option c applies only to l_variant = recursive")
-    generalizing = statement.method in ("lattice", "mondrian")
-    if statement.hierarchies is not None and statement.method not in ("lattice",):
-        raise AnonymizeError("option hierarchies needs method = 'lattice'")
-    if "suppression_limit" in seen and statement.method != "lattice":
-        raise AnonymizeError("option suppression_limit needs method = 'lattice'")
-    if "metric" in seen and statement.method != "lattice":
-        raise AnonymizeError("option metric needs method = 'lattice'")
+    generalizing = statement.method in ("lattice", "mondrian", "gensup")
+    lattice_like = statement.method in ("lattice", "gensup")
+    if statement.hierarchies is not None and not lattice_like:
+        raise AnonymizeError("option hierarchies needs method = 'lattice' (or 'gensup')")
+    if "suppression_limit" in seen and not lattice_like:
+        raise AnonymizeError("option suppression_limit needs method = 'lattice' (or 'gensup')")
+    if "metric" in seen and not lattice_like:
+        raise AnonymizeError("option metric needs method = 'lattice' (or 'gensup')")
     if generalizing and statement.patterns is not None:
         raise AnonymizeError(f"method {statement.method} does not take patterns")
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is None:
