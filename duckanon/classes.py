@@ -47,8 +47,13 @@ class Cells:
     cell_count: np.ndarray
 
 
+def _ascending(column: str) -> exp.Ordered:
+    # NULL last, spelled out: engines differ in their default (DuckDB last, Spark first)
+    return exp.Ordered(this=qcol(column), desc=False, nulls_first=False)
+
+
 def _dense_code(column: str) -> exp.Expr:
-    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[exp.Ordered(this=qcol(column))]))
+    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[_ascending(column)]))
     return exp.Sub(this=window, expression=exp.Literal.number(1))
 
 
@@ -67,7 +72,11 @@ def cells_select(plan: Plan) -> exp.Select:
     outer += [exp.alias_(_dense_code(qi_alias(j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     if plan.sensitive:
         outer.append(exp.alias_(_dense_code(SA_ALIAS), SA_CODE, quoted=True))
-    outer.append(exp.alias_(exp.Sub(this=exp.Window(this=exp.Anonymous(this="ROW_NUMBER")), expression=exp.Literal.number(1)), CELL_ID, quoted=True))
+    # cell ids numbered in value order, so every engine numbers the cells alike
+    cell_order = exp.Order(expressions=[_ascending(a) for a in [qi_alias(j) for j in range(len(plan.qi))]
+                                        + ([SA_ALIAS] if plan.sensitive else [])])
+    row_number = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), order=cell_order)
+    outer.append(exp.alias_(exp.Sub(this=row_number, expression=exp.Literal.number(1)), CELL_ID, quoted=True))
     return exp.select(*outer).from_(grouped.subquery("g"))
 
 
