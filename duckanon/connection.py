@@ -59,7 +59,9 @@ def sql(con: duckdb.DuckDBPyConnection, text: str):
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Install our SQL macros (checks, reports) and the `anonymize(text)` scalar UDF into `con`."""
     for path in macro_files():
-        con.execute(path.read_text())
+        # TEMP macros: per connection, so they work on read-only databases, never write into the
+        # user's file, and two connections (or cursors, or threads) never conflict installing them
+        con.execute(path.read_text().replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO"))
     try:
         con.remove_function(_REGISTERED_UDF)
     except Exception:
@@ -75,8 +77,11 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
             cursor.close()
         return summary.to_json()
 
-    con.create_function(_REGISTERED_UDF, anonymize_udf, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
-                        side_effects=True)
+    try:
+        con.create_function(_REGISTERED_UDF, anonymize_udf, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
+                            side_effects=True)
+    except duckdb.CatalogException:
+        pass  # already there: UDFs live in the database instance, shared by its connections and cursors
     return con
 
 

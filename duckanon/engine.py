@@ -8,6 +8,7 @@ it was and a re-run replaces the target atomically.
 from __future__ import annotations
 
 import decimal
+import secrets
 import json
 import time
 import uuid
@@ -177,7 +178,10 @@ def _summary(hist, solution, started: float) -> Summary:
 def statement_for(text: str):
     """The bound statement of an ANONYMIZE or EXPLAIN ANONYMIZE text."""
     explain, body = strip_explain(text)
-    return bind_statement(parse_statement(body), body, explain=explain)
+    statement = bind_statement(parse_statement(body), body, explain=explain)
+    if statement.seed is None:  # no seed given: a fresh one, so runs publish in different orders
+        statement.seed = secrets.randbelow(2**31)
+    return statement
 
 
 def run_statement(con: duckdb.DuckDBPyConnection, text: str):

@@ -14,6 +14,10 @@
 -- likewise a value of its own, different from every real value. A suppressed cell is a QI cell
 -- whose VARCHAR form is exactly '*'.
 --
+-- Every CTE name inside a macro starts with `__anon_`: a CTE shadows a catalog table of the same
+-- name for query_table(), so a short name (cl, cells, ...) would make the macros read their own
+-- CTE instead of a user table called like it.
+--
 -- Lambdas use the `lambda c: ...` syntax, not `c -> ...`: the arrow form is deprecated in DuckDB
 -- 1.5 and fails under SET lambda_syntax = 'DISABLE_SINGLE_ARROW'.
 
@@ -89,39 +93,39 @@ CREATE OR REPLACE MACRO anon_sa_counts(tbl, qi, sa) AS TABLE
 --   classes     = number of equivalence classes.
 -- Empty table: the three l values are NULL, classes = 0.
 CREATE OR REPLACE MACRO anon_l(tbl, qi, sa) AS TABLE
-    WITH cs AS (   -- rows per (class, SA value)
+    WITH __anon_cs AS (   -- rows per (class, SA value)
         SELECT cls AS __cls, sa_value AS __sa, n FROM anon_sa_counts(tbl, qi, sa)
-    ), cl AS (     -- per class: distinct SA values, size, largest SA count, exp(entropy)
+    ), __anon_cl AS (     -- per class: distinct SA values, size, largest SA count, exp(entropy)
         SELECT count(*) AS d,
                any_value(size) AS size,
                max(n) AS m,
                exp(-sum((n / size) * ln(n / size))) AS e
-        FROM (SELECT __cls, n, sum(n) OVER (PARTITION BY __cls) AS size FROM cs)
+        FROM (SELECT __cls, n, sum(n) OVER (PARTITION BY __cls) AS size FROM __anon_cs)
         GROUP BY __cls
     )
     SELECT min(d) AS distinct_l,
            min(size // m)::BIGINT AS frequency_l,
            min(e) AS entropy_l,
            count(*) AS classes
-    FROM cl;
+    FROM __anon_cl;
 
 -- anon_l_recursive(tbl, qi, sa, l) -> (recursive_c DOUBLE, classes BIGINT): one row. With each
 -- class's SA counts sorted r_1 >= r_2 >= ..., recursive (c, l)-diversity asks r_1 < c * (r_l +
 -- r_(l+1) + ...) in every class, so the table is recursive (c, l)-diverse exactly for the
--- c > recursive_c = max over classes of r_1 / (r_l + r_(l+1) + ...); a class with fewer than l
+-- c > recursive_c = max over classes of r_1 / (r_l + r_(l+1) + ...): a class with fewer than l
 -- distinct SA values makes it +infinity. Empty table: NULL, 0.
 CREATE OR REPLACE MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
-    WITH ranked AS (
+    WITH __anon_ranked AS (
         SELECT cls, n, row_number() OVER (PARTITION BY cls ORDER BY n DESC) AS r
         FROM anon_sa_counts(tbl, qi, sa)
-    ), cl AS (
+    ), __anon_cl AS (
         SELECT max(n) AS top, coalesce(sum(n) FILTER (WHERE r >= l), 0) AS tail
-        FROM ranked
+        FROM __anon_ranked
         GROUP BY cls
     )
     SELECT max(CASE WHEN tail = 0 THEN 'inf'::DOUBLE ELSE top / tail END) AS recursive_c,
            count(*) AS classes
-    FROM cl;
+    FROM __anon_cl;
 
 -- anon_t(tbl, qi, sa) -> (t DOUBLE, t_ordered DOUBLE): one row, the smallest t for which the table
 -- is t-close, i.e. the max over classes of the Earth Mover's Distance between the class's SA
@@ -138,59 +142,59 @@ CREATE OR REPLACE MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
 -- last i with T(i) <= floor(N * C / size) (an ASOF join) into two closed-form sums over prefix
 -- sums of T.
 CREATE OR REPLACE MACRO anon_t(tbl, qi, sa) AS TABLE
-    WITH cs AS (   -- rows per (class, SA value)
+    WITH __anon_cs AS (   -- rows per (class, SA value)
         SELECT cls AS __cls, sa_value AS __sa, n FROM anon_sa_counts(tbl, qi, sa)
-    ), ids AS (    -- integer ids: cid per class, sid = rank of the SA value (ascending, NULL last)
+    ), __anon_ids AS (    -- integer ids: cid per class, sid = rank of the SA value (ascending, NULL last)
         SELECT dense_rank() OVER (ORDER BY __cls) AS cid,
                dense_rank() OVER (ORDER BY __sa ASC NULLS LAST) AS sid,
                n::HUGEINT AS n
-        FROM cs
-    ), tot AS (    -- table histogram: nt = count, ct = T(sid), pc = T(1) + ... + T(sid)
+        FROM __anon_cs
+    ), __anon_tot AS (    -- table histogram: nt = count, ct = T(sid), pc = T(1) + ... + T(sid)
         SELECT sid, nt, ct, sum(ct) OVER (ORDER BY sid ROWS UNBOUNDED PRECEDING) AS pc
         FROM (
             SELECT sid, nt, sum(nt) OVER (ORDER BY sid ROWS UNBOUNDED PRECEDING) AS ct
-            FROM (SELECT sid, sum(n) AS nt FROM ids GROUP BY sid)
+            FROM (SELECT sid, sum(n) AS nt FROM __anon_ids GROUP BY sid)
         )
-    ), g AS (      -- N = rows, v = number of distinct SA values, pv = T(1) + ... + T(v)
-        SELECT max(ct) AS rows, count(*) AS v, max(pc) AS pv FROM tot
-    ), cells AS (  -- each (class, present SA value): class size, a = C(sid), the next present sid,
+    ), __anon_g AS (      -- N = rows, v = number of distinct SA values, pv = T(1) + ... + T(v)
+        SELECT max(ct) AS rows, count(*) AS v, max(pc) AS pv FROM __anon_tot
+    ), __anon_cells AS (  -- each (class, present SA value): class size, a = C(sid), the next present sid,
                    -- and the prefix sums of T before this run (pc0) and up to its end (pc2)
-        SELECT ids.cid, ids.sid, ids.n, tot.nt, g.rows,
-               sum(ids.n) OVER (PARTITION BY ids.cid) AS size,
-               sum(ids.n) OVER (w ROWS UNBOUNDED PRECEDING) AS a,
-               coalesce(lead(ids.sid) OVER w, g.v + 1) AS nxt,
-               tot.pc - tot.ct AS pc0,
-               coalesce(lead(tot.pc - tot.ct) OVER w, g.pv) AS pc2
-        FROM ids JOIN tot ON tot.sid = ids.sid CROSS JOIN g
-        WINDOW w AS (PARTITION BY ids.cid ORDER BY ids.sid)
-    ), runs AS (   -- runs [i1, i2] of SA ranks on which C(i) = a, run 0 (a = 0) precedes the first
-        SELECT cid, size, rows, sid AS i1, nxt - 1 AS i2, a, pc0, pc2 FROM cells
+        SELECT __anon_ids.cid, __anon_ids.sid, __anon_ids.n, __anon_tot.nt, __anon_g.rows,
+               sum(__anon_ids.n) OVER (PARTITION BY __anon_ids.cid) AS size,
+               sum(__anon_ids.n) OVER (w ROWS UNBOUNDED PRECEDING) AS a,
+               coalesce(lead(__anon_ids.sid) OVER w, __anon_g.v + 1) AS nxt,
+               __anon_tot.pc - __anon_tot.ct AS pc0,
+               coalesce(lead(__anon_tot.pc - __anon_tot.ct) OVER w, __anon_g.pv) AS pc2
+        FROM __anon_ids JOIN __anon_tot ON __anon_tot.sid = __anon_ids.sid CROSS JOIN __anon_g
+        WINDOW w AS (PARTITION BY __anon_ids.cid ORDER BY __anon_ids.sid)
+    ), __anon_runs AS (   -- runs [i1, i2] of SA ranks on which C(i) = a, run 0 (a = 0) precedes the first
+        SELECT cid, size, rows, sid AS i1, nxt - 1 AS i2, a, pc0, pc2 FROM __anon_cells
         UNION ALL
         SELECT cid, any_value(size), any_value(rows), 1, min(sid) - 1, 0, 0, min(pc0)
-        FROM cells GROUP BY cid
-    ), split AS (  -- m = last rank with T(m) <= floor(N * a / size), clamped into [i1 - 1, i2]
-        SELECT runs.*, rows * a AS big_a,
+        FROM __anon_cells GROUP BY cid
+    ), __anon_split AS (  -- m = last rank with T(m) <= floor(N * a / size), clamped into [i1 - 1, i2]
+        SELECT __anon_runs.*, rows * a AS big_a,
                least(greatest(coalesce(tm.sid, 0), i1 - 1), i2) AS m,
                CASE WHEN coalesce(tm.sid, 0) <= i1 - 1 THEN pc0
                     WHEN tm.sid >= i2 THEN pc2
                     ELSE tm.pc END AS pcm
-        FROM runs
-        ASOF LEFT JOIN tot AS tm ON (runs.rows * runs.a) // runs.size >= tm.ct
-    ), ordered AS (  -- per class: sum_i |N * C(i) - size * T(i)|
+        FROM __anon_runs
+        ASOF LEFT JOIN __anon_tot AS tm ON (__anon_runs.rows * __anon_runs.a) // __anon_runs.size >= tm.ct
+    ), __anon_ordered AS (  -- per class: sum_i |N * C(i) - size * T(i)|
         SELECT cid,
                sum((m - i1 + 1) * big_a - size * (pcm - pc0)
                    + size * (pc2 - pcm) - (i2 - m) * big_a) AS scd
-        FROM split
+        FROM __anon_split
         GROUP BY cid
-    ), equal AS (    -- per class: sum_s |N * n(c, s) - size * n(s)|, absent values in closed form
+    ), __anon_equal AS (    -- per class: sum_s |N * n(c, s) - size * n(s)|, absent values in closed form
         SELECT cid, any_value(size) AS size,
                sum(abs(n * rows - nt * size)) + (any_value(rows) - sum(nt)) * any_value(size) AS sd
-        FROM cells
+        FROM __anon_cells
         GROUP BY cid
     )
-    SELECT max(sd / (2 * size * g.rows)) AS t,
-           max(CASE WHEN g.v <= 1 THEN 0 ELSE scd / ((g.v - 1) * size * g.rows) END) AS t_ordered
-    FROM equal JOIN ordered ON ordered.cid = equal.cid CROSS JOIN g;
+    SELECT max(sd / (2 * size * __anon_g.rows)) AS t,
+           max(CASE WHEN __anon_g.v <= 1 THEN 0 ELSE scd / ((__anon_g.v - 1) * size * __anon_g.rows) END) AS t_ordered
+    FROM __anon_equal JOIN __anon_ordered ON __anon_ordered.cid = __anon_equal.cid CROSS JOIN __anon_g;
 
 -- anon_stars(tbl, qi) -> (stars BIGINT, suppressed_rows BIGINT): one row, `stars` = number of QI
 -- cells equal to '*' (the suppression cost), `suppressed_rows` = rows with at least one '*' among
@@ -214,18 +218,18 @@ CREATE OR REPLACE MACRO anon_stars(tbl, qi) AS TABLE
 -- and same empty-table values (rows = 0). Computed from one pass over anon_sa_counts, so it is
 -- cheaper than running the four checks (t_ordered and entropy_l are left to anon_t and anon_l).
 CREATE OR REPLACE MACRO anon_report(tbl, qi, sa) AS TABLE
-    WITH cells AS (  -- (class, SA value) counts with class size, table count of the value, rows
+    WITH __anon_cells AS (  -- (class, SA value) counts with class size, table count of the value, rows
         SELECT cls, n,
                sum(n) OVER (PARTITION BY cls) AS size,
                sum(n) OVER (PARTITION BY sa_value) AS nt,
                sum(n) OVER () AS rows
         FROM anon_sa_counts(tbl, qi, sa)
-    ), cl AS (       -- per class: size, distinct SA values, largest SA count, equal-distance EMD
+    ), __anon_cl AS (       -- per class: size, distinct SA values, largest SA count, equal-distance EMD
         SELECT any_value(size) AS size, count(*) AS d, max(n) AS m,
                (sum(abs(n * rows - nt * size))
                 + (any_value(rows) - sum(nt)) * any_value(size))
                / (2 * any_value(size) * any_value(rows)) AS emd
-        FROM cells
+        FROM __anon_cells
         GROUP BY cls
     )
     SELECT a.k, a.classes, a.distinct_l, a.frequency_l, a.t, s.stars, s.suppressed_rows, a.rows
@@ -236,7 +240,7 @@ CREATE OR REPLACE MACRO anon_report(tbl, qi, sa) AS TABLE
                min(size // m)::BIGINT AS frequency_l,
                max(emd) AS t,
                coalesce(sum(size), 0)::BIGINT AS rows
-        FROM cl
+        FROM __anon_cl
     ) AS a
     CROSS JOIN anon_stars(tbl, qi) AS s;
 

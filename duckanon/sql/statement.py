@@ -44,7 +44,7 @@ class AnonymizeStatement:
     sensitive: str | None = None
     keep: list[str] = field(default_factory=list)
     method: str = "auto"
-    seed: int = 0
+    seed: int | None = None  # None: a fresh random seed per run (the published order differs)
     time_limit: float | None = None
     patterns: list[list[str]] | None = None
     l_variant: str = "frequency"
@@ -91,12 +91,18 @@ def _number(value: exp.Expr, option: str) -> float:
 
 
 def _integer(value: exp.Expr, option: str, minimum: int) -> int:
-    number = _number(value, option)
-    if not math.isfinite(number) or number != int(number):
-        raise AnonymizeError(f"option {option} must be an integer, got {value.sql(dialect='duckdb')}")
+    negative = isinstance(value, exp.Neg)
+    literal = value.this if negative else value
+    if isinstance(literal, exp.Literal) and literal.is_number and literal.this.isdigit():
+        number = int(literal.this) * (-1 if negative else 1)  # exactly as written, no float detour
+    else:
+        real = _number(value, option)
+        if not math.isfinite(real) or real != int(real):
+            raise AnonymizeError(f"option {option} must be an integer, got {value.sql(dialect='duckdb')}")
+        number = int(real)
     if number < minimum:
-        raise AnonymizeError(f"option {option} must be at least {minimum}, got {int(number)}")
-    return int(number)
+        raise AnonymizeError(f"option {option} must be at least {minimum}, got {number}")
+    return number
 
 
 def _word(value: exp.Expr, option: str, allowed: tuple[str, ...]) -> str:
@@ -197,7 +203,7 @@ def _fraction(value: exp.Expr, option: str) -> float:
 
 def _time_limit(value: exp.Expr) -> float:
     number = _number(value, "time_limit")
-    if not number > 0:
+    if not (math.isfinite(number) and number > 0):
         raise AnonymizeError("option time_limit must be a positive number of seconds")
     return number
 
