@@ -684,9 +684,7 @@ def test_the_checker_catches_t_closeness_and_frequency_violations():
 # --------------------------------------------------------------------------- bugs found (xfail)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `patterns = ((a, b))` (one pattern, README's form) is refused: "
-                                       "'patterns must list column names, got (a, b)'")
-def test_single_pattern_in_parentheses():
+def test_single_pattern_in_parentheses():  # was a bug: `((a, b))` was refused
     con = connection()
     reset(con.duckdb)
     con.duckdb.execute("CREATE TABLE t AS SELECT i % 3 AS a, i % 2 AS b, i % 5 AS c FROM range(30) r(i)")

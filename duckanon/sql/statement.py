@@ -126,6 +126,8 @@ def _one_name(value: exp.Expr, option: str) -> str:
 
 
 def _patterns(value: exp.Expr) -> list[list[str]]:
+    if isinstance(value, exp.Paren) and isinstance(value.this, (exp.Tuple, exp.Paren)):
+        value = exp.Tuple(expressions=[value.this])  # ((a, b)): one pattern of two columns
     if isinstance(value, (exp.Tuple, exp.Array)):
         items = value.expressions
     else:
