@@ -32,7 +32,6 @@ def spark(tmp_path_factory):
 
 @pytest.mark.parametrize("options", [
     "k = 3, qi = (zipcode, age, education), sensitive = disease, method = 'greedy'",
-    "k = 2, qi = (zipcode, age, education), sensitive = disease, method = 'mapprox'",
     "l = 2, qi = (zipcode, age, education), sensitive = disease, method = 'tp+'",
     "k = 3, qi = (zipcode, age), keep = (education), method = 'lattice', hierarchies = (zipcode = 'prefix', age = 'intervals(10, 20)')",
 ])
