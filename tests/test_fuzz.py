@@ -16,7 +16,7 @@ seed; INTO; options in random order) and runs it through one of the methods. The
 * the request is infeasible (predicted in Python from the table alone) and ANONYMIZE must raise
   duckanon.AnonymizeError with a one-line message and leave no target and no temp table behind.
 
-CI size: 1,050 examples (about 60-90 s on two shared cores). The `slow` variants run 10,500:
+CI size: 1,050 examples (about 100 s on two busy shared cores). The `slow` variants run 10,500:
 
     python -m pytest -m slow tests/test_fuzz.py
 
