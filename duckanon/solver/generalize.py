@@ -13,7 +13,7 @@ import numpy as np
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import all_satisfied
-from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
+from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
 
 TOP = "*"
 
@@ -204,14 +204,8 @@ def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric) 
     out_c, out_s, out_g, out_n = [], [], [], []
     for r, s, g, n in zip(inner.part_class.tolist(), inner.part_sa.tolist(), inner.part_group.tolist(),
                           inner.part_count.tolist()):
-        for c in members[r]:
-            if n == 0:
-                break
-            take = min(n, int(left[c, s]))
-            if take:
-                out_c.append(c); out_s.append(s); out_g.append(g); out_n.append(take)
-                left[c, s] -= take
-                n -= take
+        for c, taken in take_rows(left, members[r], s, n):
+            out_c.append(c); out_s.append(s); out_g.append(g); out_n.append(taken)
     labels = []
     for j, (bound, level) in enumerate(zip(hierarchies, node.levels)):
         rep = inner.group_rep[:, j]

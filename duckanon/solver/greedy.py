@@ -21,7 +21,7 @@ import numpy as np
 
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.models import LDiversity, TCloseness, all_satisfied
-from duckanon.solver.partition import Solution, solution_from_class_groups
+from duckanon.solver.partition import Solution, build_solution, solution_from_class_groups, take_rows
 
 
 def _default_kept_sets(m: int, alive_columns):
@@ -146,8 +146,6 @@ def carving_greedy(hist: Histogram, models) -> Solution:
     same SA value are interchangeable), instead of waiting for a coarser pattern. With
     t-closeness a big class is rarely t-close on its own, but most of its rows are, next to
     rows of similar classes."""
-    from duckanon.solver.partition import build_solution
-
     min_size = max([model.min_group_size() for model in models], default=1)
     m = hist.m
     remaining = hist.sa_counts.copy()
@@ -182,15 +180,8 @@ def carving_greedy(hist: Histogram, models) -> Solution:
                 continue
             members = live[keys == key]
             for s in np.flatnonzero(take).tolist():
-                need = int(take[s])
-                for c in members.tolist():
-                    if need == 0:
-                        break
-                    got = min(need, int(remaining[c, s]))
-                    if got:
-                        out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(got)
-                        remaining[c, s] -= got
-                        need -= got
+                for c, got in take_rows(remaining, members.tolist(), s, int(take[s])):
+                    out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(got)
             next_group += 1
     cls, sa = np.nonzero(remaining)
     for c, s in zip(cls.tolist(), sa.tolist()):

@@ -28,7 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
+from duckanon.solver.models import KAnonymity, LDiversity
 from duckanon.solver.partition import Solution, build_solution
 
 
@@ -217,9 +217,3 @@ def hilbert_solution(hist: Histogram, models) -> Solution:
     cls, sa = np.nonzero(hist.sa_counts)
     parts = hilbert_groups(hist, cls, sa, hist.sa_counts[cls, sa], models)
     return build_solution(hist, *parts, method="hilbert")
-
-
-def satisfies(hist: Histogram, solution: Solution, models) -> bool:
-    sizes = solution.group_sizes()
-    used = sizes > 0
-    return bool(all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used]).all())

@@ -136,6 +136,22 @@ def distribute_sa(hist: Histogram, cls: np.ndarray, group: np.ndarray, count: np
     return tuple(np.concatenate(a).astype(np.int64) for a in (out_c, out_s, out_g, out_n))
 
 
+def take_rows(remaining: np.ndarray, classes, sa: int, count: int) -> list[tuple[int, int]]:
+    """Take `count` rows with SA code `sa` from `classes` in order, out of `remaining` (C, S),
+    which is decremented; returns (class, rows taken) pairs. Rows of one class with the same SA
+    value are interchangeable, so any such rows serve."""
+    taken = []
+    for c in classes:
+        if count == 0:
+            break
+        got = min(count, int(remaining[c, sa]))
+        if got:
+            taken.append((c, got))
+            remaining[c, sa] -= got
+            count -= got
+    return taken
+
+
 def build_solution(hist: Histogram, part_class, part_sa, part_group, part_count, method: str) -> Solution:
     """Renumber groups densely and compute their representatives."""
     keep = part_count > 0
