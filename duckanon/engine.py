@@ -156,7 +156,7 @@ def _solve(con, plan: Plan, cells_table: str):
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
     domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains)
-    return cells, hist, solution
+    return cells, hist, solution, models
 
 
 def _summary(hist, solution, started: float) -> Summary:
@@ -189,9 +189,11 @@ def run_statement(con: duckdb.DuckDBPyConnection, text: str):
     statement = statement_for(text)
     if statement.explain:
         return run_explain(con, statement)
-    summary = _publish(con, statement)
+    started = time.perf_counter()
+    plan = bind(con, statement)
+    summary = _publish(con, plan, started)
     if statement.report:
-        _write_report(con, statement, summary)
+        _write_report(con, plan, summary)
     return summary
 
 
@@ -202,14 +204,12 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
     return result
 
 
-def _publish(con: duckdb.DuckDBPyConnection, statement) -> Summary:
-    started = time.perf_counter()
-    plan = bind(con, statement)
+def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summary:
     suffix = uuid.uuid4().hex[:12]
     cells_table, parts_view, keyed_table = (f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed"))
     own_transaction = _begin(con)
     try:
-        cells, hist, solution = _solve(con, plan, cells_table)
+        cells, hist, solution, _ = _solve(con, plan, cells_table)
         progress.report(f"publishing {plan.target.sql()}", rows=hist.n_rows)
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
@@ -274,16 +274,16 @@ class Table:
 
 
 def _dry_run(con, statement):
-    """Plan and solve without writing anything; returns (plan, hist, solution, seconds)."""
+    """Plan and solve without writing anything; returns (plan, hist, solution, models, seconds)."""
     started = time.perf_counter()
     plan = bind(con, statement)
     cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
     own_transaction = _begin(con)
     try:
-        _, hist, solution = _solve(con, plan, cells_table)
+        _, hist, solution, models = _solve(con, plan, cells_table)
     finally:
         _abort(con, own_transaction, cells_table)
-    return plan, hist, solution, time.perf_counter() - started
+    return plan, hist, solution, models, time.perf_counter() - started
 
 
 def _size_histogram(sizes) -> str:
@@ -302,7 +302,7 @@ def _sweep_rows(con, statement) -> list[dict]:
     rows = []
     for value in values:
         setattr(statement, name, value)
-        plan, hist, solution, seconds = _dry_run(con, statement)
+        _, _, solution, _, seconds = _dry_run(con, statement)
         published = solution.published_classes()
         kept_rows = int(published.sum())
         rows.append({name: value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
@@ -326,11 +326,10 @@ def run_explain(con, statement) -> Table:
                    ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
                    ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
         return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])
-    plan, hist, solution, seconds = _dry_run(con, statement)
+    plan, hist, solution, models, seconds = _dry_run(con, statement)
     sizes = hist.sizes
     published = solution.published_classes()
-    min_size = max([m.min_group_size() for m in models_for(plan, hist.sa_counts.sum(axis=0))] or [1]) \
-        if statement.t_distance != "hierarchical" else 1
+    min_size = max([m.min_group_size() for m in models], default=1)  # the models the dry run used
     cells_total = hist.n_rows * hist.m
     why = {
         "auto": "auto: matching when it applies, else the heuristic portfolio (with l: TP+; with t: carve), "
@@ -359,10 +358,10 @@ def run_explain(con, statement) -> Table:
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
 
 
-def _write_report(con, statement, summary: Summary) -> None:
+def _write_report(con, plan: Plan, summary: Summary) -> None:
     from duckanon.report import write_report
 
-    plan = bind(con, statement)
+    statement = plan.statement
     sweep = _sweep_rows(con, statement) if statement.sweep else None
     params = {name: getattr(statement, name) for name in ("k", "l", "t", "l_variant", "t_distance", "method")
               if getattr(statement, name) is not None}

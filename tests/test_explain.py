@@ -119,3 +119,13 @@ def test_shell_progress_and_ctrl_c(tmp_path, interrupt):
         assert published == {"a"} and code == 1
     else:
         assert code == 0 and "a_anon" in published
+
+
+def test_explain_with_a_declared_sa_order(con):
+    """EXPLAIN uses the dry run's own models (it used to rebuild them without the SA values and
+    failed with a TypeError for sa_order)."""
+    statement = ("ANONYMIZE hospital WITH (t = 0.3, sensitive = disease, qi = (zipcode, age), t_distance = ordered, "
+                 "sa_order = ('Viral Infection', 'Heart Disease', 'Cancer'))")
+    rows = dict(con.execute("EXPLAIN " + statement).fetchall())
+    summary = con.execute(statement).fetchone()
+    assert rows["estimated stars"].startswith(f"{summary[3]} of 20 QI cells")
