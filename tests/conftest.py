@@ -82,3 +82,17 @@ def check_published(rows, qi_idx, sa_idx=None, k=None, l=None, t=None, l_variant
 
 def fetch(con, table: str):
     return con.execute(f"SELECT * FROM {table}").fetchall()
+
+
+def publish_and_check(con, statement: str, rows, m: int, **checks):
+    """Run `statement` on table t (QIs q0..q{m-1}, SA last) and check t_anon independently: same
+    row count and SA multiset, the request holds (check_published), and the summary's stars and
+    suppressed rows are the ones counted. Returns (summary row, published rows)."""
+    summary = con.execute(statement).fetchone()
+    published = con.execute("SELECT * FROM t_anon").fetchall()
+    assert len(published) == len(rows)
+    assert Counter(r[-1] for r in published) == Counter(r[-1] for r in rows)
+    stars, suppressed, problems = check_published(published, list(range(m)), m, **checks)
+    assert problems == [], (statement, problems)
+    assert (stars, suppressed) == (summary[3], summary[4])
+    return summary, published

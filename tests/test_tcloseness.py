@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import duckanon
-from conftest import DIGIT_QI, check_published, hospital_digits_sql
+from conftest import DIGIT_QI, check_published, hospital_digits_sql, publish_and_check
 from duckanon.solver import Histogram, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 
@@ -133,12 +133,7 @@ def test_every_output_is_t_close(tmp_path, case):
         with pytest.raises(duckanon.AnonymizeError):
             con.execute(statement)
         return
-    summary = con.execute(statement).fetchone()
-    published = con.execute("SELECT * FROM t_anon").fetchall()
-    assert len(published) == len(rows)
-    assert Counter(r[-1] for r in published) == Counter(r[-1] for r in rows)
-    stars, suppressed, problems = check_published(published, list(range(m)), m, k=k)
-    assert problems == [] and (stars, suppressed) == (summary[3], summary[4])
+    _, published = publish_and_check(con, statement, rows, m, k=k)
     # independent t check: every published class against the table, by the LP
     total = Counter(r[-1] for r in rows)
     # value order for the ordered distance: by value, NULL last (DuckDB's order), or declared
