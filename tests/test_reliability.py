@@ -47,11 +47,11 @@ NEW = "ANONYMIZE big INTO big_anon WITH (k = 5, qi = (a, b), sensitive = s, keep
 # `solved` is printed when the solver returns, i.e. when DuckDB starts writing the target; with
 # mode `sleep` the child then sleeps inside the statement (inside the transaction) so that a
 # signal lands in Python code; with mode `hold` it waits there for a line on stdin.
-CHILD = r"""
+# SOLVE_HOOK is that part, shared by the API child and the command-line child.
+SOLVE_HOOK = r"""
 import sys, time
-import duckanon, duckanon.engine as engine
+import duckanon.engine as engine
 path, statement, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-con = duckanon.connect(path)
 original = engine.solve
 def solve(*args, **kwargs):
     solution = original(*args, **kwargs)
@@ -62,6 +62,11 @@ def solve(*args, **kwargs):
         sys.stdin.readline()
     return solution
 engine.solve = solve
+"""
+
+CHILD = SOLVE_HOOK + r"""
+import duckanon
+con = duckanon.connect(path)
 print("started", flush=True)
 try:
     con.execute(statement)
@@ -72,19 +77,8 @@ except BaseException as error:
 """
 
 # The command line with the same hook: `duckanon FILE -c STATEMENT`, in a child process.
-CLI_CHILD = r"""
-import sys, time
-import duckanon.engine as engine
+CLI_CHILD = SOLVE_HOOK + r"""
 from duckanon.cli import main
-path, statement, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-original = engine.solve
-def solve(*args, **kwargs):
-    solution = original(*args, **kwargs)
-    print("solved", flush=True)
-    if mode == "sleep":
-        time.sleep(30)
-    return solution
-engine.solve = solve
 print("started", flush=True)
 raise SystemExit(main([path, "--csv", "-c", statement]))
 """
