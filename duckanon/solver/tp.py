@@ -35,7 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckanon.errors import AnonymizeError
+from duckanon.solver.hilbert import hilbert_groups
 from duckanon.solver.models import LDiversity
+from duckanon.solver.partition import build_solution
+from duckanon.solver.repair import repair
 
 
 @dataclass
@@ -286,11 +290,6 @@ def _best_cap(row: np.ndarray, model: LDiversity, below: int | None = None) -> n
 def tp_solution(hist, models, plus: bool = False):
     """`method = 'tp'` / `'tp+'`: classes as TP leaves them, unsuppressed; R as one group (tp) or
     cut along the Hilbert curve (tp+). Other models (k, t) are then enforced by merging."""
-    from duckanon.errors import AnonymizeError
-    from duckanon.solver.hilbert import hilbert_groups
-    from duckanon.solver.partition import build_solution
-    from duckanon.solver.repair import repair
-
     name = "tp+" if plus else "tp"
     diversity = [m for m in models if isinstance(m, LDiversity)]
     if not diversity:
