@@ -12,10 +12,21 @@ import duckdb
 
 from duckanon.engine import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError
+from duckanon.plan import one_line
 from duckanon.sql import split_statements
 
 _SQL_DIR = Path(__file__).resolve().parent / "_sql"
-_REGISTERED_UDF = "anonymize"
+_REGISTERED_UDF = "__duckanon_anonymize"
+# A failed run comes back from the Python UDF as this prefix + the message, and the `anonymize`
+# macro turns it into DuckDB's error(): a Python exception raised inside a UDF would reach the
+# user as several lines with a traceback ("At: .../models.py(49)").
+_UDF_ERROR = "!error "  # a summary is JSON and starts with "{"
+_ANONYMIZE_MACRO = (
+    "CREATE OR REPLACE TEMP MACRO anonymize(statement_text) AS "
+    # the lambda binds the UDF's result once (a macro argument used twice would run it twice)
+    f"list_transform([{_REGISTERED_UDF}(statement_text)], r -> CASE WHEN starts_with(r, '{_UDF_ERROR}') "
+    f"THEN error(r[{len(_UDF_ERROR) + 1}:]) ELSE r END)[1]"
+)
 
 
 def macro_files() -> list[Path]:
@@ -72,16 +83,18 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
         # separate connection); the summary comes back as JSON text.
         cursor = con.cursor()
         try:
-            summary = run_anonymize(cursor, text)
+            return run_anonymize(cursor, text).to_json()
+        except (AnonymizeError, duckdb.Error) as error:
+            return _UDF_ERROR + one_line(error)
         finally:
             cursor.close()
-        return summary.to_json()
 
     try:
         con.create_function(_REGISTERED_UDF, anonymize_udf, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
                             side_effects=True)
     except duckdb.CatalogException:
         pass  # already there: UDFs live in the database instance, shared by its connections and cursors
+    con.execute(_ANONYMIZE_MACRO)
     return con
 
 

@@ -132,12 +132,17 @@ def column_domains(con, plan: Plan, cells) -> Domains:
 
 
 def _begin(con) -> bool:
-    """Start our own transaction unless the caller already has one open."""
-    try:
-        con.execute("BEGIN TRANSACTION")
-        return True
-    except duckdb.TransactionException:
+    """Start our own transaction unless the caller already has one open.
+
+    A failed BEGIN inside the caller's transaction would abort it, so probe first: in autocommit
+    mode every statement is its own transaction (two txid_current() differ); inside an explicit
+    transaction they are equal. The caller then owns COMMIT and ROLLBACK.
+    """
+    first = con.execute("SELECT txid_current()").fetchone()[0]
+    if con.execute("SELECT txid_current()").fetchone()[0] == first:
         return False
+    con.execute("BEGIN TRANSACTION")
+    return True
 
 
 def _drop_temp_tables(con, *tables: str) -> None:
@@ -233,8 +238,14 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
         _abort(con, own_transaction, cells_table, keyed_table, parts_view)
         if isinstance(error, duckdb.Error):
             raise AnonymizeError(f"ANONYMIZE failed: {one_line(error)}") from None
+        if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
+            raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
         raise
     return _summary(hist, solution, started)
+
+
+def _is_ctrl_c(error: BaseException) -> bool:
+    return type(error) is RuntimeError and "interrupted" in str(error).lower()
 
 
 def _abort(con, own_transaction: bool, *temp: str) -> None:

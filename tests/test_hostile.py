@@ -216,10 +216,6 @@ def test_sql_function_runs_exactly_one_anonymize(db):
     assert db.duckdb.execute("SELECT count(*) FROM hospital").fetchone() == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: errors from the SQL function anonymize() are several lines with a Python "
-                                       "traceback: \"SELECT anonymize('ANONYMIZE hospital WITH (k = 200)')\" raises "
-                                       "'Invalid Input Error: Python exception occurred while executing the UDF: "
-                                       "AnonymizeError: ...\\n\\nAt:\\n  .../duckanon/solver/models.py(49): ...'")
 def test_sql_function_errors_are_one_line(db):
     with pytest.raises(duckdb.Error) as caught:
         db.duckdb.execute("SELECT anonymize('ANONYMIZE hospital WITH (k = 200)')")

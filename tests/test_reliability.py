@@ -9,6 +9,8 @@
 * A solver that raises, a failure after the target was created but before COMMIT, a watchdog
   interrupting the statement, and `time_limit`: the statement rolls back (or publishes a checked
   table within its limit) and the message is one line.
+* Inside the caller's own transaction (BEGIN; ...; ANONYMIZE; COMMIT) ANONYMIZE neither commits
+  nor rolls back for them: the caller's earlier work survives, success and failure alike.
 * Concurrency in one process: readers on other connections to the same database (a cursor, a
   second duckdb.connect of the same file) see the old or the new target while it is re-anonymized
   in a loop, never a mix.
@@ -250,8 +252,6 @@ def test_ctrl_c_while_duckdb_writes_rolls_back_with_a_clear_message(template, tm
     assert_file_intact(path, template[1], template[1]["old"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Ctrl-C while DuckDB runs a step of ANONYMIZE surfaces as "
-                                       "RuntimeError('Query interrupted'): neither KeyboardInterrupt nor AnonymizeError")
 def test_ctrl_c_while_duckdb_writes_is_keyboard_interrupt_or_anonymize_error(template, tmp_path):
     path = copy_of(template, tmp_path)
     child = Child(CHILD, path, NEW, "run")
@@ -359,12 +359,6 @@ def test_failure_after_the_target_was_written_rolls_back(small_file, monkeypatch
         assert again.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 2
 
 
-CALLER_TRANSACTION_BUG = ("BUG: inside the caller's transaction (BEGIN; ...; ANONYMIZE) the engine's probe "
-                          "`BEGIN TRANSACTION` fails and aborts the caller's transaction: ANONYMIZE fails with "
-                          "'Current transaction is aborted' and the caller's earlier work is lost at COMMIT")
-
-
-@pytest.mark.xfail(strict=True, reason=CALLER_TRANSACTION_BUG)
 def test_anonymize_inside_a_caller_transaction(small_file):
     path, con = small_file
     con.duckdb.execute("BEGIN")
@@ -377,7 +371,6 @@ def test_anonymize_inside_a_caller_transaction(small_file):
     assert con.duckdb.execute("SELECT count(*) FROM inside").fetchone()[0] == 100
 
 
-@pytest.mark.xfail(strict=True, reason=CALLER_TRANSACTION_BUG)
 def test_failure_inside_a_caller_transaction_leaves_it_usable(small_file, monkeypatch):
     """Inside the caller's own transaction ANONYMIZE does not commit or roll back for them."""
     path, con = small_file
