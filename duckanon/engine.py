@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from duckanon.classes import build_cells, sa_values
 from duckanon.errors import AnonymizeError
-from duckanon.materialize import histogram_publish_select, keyed_arrow, keyed_select, publish_select
+from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
 from duckanon import hierarchy, progress
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
@@ -138,6 +138,11 @@ def _begin(con) -> bool:
     mode every statement is its own transaction (two txid_current() differ); inside an explicit
     transaction they are equal. The caller then owns COMMIT and ROLLBACK.
     """
+    if hasattr(con, "in_transaction"):  # another engine (Spark) says for itself
+        if con.in_transaction():
+            return False
+        con.execute("BEGIN TRANSACTION")
+        return True
     first = con.execute("SELECT txid_current()").fetchone()[0]
     if con.execute("SELECT txid_current()").fetchone()[0] == first:
         return False
@@ -231,6 +236,9 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
             published = histogram_publish_select(plan, keyed_table)
         create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
         con.execute(create_target.sql(dialect="duckdb"))
+        solution.notes["column_loss"] = _column_loss(con, plan, keyed_table, cells_table, hist, solution)
+        summary = _summary(hist, solution, started)
+        _describe_target(con, plan, summary)
         _drop_temp_tables(con, cells_table, keyed_table)
         if own_transaction:
             con.execute("COMMIT")
@@ -241,7 +249,51 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
             raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
         raise
-    return _summary(hist, solution, started)
+    return summary
+
+
+def _column_loss(con, plan: Plan, keyed_table: str, cells_table: str, hist, solution) -> dict[str, float]:
+    """Per QI column, the mean loss per source row (0 kept, 1 '*' or removed row, a fraction for
+    a generalized label): see materialize.column_loss_select."""
+    summed = con.execute(column_loss_select(len(plan.qi), keyed_table, cells_table)).fetchall()
+    rows = max(hist.n_rows, 1)
+    return {plan.qi[j]: round((float(loss) + solution.removed_rows) / rows, 6) for j, loss in summed}
+
+
+def _describe_target(con, plan: Plan, summary: Summary) -> None:
+    """The published table's comment says how it was made (parameters and result, never the
+    source's name or values), so REPORT and a privacy officer can read its provenance later."""
+    statement = plan.statement
+    provenance = {"duckanon": _version(), "qi": plan.qi, "sensitive": plan.sensitive, "method": statement.method}
+    provenance.update({name: getattr(statement, name) for name in ("k", "l", "t") if getattr(statement, name) is not None})
+    if statement.l is not None:
+        provenance["l_variant"] = statement.l_variant
+    if statement.t is not None:
+        provenance["t_distance"] = statement.t_distance
+    provenance["summary"] = {name: value for name, value in asdict(summary).items() if name != "details"}
+    provenance["summary"]["details"] = json.loads(summary.details)
+    text = "duckanon " + json.dumps(provenance, default=str, sort_keys=True)
+    con.execute(exp.Comment(this=plan.target.table.copy(), kind="TABLE",
+                            expression=exp.Literal.string(text)).sql(dialect="duckdb"))
+
+
+def _version() -> str:
+    import duckanon
+
+    return getattr(duckanon, "__version__", "unknown")
+
+
+def published_provenance(con, table) -> dict | None:
+    """What `_describe_target` wrote on a published table, or None (not made by ANONYMIZE)."""
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) "
+                          "AND schema_name = coalesce(?, current_schema()) AND lower(table_name) = lower(?)",
+                          [table.table.catalog or None, table.table.db or None, table.name]).fetchone()
+    if not comment or not comment[0] or not comment[0].startswith("duckanon {"):
+        return None
+    try:
+        return json.loads(comment[0][len("duckanon "):])
+    except ValueError:
+        return None
 
 
 def _is_ctrl_c(error: BaseException) -> bool:

@@ -47,7 +47,7 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 
 def write_report(con, published: str, original: str, qi: list[str], sa: str | None, path,
                  summary: dict | None = None, params: dict | None = None,
-                 sweep: list[dict] | None = None) -> Path:
+                 sweep: list[dict] | None = None, risk_threshold: float = RISK_THRESHOLD) -> Path:
     """Write the HTML report comparing table `published` with `original` to `path`; return it.
 
     `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
@@ -55,22 +55,27 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     result row as a dict (or a duckanon.Summary), `params` the options of the statement (k, l, t,
     method, ...). `sweep` is a list of dicts whose FIRST key is the swept parameter, e.g.
     [{"k": 2, "stars": 12, "suppressed_rows": 6, "highest_risk": 0.5, "average_risk": 0.3}, ...].
+    `risk_threshold`: a record is "at risk" when its re-identification risk exceeds it.
+    The loss per column is read from the summary's details (`column_loss`, which ANONYMIZE
+    measures while it still knows which original value became which published string).
     """
     db = _duckdb_connection(con)
     qi = list(qi)
     if dataclasses.is_dataclass(summary):
         summary = dataclasses.asdict(summary)
     summary, params = dict(summary or {}), dict(params or {})
+    details = summary.get("details")
+    details = json.loads(details) if isinstance(details, str) else dict(details or {})
     utility = _utility(db, published, original, qi, sa, params.get("k"))
     sections = [
         _header(published, original, params, summary, utility),
         _class_size_section(db, published, original, qi, params.get("k")),
-        _column_section(db, published, original, qi),
+        _column_section(db, published, original, qi, details.get("column_loss")),
     ]
     if sa is not None:
         sections.append(_sa_section(db, published, qi, sa))
     sections += [
-        _risk_section(db, published, original, qi),
+        _risk_section(db, published, original, qi, risk_threshold),
         _metrics_section(db, published, original, qi, sa, params, utility),
     ]
     if sweep:
@@ -188,7 +193,7 @@ def _class_size_section(db, published, original, qi, k) -> str:
               "a '*' is a value of its own in the published table.</p>")
 
 
-def _column_section(db, published, original, qi) -> str:
+def _column_section(db, published, original, qi, column_loss: dict | None = None) -> str:
     # Per QI column: '*' cells, and cells whose value is neither '*' nor a value of that column in
     # the original (a generalization such as '30-39', which cell suppression never produces).
     rows = _rows(db, """
@@ -220,15 +225,37 @@ def _column_section(db, published, original, qi) -> str:
     ax.margins(y=0.12)  # room for the counts above the bars
     ax.set_xticks(x, qi, rotation=30 if len(qi) > 6 else 0, ha="right" if len(qi) > 6 else "center")
     ax.set(ylabel="cells", title="Suppressed cells ('*') per quasi-identifier")
-    note = ("Generalized cells hold a value that is not one of the column's original values; "
-            "how far they were generalized (hierarchy level) is not measured."
-            if any(generalized) else
-            "Every published QI value is an original value or '*' (cell suppression), so the "
-            "information lost per column is exactly its '*' count; no separate generalization loss "
-            "is plotted.")
     table = _table(["column", "'*' cells", "generalized cells"], zip(qi, stars, generalized))
-    return ("<h2>Suppression per column</h2>" + _img(fig, "stars per column") + table
-            + f"<p class=\"note\">{_e(note)}</p>")
+    section = "<h2>Suppression per column</h2>" + _img(fig, "stars per column") + table
+    if column_loss:
+        section += _loss_section(qi, column_loss)
+    elif any(generalized):
+        section += ("<p class=\"note\">Generalized cells hold a value that is not one of the column's "
+                    "original values; how much each lost is recorded by ANONYMIZE (column_loss), which "
+                    "this report was not given.</p>")
+    else:
+        section += ("<p class=\"note\">Every published QI value is an original value or '*' (cell "
+                    "suppression), so the information lost per column is exactly its '*' count.</p>")
+    return section
+
+
+def _loss_section(qi, column_loss: dict) -> str:
+    losses = [float(column_loss.get(c, 0.0)) for c in qi]
+    fig, ax = _figure()
+    x = np.arange(len(qi))
+    ax.bar(x, losses, color="C3")
+    for xi, v in zip(x, losses):
+        ax.annotate(f"{v:.3f}", (xi, v), ha="center", va="bottom")
+    ax.set_xticks(x, qi, rotation=30 if len(qi) > 6 else 0, ha="right" if len(qi) > 6 else "center")
+    ax.set(ylabel="mean loss per row (0 = kept, 1 = '*')", ylim=(0, 1.1),
+           title="Information loss per quasi-identifier (generalization and suppression)")
+    mean = sum(losses) / len(losses) if losses else 0.0
+    return ("<h2>Information loss per column</h2>" + _img(fig, "loss per column")
+            + _table(["column", "loss"], [*zip(qi, losses), ("all quasi-identifiers (mean)", mean)])
+            + "<p class=\"note\">A row's loss in a column is (d<sub>L</sub> − 1) / (d − 1): d<sub>L</sub> "
+              "original values were published as the same string, out of the column's d distinct values "
+              "(Iyengar's loss metric on the values present). A kept value costs 0, a '*' or a removed "
+              "row 1, a generalized label in between.</p>")
 
 
 def _sa_section(db, published, qi, sa) -> str:
@@ -304,12 +331,12 @@ def _sa_section(db, published, qi, sa) -> str:
             + f"<details><summary>the {len(per_class)} largest classes</summary>{table}</details>")
 
 
-def _risk_section(db, published, original, qi) -> str:
+def _risk_section(db, published, original, qi, threshold: float) -> str:
     query = "SELECT * FROM anon_risk($t, $qi, threshold := $threshold)"
-    before = _one(db, query, t=original, qi=qi, threshold=RISK_THRESHOLD)
-    after = _one(db, query, t=published, qi=qi, threshold=RISK_THRESHOLD)
+    before = _one(db, query, t=original, qi=qi, threshold=threshold)
+    after = _one(db, query, t=published, qi=qi, threshold=threshold)
     measures = [("highest_risk", "highest risk"), ("average_risk", "average risk"),
-                ("records_at_risk_fraction", f"records at risk (> {RISK_THRESHOLD:g})"),
+                ("records_at_risk_fraction", f"records at risk (> {threshold:g})"),
                 ("uniques_fraction", "unique records")]
     fig, ax = _figure()
     x = np.arange(len(measures))

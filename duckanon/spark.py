@@ -8,8 +8,13 @@ Spark as a DataFrame (broadcast-joined by Spark); the target is written with CRE
 (a managed Parquet table). The class histogram is computed by Spark's GROUP BY and only it
 comes back to the driver; the solver is unchanged.
 
-    from duckanon.spark import execute
+    from duckanon.spark import anonymize, execute
     execute(spark, "ANONYMIZE patients WITH (k = 3, qi = (zipcode, age), sensitive = disease)")
+    anonymize(spark, "patients", k=3, qi=["zipcode", "age"], sensitive="disease")
+
+From the duckanon shell or a duckanon connection, `engine = 'spark'` runs the statement on the
+active SparkSession (or a new one, `spark_master = 'local[2]'` by default), reading the source
+from Spark's catalog; the result row comes back to DuckDB as usual.
 
 Spark has no multi-statement transactions: the target is created by one CTAS after everything
 else succeeded, and temp views are dropped on any error, so a failure leaves no target.
@@ -22,6 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from duckanon.engine import run_statement
+from duckanon.errors import AnonymizeError
 
 
 class _Result:
@@ -129,7 +135,58 @@ class SparkConnection:
     def cursor(self):
         return self
 
+    def in_transaction(self) -> bool:
+        """Spark has no transactions; BEGIN/COMMIT/ROLLBACK above only mark the statement's
+        start and end (the end drops the temp views)."""
+        return False
+
 
 def execute(spark, text: str):
     """Run one ANONYMIZE (or EXPLAIN ANONYMIZE) on Spark; returns its Summary (or Table)."""
     return run_statement(SparkConnection(spark), text)
+
+
+def anonymize(spark, table: str, into: str | None = None, **options):
+    """ANONYMIZE `table` (a name in Spark's catalog) on `spark`, options as keywords:
+
+        anonymize(spark, "patients", k=3, qi=["zipcode", "age"], sensitive="disease", method="tp+")
+
+    Lists become tuples of names, strings are quoted, numbers written as they are; returns the
+    Summary. The statement text is built from sqlglot expressions, so names are quoted properly.
+    """
+    def value(item) -> exp.Expr:
+        if isinstance(item, (list, tuple)):
+            return exp.Tuple(expressions=[exp.to_identifier(str(v), quoted=True) for v in item])
+        if isinstance(item, bool) or item is None:
+            raise AnonymizeError(f"anonymize(): option values must be numbers, strings or lists, got {item!r}")
+        if isinstance(item, (int, float)):
+            return exp.Literal.number(item)
+        return exp.Literal.string(str(item))
+
+    options.pop("engine", None)
+    written = ", ".join(f"{name} = {value(v).sql(dialect='duckdb')}" for name, v in options.items())
+    head = exp.to_table(table, dialect="duckdb").sql(dialect="duckdb")
+    target = f" INTO {exp.to_table(into, dialect='duckdb').sql(dialect='duckdb')}" if into else ""
+    return execute(spark, f"ANONYMIZE {head}{target} WITH ({written})")
+
+
+def session(master: str | None = None):
+    """The active SparkSession, or a new one on `master` (default SPARK_MASTER or local[2])."""
+    import os
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise AnonymizeError("engine = 'spark' needs pyspark: pip install 'duckanon[spark]' (and Java 17)") from None
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    master = master or os.environ.get("SPARK_MASTER", "local[2]")
+    try:
+        spark = (SparkSession.builder.master(master).appName("duckanon")
+                 .config("spark.ui.enabled", "false").getOrCreate())
+    except Exception as error:  # no Java, bad master URL, ...
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise AnonymizeError(f"could not start Spark on {master}: {first} (Spark needs Java 17: java -version)") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
