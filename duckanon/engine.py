@@ -72,7 +72,7 @@ def models_for(plan: Plan, sa_total, sa_values=None) -> list:
     if statement.t is not None:
         total = tuple(int(x) for x in sa_total)
         if statement.t_distance == "hierarchical":
-            hierarchy = SAHierarchy.from_csv(statement.sa_hierarchy).for_values(
+            hierarchy = SAHierarchy.from_rows(plan.sa_hierarchy_rows, source=statement.sa_hierarchy).for_values(
                 [None if v is None else str(v) for v in sa_values], null_label="NULL")
             models.append(TCloseness(statement.t, total, "hierarchical", hierarchy=hierarchy))
         elif statement.t_distance == "ordered" and statement.sa_order is not None:

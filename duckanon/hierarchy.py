@@ -23,6 +23,7 @@ builders keep NULL a group of its own (label None, published as NULL) below the 
 from __future__ import annotations
 
 import csv
+import io
 import re
 from datetime import date, datetime
 from decimal import Decimal
@@ -35,7 +36,7 @@ from duckanon.errors import AnonymizeError
 
 __all__ = [
     "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
-    "ordered_groups", "parse_spec", "prefix", "to_table",
+    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "to_table",
 ]
 
 STAR = "*"
@@ -134,14 +135,22 @@ class Hierarchy:
 class TableHierarchy(Hierarchy):
     """Explicit rows (ARX CSV, Python rows, a DuckDB table): a dict lookup per distinct value."""
 
-    def __init__(self, rows: Sequence[Sequence], name: str = "rows"):
+    def __init__(self, rows: Sequence[Sequence], name: str = "rows", lines: Sequence[int] | None = None):
+        """`lines`: the file line of each row. Given, error messages name lines and never quote
+        the file's text (a file read for a SQL user may hold what that user must not see)."""
         self.name = name
+        self._lines = list(lines) if lines is not None else None
         rows = [row if isinstance(row, list) else list(row) for row in rows]
         if not rows:
             raise AnonymizeError(f"hierarchy {name} is empty")
         width = len(rows[0])
         if len({len(row) for row in rows}) > 1:
             i = next(i for i, row in enumerate(rows) if len(row) != width)
+            if self._lines is not None:
+                raise AnonymizeError(
+                    f"hierarchy {name} is inconsistent: line {self._lines[i]} has {len(rows[i]) - 1} levels, "
+                    f"line {self._lines[0]} has {width - 1}"
+                )
             raise AnonymizeError(
                 f"hierarchy {name} is inconsistent: row {i + 1} ({rows[i][0]!r}) has {len(rows[i]) - 1} levels, "
                 f"row 1 has {width - 1}"
@@ -156,6 +165,9 @@ class TableHierarchy(Hierarchy):
             seen: dict = {}
             for i, key in enumerate(keys):
                 if seen.setdefault(key, i) != i:
+                    if self._lines is not None:
+                        raise AnonymizeError(f"hierarchy {name}: lines {self._lines[seen[key]]} and "
+                                             f"{self._lines[i]} have the same value")
                     raise AnonymizeError(
                         f"hierarchy {name}: value {rows[i][0]!r} appears twice (rows {seen[key] + 1} and {i + 1})"
                     )
@@ -167,6 +179,9 @@ class TableHierarchy(Hierarchy):
         for h in range(1, width):
             labels = [row[h] for row in rows]
             if None in labels:
+                if self._lines is not None:
+                    raise AnonymizeError(f"hierarchy {name}: line {self._lines[labels.index(None)]} "
+                                         f"has no label (NULL) at level {h}")
                 value = rows[labels.index(None)][0]
                 raise AnonymizeError(f"hierarchy {name}: value {value!r} has no label (NULL) at level {h}")
             labels = np.array([label if isinstance(label, str) else str(label) for label in labels], dtype=object)
@@ -192,6 +207,11 @@ class TableHierarchy(Hierarchy):
             if bad.size:
                 a = bad[0]
                 b = np.nonzero((lower == lower[a]) & (upper != upper[a]))[0][-1]
+                if self._lines is not None:
+                    raise AnonymizeError(
+                        f"hierarchy {self.name} is not monotone: lines {self._lines[a]} and {self._lines[b]} "
+                        f"have the same label at level {h} but different labels at level {h + 1}"
+                    )
                 ra, rb = self._rows[a], self._rows[b]
                 raise AnonymizeError(
                     f"hierarchy {self.name} is not monotone: {ra[0]!r} and {rb[0]!r} are both {ra[h]!r} at level {h} "
@@ -450,22 +470,92 @@ def from_rows(rows: Sequence[Sequence], name: str = "rows") -> Hierarchy:
     return TableHierarchy(rows, name)
 
 
-def from_csv(path: str | Path) -> Hierarchy:
-    """An ARX hierarchy file: `;`-separated, no header, CRLF or LF, optionally `"`-quoted."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise AnonymizeError(f"cannot read hierarchy file {path}: {e.strerror or e}") from None
+def from_csv(path: str | Path, con=None) -> Hierarchy:
+    """An ARX hierarchy file: `;`-separated, no header, CRLF or LF, optionally `"`-quoted.
+
+    With a DuckDB connection `con` the file is read by DuckDB (`read_blob`), so the session's file
+    access rules apply (`SET enable_external_access = false` refuses it), and error messages name
+    line numbers instead of quoting the file. This is how SQL statements read hierarchy files.
+    """
+    rows, lines = _file_rows(path, con)
+    if con is None:
+        return TableHierarchy(rows, str(Path(path)))
+    return TableHierarchy(rows, str(path), lines=lines)
+
+
+def read_sa_hierarchy(con, path: str) -> list[list[str]]:
+    """The rows of the ARX hierarchy file of a sensitive attribute (option `sa_hierarchy`), read
+    through DuckDB (its file access rules apply) and checked as duckanon.solver.emd.SAHierarchy
+    checks them: blank rows are ignored, every row has the same number of columns, and each node
+    (a label at a level) has one parent. Errors name line numbers, never the file's text. The
+    rows are for `SAHierarchy.from_rows`."""
+    rows, lines = _file_rows(path, con)
+    kept = [(row, line) for row, line in zip(rows, lines) if any(cell.strip() for cell in row)]
+    if not kept:
+        raise AnonymizeError(f"hierarchy {path} is empty")
+    first, first_line = kept[0]
+    for row, line in kept:
+        if len(row) != len(first):
+            raise AnonymizeError(
+                f"hierarchy {path} has rows with different numbers of levels: line {first_line} has "
+                f"{len(first)} columns, line {line} has {len(row)}"
+            )
+    for level in range(len(first) - 1):
+        parent_of: dict[str, tuple[str, int]] = {}
+        for row, line in kept:
+            parent, seen_line = parent_of.setdefault(row[level], (row[level + 1], line))
+            if parent != row[level + 1]:
+                what = "value" if level == 0 else f"node at level {level}"
+                raise AnonymizeError(
+                    f"hierarchy {path} is not a tree: lines {seen_line} and {line} give the same {what} "
+                    f"different parents at level {level + 1}"
+                )
+    return [row for row, _ in kept]
+
+
+def _file_rows(path: str | Path, con=None) -> tuple[list[list[str]], list[int]]:
+    """The non-empty rows of an ARX CSV file and the line each starts on; read by DuckDB when `con`
+    is given, else by Python."""
+    if con is None:
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            raise AnonymizeError(f"cannot read hierarchy file {path}: {e.strerror or e}") from None
+    else:
+        raw = _read_with_duckdb(con, str(path))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")  # older ARX exports are ISO-8859-1
+    rows, lines = [], []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=";", quotechar='"')
+    start = 1
     try:
-        rows = [row for row in csv.reader(text.splitlines(), delimiter=";", quotechar='"') if row]
+        for row in reader:
+            if row:
+                rows.append(row)
+                lines.append(start)
+            start = reader.line_num + 1
     except csv.Error as e:
-        raise AnonymizeError(f"cannot read hierarchy file {path}: {e}") from None
-    return TableHierarchy(rows, str(path))
+        detail = f"line {start}: {e}" if con is not None else str(e)
+        raise AnonymizeError(f"cannot read hierarchy file {path}: {detail}") from None
+    return rows, lines
+
+
+def _read_with_duckdb(con, path: str) -> bytes:
+    """The bytes of one file, read by DuckDB: its access control (enable_external_access,
+    allowed_directories, ...) decides, and its message says why when it refuses."""
+    try:
+        found = con.execute("SELECT content FROM read_blob(?)", [path]).fetchall()
+    except Exception as e:  # duckdb raises many types (Permission, IO, ...); the message is what matters
+        lines = str(e).strip().splitlines()
+        raise AnonymizeError(f"cannot read hierarchy file {path}: {lines[0] if lines else type(e).__name__}") from None
+    if not found:
+        raise AnonymizeError(f"cannot read hierarchy file {path}: no such file")
+    if len(found) > 1:
+        raise AnonymizeError(f"cannot read hierarchy file {path}: the name matches {len(found)} files")
+    return bytes(found[0][0])
 
 
 def prefix(width: int | None = None) -> Hierarchy:
@@ -509,9 +599,10 @@ ordered = ordered_groups
 def from_table(con, table_name: str) -> Hierarchy:
     """A hierarchy stored in DuckDB: first column the value, then one column per level (any names,
     any types, read as text), rows in table order (the order of the codes). A NULL value is the
-    NULL row; a NULL label is an error. `table_name` is SQL as written (quote it if needed)."""
+    NULL row; a NULL label is an error. `table_name` is a table or view name, possibly qualified
+    and quoted as in SQL (`"my hier"`, `s.t`); it is looked up with query_table(), never run as SQL."""
     try:
-        rows = con.execute(f"SELECT * FROM {table_name}").fetchall()
+        rows = con.execute("SELECT * FROM query_table(?)", [table_name]).fetchall()
     except Exception as e:  # duckdb raises many types; the message is what matters
         raise AnonymizeError(f"cannot read hierarchy table {table_name}: {str(e).splitlines()[0]}") from None
     rows = [[None if v is None else str(v) for v in row] for row in rows]
@@ -550,7 +641,8 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
     - `ordered(a, b, c, d; 2, 4)`: categories in order, `;`, then group sizes; a category with a
       comma, semicolon or spaces at its ends is single-quoted (`'HS, grad'`, `''` for a quote);
     - `table(name)`: a DuckDB table on `con` (see `from_table`);
-    - anything else: an ARX CSV path, relative to the current directory.
+    - anything else: an ARX CSV path, relative to the current directory; read through DuckDB when
+      `con` is given (see `from_csv`).
     `{column}` in a path or table name is replaced by the column name.
     """
     text = spec.replace("{column}", column) if column is not None else spec
@@ -558,7 +650,7 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
     if not match:
         if not text.strip():
             raise AnonymizeError("empty hierarchy specification")
-        return from_csv(text)
+        return from_csv(text, con)
     kind, arguments = match.group(1).lower(), match.group(2)
     items = _split(arguments, ",") if arguments is not None else []
     if kind == "prefix":

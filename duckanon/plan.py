@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import duckdb
 from sqlglot import exp
 
+from duckanon import hierarchy
 from duckanon.errors import AnonymizeError
 from duckanon.sql.statement import AnonymizeStatement, TableName
 
@@ -21,6 +22,9 @@ class Plan:
     sensitive: str | None
     keep: list[str]
     patterns: list[list[int]] | None  # QI indices that may be starred together
+    # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
+    # access rules apply) and checked; for duckanon.solver.emd.SAHierarchy.from_rows
+    sa_hierarchy_rows: list[list[str]] | None = None
 
     @property
     def published(self) -> list[str]:
@@ -114,4 +118,7 @@ def bind(con: duckdb.DuckDBPyConnection, statement: AnonymizeStatement) -> Plan:
         )
     if _full_key(con, target) == _full_key(con, statement.source):
         raise AnonymizeError(f"the target {target.sql()} is the source table: choose another name with INTO")
-    return Plan(statement, statement.source, target, columns, qi, sensitive, keep, patterns)
+    sa_hierarchy_rows = None
+    if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
+        sa_hierarchy_rows = hierarchy.read_sa_hierarchy(con, statement.sa_hierarchy)
+    return Plan(statement, statement.source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows)

@@ -231,10 +231,6 @@ def test_huge_k_is_reported_as_written(db):
                                  "k = 99999999999999999999999999 is greater than the number of rows")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: unclear syntax errors leak parser internals: `method = tp+` gives "
-                                       "\"Required keyword: 'expression' missing for <class 'sqlglot.expressions.core.Add'>\", "
-                                       "`ANONYMIZE (SELECT ...)` gives \"Expected table name but got <Token token_type: "
-                                       "TokenType.L_PAREN, ...>\"")
 @pytest.mark.parametrize("statement", ["ANONYMIZE hospital WITH (k = 2, l = 2, sensitive = disease, method = tp+)",
                                        "ANONYMIZE (SELECT * FROM hospital) WITH (k = 2)"])
 def test_syntax_errors_do_not_show_parser_internals(db, statement):
@@ -247,10 +243,6 @@ def test_syntax_errors_do_not_show_parser_internals(db, statement):
     assert "sqlglot" not in before_error and "<class" not in before_error and "TokenType" not in before_error, before_error
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sa_hierarchy reads any file with Python even under SET "
-                                       "enable_external_access = false, and its error quotes the file's lines: "
-                                       "\"hierarchy secret.csv has rows with different numbers of levels ..., e.g. "
-                                       "'secret-line-1;x' and 'secret-line-2'\"")
 def test_sa_hierarchy_respects_disabled_file_access(db, tmp_path):
     secret = tmp_path / "secret.csv"
     secret.write_text("secret-line-1;x\nsecret-line-2\n")
@@ -552,9 +544,6 @@ def test_macro_cte_names_are_prefixed():
     assert names and all(n.startswith("__anon_") for n in names), names
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sql/t_hierarchical.sql has the same shadowing: anon_t_hierarchical('shape', "
-                                       "...) or ('h', ...) reads the macro's own CTE (Binder Error: Star expression "
-                                       "... resulted in an empty set of columns)")
 @pytest.mark.parametrize("name", ["shape", "h"])
 def test_t_hierarchical_with_user_tables_named_like_its_ctes(fresh, name):
     raw = fresh.duckdb

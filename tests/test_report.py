@@ -158,15 +158,21 @@ def test_report_sweep_over_three_k_values(hospital, tmp_path):
         assert rows[str(point["k"])][:2] == [str(point["stars"]), str(point["suppressed_rows"])]
         assert rows[str(point["k"])][2] == f"{point['highest_risk']:.4g}"
     assert [p["stars"] for p in sweep] == sorted(p["stars"] for p in sweep)  # more k, more stars
-    assert page.count("data:image/png;base64,") == 5
+    assert page.count("data:image/png;base64,") == 6  # with the loss per column (summary.details)
 
 
 def test_report_without_sensitive_attribute(hospital, tmp_path):
     summary = anonymize(hospital, 2, into="hospital_k2")
     page = write_report(hospital, "hospital_k2", "hospital", QI, None, tmp_path / "no_sa.html",
                         summary=summary).read_text(encoding="utf-8")
-    assert page.count("data:image/png;base64,") == 3  # no SA plot
+    assert page.count("data:image/png;base64,") == 4  # no SA plot
     assert "Sensitive attribute" not in page and "KL divergence is not computed" in page
+    # the loss per column is ANONYMIZE's, and for suppression alone it is the column's star share
+    loss = table_rows(section(page, "Information loss per column"))
+    rows = hospital.duckdb.execute("SELECT count(*) FROM hospital_k2").fetchone()[0]
+    for column in QI:
+        stars = hospital.duckdb.execute(f"SELECT count(*) FROM hospital_k2 WHERE {column} = '*'").fetchone()[0]
+        assert float(loss[column][0]) == pytest.approx(stars / rows, abs=1e-3)
     assert table_rows(section(page, "Utility"))["stars ('*' cells)"] == [str(summary["stars"])]
 
 

@@ -85,7 +85,10 @@ def _number(value: exp.Expr, option: str) -> float:
     if isinstance(value, exp.Neg):
         negative, value = True, value.this
     if isinstance(value, exp.Literal) and value.is_number:
-        number = float(value.this)
+        try:
+            number = float(value.this)
+        except ValueError:  # the tokenizer takes e.g. `1e` for a number
+            raise AnonymizeError(f"option {option} must be a number, got {value.this}") from None
         return -number if negative else number
     raise AnonymizeError(f"option {option} must be a number, got {value.sql(dialect='duckdb')}")
 
@@ -111,7 +114,7 @@ def _word(value: exp.Expr, option: str, allowed: tuple[str, ...]) -> str:
     elif isinstance(value, exp.Column) and not value.table:
         word = value.name
     else:
-        raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}")
+        raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}, got {value.sql(dialect='duckdb')}")
     word = word.lower()
     if word not in allowed:
         raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}, got '{word}'")
