@@ -25,7 +25,8 @@ from duckanon import hierarchy, progress
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
-from duckanon.sql import bind_statement, parse_statement
+from duckanon.sql import ReportStatement, bind_report, bind_statement, parse_statement
+from duckanon.sql.parser import Report
 from duckanon.sql.parser import strip_explain
 
 
@@ -186,19 +187,31 @@ def _summary(hist, solution, started: float) -> Summary:
 
 
 def statement_for(text: str):
-    """The bound statement of an ANONYMIZE or EXPLAIN ANONYMIZE text."""
+    """The bound statement of an ANONYMIZE, EXPLAIN ANONYMIZE or REPORT text."""
     explain, body = strip_explain(text)
-    statement = bind_statement(parse_statement(body), body, explain=explain)
+    parsed = parse_statement(body)
+    if isinstance(parsed, Report):
+        return bind_report(parsed, body)
+    statement = bind_statement(parsed, body, explain=explain)
     if statement.seed is None:  # no seed given: a fresh one, so runs publish in different orders
         statement.seed = secrets.randbelow(2**31)
     return statement
 
 
 def run_statement(con: duckdb.DuckDBPyConnection, text: str):
-    """Run ANONYMIZE (returns its Summary) or EXPLAIN ANONYMIZE (returns a Table)."""
+    """Run ANONYMIZE (returns its Summary), EXPLAIN ANONYMIZE or REPORT (return a Table)."""
     statement = statement_for(text)
+    if isinstance(statement, ReportStatement):
+        return run_report(con, statement)
+    if statement.engine == "spark" and not hasattr(con, "spark"):
+        # the same pipeline on Spark: its SQL is transpiled, the source read from Spark's catalog
+        from duckanon.spark import SparkConnection, session
+
+        con = SparkConnection(session(statement.spark_master))
     if statement.explain:
         return run_explain(con, statement)
+    if statement.report:
+        _check_file_access(con, statement.report)  # before anything is published
     started = time.perf_counter()
     plan = bind(con, statement)
     summary = _publish(con, plan, started)
@@ -421,6 +434,52 @@ def run_explain(con, statement) -> Table:
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
 
 
+def run_report(con, statement: ReportStatement) -> Table:
+    """REPORT: the HTML report of a published table against its original, written to a file.
+    What the statement leaves out comes from the table's provenance comment (if ANONYMIZE made it)."""
+    from duckanon.plan import _table_columns
+    from duckanon.report import write_report
+
+    published_columns = _table_columns(con, statement.published)
+    original_columns = _table_columns(con, statement.original)
+    provenance = published_provenance(con, statement.published) or {}
+    chosen = {name: getattr(statement, name) if name in statement.given else provenance.get(name)
+              for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance")}
+    qi, sensitive = chosen["qi"], chosen["sensitive"]
+    if not qi:
+        raise AnonymizeError(f"REPORT needs qi = (...): {statement.published.sql()} has no duckanon provenance "
+                             "(it was not published by ANONYMIZE, or its comment was changed)")
+    for column in qi + ([sensitive] if sensitive else []):
+        for table, columns in ((statement.published, published_columns), (statement.original, original_columns)):
+            if column.lower() not in {c.lower() for c in columns}:
+                raise AnonymizeError(f"column {column} is not in {table.sql()}")
+    path = statement.file or f"{statement.published.name}_report.html"
+    _check_file_access(con, path)
+    params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
+    params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
+    params.update({"qi": ", ".join(qi), "sensitive": sensitive or ""})
+    summary = provenance.get("summary")
+    try:
+        written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
+                               summary=summary, params=params, risk_threshold=statement.risk_threshold)
+    except OSError as error:
+        raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+    risk = con.execute("SELECT highest_risk, average_risk, records_at_risk FROM anon_risk(?, ?, threshold := ?)",
+                       [statement.published.sql(), qi, statement.risk_threshold]).fetchone()
+    columns = [("report", "VARCHAR"), ("published", "VARCHAR"), ("original", "VARCHAR"), ("highest_risk", "DOUBLE"),
+               ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
+    return Table(columns, [(str(written), statement.published.sql(), statement.original.sql(), *risk,
+                            statement.risk_threshold)])
+
+
+def _check_file_access(con, path: str) -> None:
+    """A report is a file written by Python: honour DuckDB's switch for file access all the same."""
+    enabled = con.execute("SELECT current_setting('enable_external_access')").fetchone()[0]
+    if not enabled:
+        raise AnonymizeError(f"cannot write the report {path}: file access is disabled "
+                             "(SET enable_external_access = false)")
+
+
 def _write_report(con, plan: Plan, summary: Summary) -> None:
     from duckanon.report import write_report
 
@@ -431,6 +490,6 @@ def _write_report(con, plan: Plan, summary: Summary) -> None:
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
     try:
         write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, statement.report,
-                     summary=summary, params=params, sweep=sweep)
+                     summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold)
     except OSError as error:
         raise AnonymizeError(f"the table was published, but the report could not be written: {error}") from None

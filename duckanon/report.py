@@ -354,7 +354,14 @@ def _risk_section(db, published, original, qi, threshold: float) -> str:
     table = _table(["measure", "original", "published"], [(k, before[k], after[k]) for k in keys])
     return ("<h2>Re-identification risk</h2>" + _img(fig, "risk before and after") + table
             + "<p class=\"note\">Prosecutor model (anon_risk): the attacker knows the person is in the "
-              "table; a record's risk is 1 / the size of its class.</p>")
+              "table; a record's risk is 1 / the size of its class. "
+            + f"Records at risk: risk above {threshold:g} (classes of fewer than {_e(_smallest_safe(threshold))} rows).</p>")
+
+
+def _smallest_safe(threshold: float) -> int:
+    """The smallest class size whose risk 1 / size does not exceed `threshold`."""
+    size = max(int(1 / threshold), 1)
+    return size if 1 / size <= threshold else size + 1
 
 
 def _metrics_section(db, published, original, qi, sa, params, utility) -> str:

@@ -19,7 +19,7 @@ import matplotlib.image  # noqa: E402
 import duckanon  # noqa: E402
 from duckanon.report import write_report  # noqa: E402
 
-HOSPITAL = Path("/work/shared/data/hospital.csv")
+from conftest import HOSPITAL  # noqa: E402
 if not HOSPITAL.exists():  # a checkout elsewhere: the data sit next to the repository
     HOSPITAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]

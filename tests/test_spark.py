@@ -59,3 +59,29 @@ def test_errors_are_one_line_and_leave_no_target(spark):
     with pytest.raises(duckanon.AnonymizeError, match="greater than the number of rows"):
         execute(spark, "ANONYMIZE hospital INTO nothing_here WITH (k = 50, qi = (zipcode))")
     assert not spark.catalog.tableExists("nothing_here")
+
+
+def test_engine_option_from_a_duckanon_connection(spark):
+    """`engine = 'spark'` in the statement: the duckanon connection (and so the shell) runs it on the
+    active SparkSession; the result row comes back through DuckDB, the target is in Spark."""
+    con = duckanon.connect()
+    statement = ("ANONYMIZE hospital INTO hospital_engine WITH (k = 3, qi = (zipcode, age, education), "
+                 "sensitive = disease, method = 'greedy', seed = 1{})")
+    row = con.execute(statement.format(", engine = 'spark'")).fetchone()
+    assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 0  # nothing in DuckDB
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    local = con.execute(statement.format("")).fetchone()
+    assert row[:8] == local[:8]
+    spark_rows = Counter(tuple(str(v) for v in r) for r in spark.table("hospital_engine").collect())
+    duck_rows = Counter(tuple(str(v) for v in r) for r in con.duckdb.execute("SELECT * FROM hospital_engine").fetchall())
+    assert spark_rows == duck_rows
+
+
+def test_python_api_with_a_session_and_a_table_name(spark):
+    from duckanon.spark import anonymize
+
+    summary = anonymize(spark, "hospital", into="hospital_api", k=2, qi=["zipcode", "age"], method="mapprox")
+    assert summary.rows == 10 and summary.min_class_size >= 2
+    assert spark.table("hospital_api").columns == ["zipcode", "age"]  # columns not mentioned are not published
+    with pytest.raises(duckanon.AnonymizeError, match="option report needs engine = 'duckdb'"):
+        duckanon.connect().execute("ANONYMIZE hospital WITH (k = 2, engine = 'spark', report = 'x.html')")

@@ -20,12 +20,20 @@ from sqlglot.tokens import Token, TokenType
 from duckanon.errors import AnonymizeError
 
 KEYWORD = "ANONYMIZE"
+REPORT_KEYWORD = "REPORT"
+OUR_KEYWORDS = (KEYWORD, REPORT_KEYWORD)
 
 
 class Anonymize(exp.Expression):
     """Parsed ANONYMIZE statement: `this` is the source table, `into` the optional target."""
 
     arg_types = {"this": True, "into": False, "options": True}
+
+
+class Report(exp.Expression):
+    """Parsed REPORT statement: `this` is the published table, `original` the table it came from."""
+
+    arg_types = {"this": True, "original": True, "options": False}
 
 
 class AnonOption(exp.Expression):
@@ -97,6 +105,9 @@ class AnonDialect(DuckDB):
             if self._curr and self._curr.token_type == TokenType.VAR and self._curr.text.upper() == KEYWORD:
                 self._advance()
                 return self._parse_anonymize()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._curr.text.upper() == REPORT_KEYWORD:
+                self._advance()
+                return self._parse_report()
             return super()._parse_statement()
 
         def _parse_table_name(self, after: str) -> exp.Table:
@@ -130,6 +141,22 @@ class AnonDialect(DuckDB):
             if not self._match(TokenType.WITH):
                 got = f", got {_token_text(self._curr)}" if self._curr else ""
                 self._user_error(f"expected WITH (option = value, ...){got}")
+            return self.expression(Anonymize(this=source, into=target, options=self._parse_options()))
+
+        def _parse_report(self) -> Report:
+            published = self._parse_table_name(REPORT_KEYWORD)
+            if not self._match(TokenType.FROM):
+                got = f", got {_token_text(self._curr)}" if self._curr else ""
+                self._user_error(f"expected FROM <original table> after the published table{got}")
+            original = self._parse_table_name("FROM")
+            options = []
+            if self._match(TokenType.WITH):
+                options = self._parse_options()
+            elif self._curr and self._curr.token_type != TokenType.SEMICOLON:
+                self._user_error(f"expected WITH (option = value, ...), got {_token_text(self._curr)}")
+            return self.expression(Report(this=published, original=original, options=options))
+
+        def _parse_options(self) -> list:
             wrapped = self._match(TokenType.L_PAREN)
             options = [self._parse_anon_option()]
             while self._match(TokenType.COMMA):
@@ -138,7 +165,7 @@ class AnonDialect(DuckDB):
                 self._user_error("expected ',' or ')' after an option")
             if self._curr and self._curr.token_type != TokenType.SEMICOLON:
                 self._user_error(f"unexpected '{_shown(self._curr.text)}' after the options")
-            return self.expression(Anonymize(this=source, into=target, options=options))
+            return options
 
         def _value_text(self, begin: int) -> str:
             """The text of an option value from token `begin`: up to the ',' or ')' that ends it."""
@@ -238,8 +265,9 @@ def _statement_start(sql: str, token: Token) -> str:
     return f"'{_shown(token.text)}' (at {_position(sql, token.start)})"
 
 
-def parse_statement(sql: str) -> Anonymize:
-    """Parse one ANONYMIZE statement, or raise AnonymizeError naming the position of the mistake."""
+def parse_statement(sql: str) -> Anonymize | Report:
+    """Parse one ANONYMIZE (or REPORT) statement, or raise AnonymizeError naming the position of
+    the mistake."""
     dialect = AnonDialect()
     tokenizer = dialect.tokenizer()
     try:
@@ -250,7 +278,7 @@ def parse_statement(sql: str) -> Anonymize:
         tokens = tokens[1:]
     if not tokens:
         raise AnonymizeError("expected exactly one ANONYMIZE statement, got nothing")
-    if not (tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() == KEYWORD):
+    if not (tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() in OUR_KEYWORDS):
         raise AnonymizeError(f"expected exactly one ANONYMIZE statement, got {_statement_start(sql, tokens[0])}")
     end = next((i for i, token in enumerate(tokens) if token.token_type == TokenType.SEMICOLON), len(tokens))
     first, rest = tokens[:end], [token for token in tokens[end:] if token.token_type != TokenType.SEMICOLON]
@@ -266,7 +294,7 @@ def parse_statement(sql: str) -> Anonymize:
         where = f"line {detail.get('line')}, column {detail.get('col')}" if detail.get("line") else "line 1, column 1"
         raise AnonymizeError(f"syntax error at {where}: {description}") from None
     statements = [s for s in statements if s is not None]
-    if len(statements) != 1 or not isinstance(statements[0], Anonymize):
+    if len(statements) != 1 or not isinstance(statements[0], (Anonymize, Report)):
         raise AnonymizeError(f"expected exactly one ANONYMIZE statement at {_position(sql, first[0].start)}")
     if rest:
         raise AnonymizeError("expected exactly one ANONYMIZE statement, but another statement follows: "
@@ -281,7 +309,7 @@ def _is_anonymize(tokens: t.Sequence[Token]) -> bool:
     if tokens and tokens[0].token_type == TokenType.COMMAND and tokens[0].text.upper() == "EXPLAIN":
         # sqlglot reads EXPLAIN as a command whose argument is the rest of the statement
         return len(tokens) > 1 and tokens[1].text.lstrip().upper().startswith(KEYWORD)
-    return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() == KEYWORD
+    return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() in OUR_KEYWORDS
 
 
 def strip_explain(text: str) -> tuple[bool, str]:
@@ -300,7 +328,7 @@ def split_statements(sql: str) -> list[tuple[str, bool]]:
     that does not mention ANONYMIZE at all is returned whole and untouched, as is text the
     tokenizer cannot read (DuckDB then reports its own error).
     """
-    if KEYWORD.lower() not in sql.lower():
+    if not any(word.lower() in sql.lower() for word in OUR_KEYWORDS):
         return [(sql, False)]
     try:
         tokens = AnonDialect().tokenize(sql)

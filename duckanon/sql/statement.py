@@ -10,10 +10,12 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError
 from duckanon.solver import METHODS
 from duckanon.solver.lattice import METRICS
-from duckanon.sql.parser import Anonymize, AnonOption, position_error
+from duckanon.sql.parser import Anonymize, AnonOption, Report, position_error
 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
+ENGINES = ("duckdb", "spark")
+RISK_THRESHOLD = 0.2  # a record is at risk when 1 / (its class size) exceeds this: classes below 5 rows
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class AnonymizeStatement:
     suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
     metric: str = "entropy"  # lattice: the utility metric minimised
     report: str | None = None  # write an HTML report of the published table to this path
+    risk_threshold: float = RISK_THRESHOLD  # the report's "records at risk": risk above this
+    engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
+    spark_master: str | None = None  # engine = spark: the master of a new session (default local[2])
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
     sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
     text: str = ""
@@ -206,6 +211,13 @@ def _fraction(value: exp.Expr, option: str) -> float:
     return number
 
 
+def _risk_threshold(value: exp.Expr) -> float:
+    number = _number(value, "risk_threshold")
+    if not (0.0 < number <= 1.0):
+        raise AnonymizeError(f"option risk_threshold must be in (0, 1], got {number:g}")
+    return number
+
+
 def _time_limit(value: exp.Expr) -> float:
     number = _number(value, "time_limit")
     if not (math.isfinite(number) and number > 0):
@@ -218,6 +230,9 @@ _OPTIONS = {
     "l": lambda v: _integer(v, "l", 2),
     "t": _t,
     "report": lambda v: _string(v, "report"),
+    "risk_threshold": lambda v: _risk_threshold(v),
+    "engine": lambda v: _word(v, "engine", ENGINES),
+    "spark_master": lambda v: _string(v, "spark_master"),
     "qi": lambda v: _names(v, "qi"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),
@@ -297,8 +312,61 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         raise AnonymizeError("option sa_hierarchy applies only to t_distance = hierarchical")
     if statement.sa_order is not None and statement.t_distance != "ordered":
         raise AnonymizeError("option sa_order applies only to t_distance = ordered")
+    if "risk_threshold" in seen and not statement.report:
+        raise AnonymizeError("option risk_threshold applies to the report: add report = '<file>.html'")
+    if statement.engine == "spark" and statement.report:
+        raise AnonymizeError("option report needs engine = 'duckdb' (the report reads the tables with DuckDB's "
+                             "macros): publish on Spark, then run REPORT on the tables in DuckDB")
+    if "spark_master" in seen and statement.engine != "spark":
+        raise AnonymizeError("option spark_master needs engine = 'spark'")
     if statement.t_distance != "equal" and statement.t is None:
         raise AnonymizeError("option t_distance needs t")
     if statement.l_variant != "frequency" and statement.l is None:
         raise AnonymizeError("option l_variant needs l")
+    return statement
+
+
+@dataclass
+class ReportStatement:
+    """REPORT <published> FROM <original> [WITH (...)]: an HTML report of a published table.
+
+    Options left out are read from the provenance ANONYMIZE wrote on the published table (qi,
+    sensitive, k, l, t, ...); `file` defaults to '<published>_report.html'."""
+
+    published: TableName
+    original: TableName
+    file: str | None = None
+    qi: list[str] | None = None
+    sensitive: str | None = None
+    k: int | None = None
+    l: int | None = None
+    t: float | None = None
+    l_variant: str | None = None
+    t_distance: str | None = None
+    risk_threshold: float = RISK_THRESHOLD
+    given: set = field(default_factory=set)  # the options written in the statement
+    text: str = ""
+
+
+_REPORT_OPTIONS = {
+    "file": lambda v: _string(v, "file"),
+    **{name: _OPTIONS[name] for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance", "risk_threshold")},
+}
+
+
+def bind_report(parsed: Report, text: str = "") -> ReportStatement:
+    statement = ReportStatement(published=TableName(parsed.this), original=TableName(parsed.args["original"]), text=text)
+    for option in parsed.args.get("options") or []:
+        name, position = option.name, option.args["position"]
+        if name not in _REPORT_OPTIONS:
+            raise position_error(text, position, f"unknown REPORT option '{name}' (known: {', '.join(_REPORT_OPTIONS)})")
+        if name in statement.given:
+            raise position_error(text, position, f"duplicate option '{name}'")
+        statement.given.add(name)
+        try:
+            setattr(statement, name, _REPORT_OPTIONS[name](option.expression))
+        except AnonymizeError as error:
+            raise position_error(text, position, str(error)) from None
+    if statement.published.key() == statement.original.key():
+        raise AnonymizeError("REPORT compares a published table with its original: they must differ")
     return statement
