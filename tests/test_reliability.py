@@ -430,8 +430,6 @@ def test_time_limit_publishes_a_valid_table():
     con.close()
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: time_limit = 0.5 with method exact runs for several seconds: the "
-                                       "incumbent heuristics (local search) before the MILP are not bounded by it")
 def test_time_limit_bounds_the_statement():
     con = duckanon.connect()
     con.duckdb.execute(HARD)

@@ -21,10 +21,25 @@ Safe restrictions (each keeps at least one optimal partition reachable):
   rest has max h with 2h <= N - 2 when h >= 2; if h = 1 all values differ and any two rows go.
 - Otherwise (t-closeness, l >= 3, distinct l-diversity) no size bound is used.
 
-Pattern-guided (user `patterns`): a group costs |G| * (stars of the cheapest allowed pattern that
-stars every column on which G disagrees), as in Bredereck et al.; the published stars are then
-recomputed from membership and can only be lower. Fully suppressing rows is always allowed, as in
-`greedy` (the all-star pattern is added).
+Pattern-guided (user `patterns`), Bredereck et al.: a group is released under an allowed star
+set and publishes its meet, so an output honours the patterns when every published class stars a
+subset of a user pattern (or nothing), except at most one class: the rows fully suppressed
+*together* (greedy's leftover group; exact's single all-star output vector). Fully suppressing
+rows is always allowed, but as one group: unless a user pattern stars every column, the added
+all-star pattern may be used by one group only. (Letting any number of groups take it, each
+published at its own meet, published several classes outside every pattern: the patterns were
+then meaningless for the published table, and dp reported fewer stars than any output honouring
+them, e.g. 14 instead of 18 on six rows where no pair fits pattern (c).) With L the leftover
+group (possibly empty) and h the DP over the groups a user pattern (or none) covers:
+
+    OPT = min over L of  cost(L) + h(all \\ L)
+
+The output minimises the published stars (|G| * #columns G disagrees on), ties broken by
+Bredereck's cost (|G| * stars of the cheapest user pattern covering G; m |L| for the leftover);
+`optimal` and `lower_bound` are about published stars, like every other method's. Bredereck's
+optimum (the pattern-star objective of the paper and of `exact`'s pattern MILP; the brute force
+in tests/test_exact.py) is the same DP with his cost, reported as notes["objective"]; it is at
+least the published optimum.
 
 Time O(#states * #candidate groups) in the worst case (O(3^n) style for n distinct rows), memory
 O(#states * #types). Meant for about 20 rows after the kernel; larger inputs raise.
@@ -44,11 +59,9 @@ DP_STATE_LIMIT = 1 << 20
 DP_WORK_LIMIT = 4e9  # state x group element operations
 
 
-def allowed_star_masks(patterns, m: int) -> list[int] | None:
-    """User patterns (lists of column indices starred together) as bitmasks, plus {} and all-star."""
-    if patterns is None:
-        return None
-    masks = {0, (1 << m) - 1}
+def user_star_masks(patterns, m: int) -> set[int]:
+    """The user's patterns (lists of column indices starred together) as bitmasks, checked."""
+    masks = set()
     for pattern in patterns:
         mask = 0
         for j in pattern:
@@ -57,7 +70,32 @@ def allowed_star_masks(patterns, m: int) -> list[int] | None:
                 raise AnonymizeError(f"pattern column index {j} is out of range (0..{m - 1})")
             mask |= 1 << j
         masks.add(mask)
+    return masks
+
+
+def allowed_star_masks(patterns, m: int) -> list[int] | None:
+    """User patterns (lists of column indices starred together) as bitmasks, plus {} and all-star."""
+    if patterns is None:
+        return None
+    masks = {0, (1 << m) - 1} | user_star_masks(patterns, m)
     return sorted(masks, key=lambda s: (bin(s).count("1"), s))
+
+
+def covered_star_sets(patterns, m: int, limit: int = 1 << 16) -> int | None:
+    """How many non-empty star sets are a subset of some user pattern (None: more than `limit`,
+    or every set because a pattern stars all columns)."""
+    full = (1 << m) - 1
+    subsets: set[int] = set()
+    for mask in user_star_masks(patterns, m):
+        if mask == full or bin(mask).count("1") > 16:
+            return None
+        sub = mask
+        while sub:
+            subsets.add(sub)
+            if len(subsets) > limit:
+                return None
+            sub = (sub - 1) & mask
+    return len(subsets)
 
 
 def _popcount(a: np.ndarray) -> np.ndarray:
@@ -82,6 +120,60 @@ def _size_bound(models, k: int) -> int | None:
     return None
 
 
+def _layers(valid, candidate, first, n_types):
+    """Per first row type b: the states to solve and the groups that can hold their first row."""
+    layers, work = [], 0.0
+    for b in range(n_types):
+        targets = np.flatnonzero(valid & (first == b))
+        groups = np.flatnonzero(candidate & (first == b))
+        work += float(len(targets)) * len(groups)
+        layers.append((targets, groups))
+    return layers, work
+
+
+def _run(layers, cost, digits, t_count, n_states):
+    """f(X) = min over candidate groups G holding X's first row of cost(G) + f(X \\ G)."""
+    f = np.full(n_states, np.inf)
+    f[0] = 0.0
+    choice = np.full(n_states, -1, dtype=np.int64)
+    for b in range(len(layers) - 1, -1, -1):
+        targets, groups = layers[b]
+        if len(targets) == 0 or len(groups) == 0:
+            continue
+        for d in range(1, int(t_count[b]) + 1):
+            sub = targets[digits[targets, b] == d]
+            if len(sub) == 0:
+                continue
+            sub_digits = digits[sub]
+            best = np.full(len(sub), np.inf)
+            arg = np.full(len(sub), -1, dtype=np.int64)
+            for g in groups[digits[groups, b] <= d]:
+                need = digits[g]
+                support = np.flatnonzero(need)
+                ok = np.flatnonzero((sub_digits[:, support] >= need[support]).all(axis=1))
+                if len(ok) == 0:
+                    continue
+                value = cost[g] + f[sub[ok] - g]
+                better = value < best[ok]
+                best[ok[better]] = value[better]
+                arg[ok[better]] = g
+            f[sub] = best
+            choice[sub] = arg
+    return f, choice
+
+
+def _with_leftover(f, leftover_cost, full: int):
+    """min(f(all), min over one leftover group L of leftover_cost(L) + f(all \\ L)); (value, L or 0)."""
+    best, pick = float(f[full]), 0
+    states = np.flatnonzero(np.isfinite(leftover_cost))
+    if len(states):
+        totals = leftover_cost[states] + f[full - states]
+        i = int(np.argmin(totals))
+        if totals[i] < best:
+            best, pick = float(totals[i]), int(states[i])
+    return best, pick
+
+
 def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solution:
     """Optimal partition by the subset DP (see the module docstring). Raises on instances too large."""
     k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
@@ -90,10 +182,17 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
     if m > 62:
         raise AnonymizeError("method 'dp' supports at most 62 quasi-identifiers")
     allowed = allowed_star_masks(patterns, m)
+    full_mask = (1 << m) - 1
+    user = None if allowed is None else user_star_masks(patterns, m) | {0}
+    # the all-star pattern that is not the user's: one fully suppressed (leftover) group only
+    leftover_only = user is not None and full_mask not in user
     work = hist
     kernel_parts: list[tuple[int, int]] = []
     if k_only and k > 1 and use_kernel:
-        kern = kernelize(hist, k, None if allowed is None else len(allowed) - 1)
+        # the kernel bounds the starred groups holding a row by the star sets they can publish:
+        # subsets of a pattern, plus the leftover group (valid for both costs below)
+        covered = None if allowed is None else covered_star_sets(patterns, m)
+        kern = kernelize(hist, k, None if covered is None else covered + int(leftover_only))
         work = kern.hist
         kernel_parts = [(c, int(sa.sum())) for c, sa in kern.emitted]
 
@@ -147,86 +246,74 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
             hi[mask] = np.maximum(hi[mask], code)
         disagree |= (lo != hi).astype(np.int64) << j
     disagree[size == 0] = 0
-    if allowed is None:
-        stars = _popcount(disagree)
-    else:
-        stars = np.full(n_states, np.iinfo(np.int64).max, dtype=np.int64)
-        uniq, inv = np.unique(disagree, return_inverse=True)
-        best = np.full(len(uniq), np.iinfo(np.int64).max, dtype=np.int64)
-        for mask in allowed:  # sorted by star count: first cover wins
-            fits = (uniq & ~mask) == 0
-            best = np.where(fits & (best == np.iinfo(np.int64).max), bin(mask).count("1"), best)
-        stars = best[inv.ravel()]
-    cost = (stars * size).astype(np.float64)
+    published = (_popcount(disagree) * size).astype(np.float64)
 
     bound = _size_bound(models, k)
     candidate = valid.copy()
     if bound is not None:
         candidate &= size <= bound
     first = np.where(present.any(axis=1), present.argmax(axis=1), -1)
-
-    f = np.full(n_states, np.inf)
-    f[0] = 0.0
-    choice = np.full(n_states, -1, dtype=np.int64)
-    work_estimate = 0.0
-    layers = []
-    for b in range(n_types):
-        targets = np.flatnonzero(valid & (first == b))
-        groups = np.flatnonzero(candidate & (first == b))
-        work_estimate += float(len(targets)) * len(groups)
-        layers.append((targets, groups))
-    if work_estimate > DP_WORK_LIMIT:
-        raise AnonymizeError(f"method 'dp': instance too large ({work_estimate:.3g} steps); use method = 'exact'")
-    for b in range(n_types - 1, -1, -1):
-        targets, groups = layers[b]
-        if len(targets) == 0 or len(groups) == 0:
-            continue
-        for d in range(1, int(t_count[b]) + 1):
-            sub = targets[digits[targets, b] == d]
-            if len(sub) == 0:
-                continue
-            sub_digits = digits[sub]
-            best = np.full(len(sub), np.inf)
-            arg = np.full(len(sub), -1, dtype=np.int64)
-            for g in groups[digits[groups, b] <= d]:
-                need = digits[g]
-                support = np.flatnonzero(need)
-                ok = np.flatnonzero((sub_digits[:, support] >= need[support]).all(axis=1))
-                if len(ok) == 0:
-                    continue
-                value = cost[g] + f[sub[ok] - g]
-                better = value < best[ok]
-                best[ok[better]] = value[better]
-                arg[ok[better]] = g
-            f[sub] = best
-            choice[sub] = arg
     full = n_states - 1
-    if not np.isfinite(f[full]):
+
+    if user is None:
+        layers, work_estimate = _layers(valid, candidate, first, n_types)
+        if work_estimate > DP_WORK_LIMIT:
+            raise AnonymizeError(f"method 'dp': instance too large ({work_estimate:.3g} steps); use method = 'exact'")
+        f, choice = _run(layers, published, digits, t_count, n_states)
+        best, leftover = float(f[full]), 0
+        objective = published_bound = best
+    else:
+        # Bredereck's cost of a group a user pattern covers: |G| * stars of the cheapest such pattern
+        uniq, inv = np.unique(disagree, return_inverse=True)
+        cheapest = np.full(len(uniq), np.inf)
+        for mask in sorted(user, key=lambda s: bin(s).count("1")):
+            fits = ((uniq & ~mask) == 0) & ~np.isfinite(cheapest)
+            cheapest[fits] = bin(mask).count("1")
+        bredereck = cheapest[inv.ravel()] * size
+        covered = np.isfinite(bredereck)
+        layers, work_estimate = _layers(valid, candidate & covered, first, n_types)
+        if 2 * work_estimate > DP_WORK_LIMIT:
+            raise AnonymizeError(f"method 'dp': instance too large ({2 * work_estimate:.3g} steps); use method = 'exact'")
+        # the output: fewest published stars, ties broken by Bredereck's cost (< scale)
+        scale = float(int(size[full]) * m + 1)
+        lex = np.where(covered, published * scale + bredereck, np.inf)
+        f, choice = _run(layers, lex, digits, t_count, n_states)
+        # Bredereck's optimum (the pattern-star objective), reported in the notes
+        g, _ = _run(layers, bredereck, digits, t_count, n_states)
+        if leftover_only:
+            best, leftover = _with_leftover(f, np.where(valid, published * scale + m * size, np.inf), full)
+            objective, _ = _with_leftover(g, np.where(valid, float(m) * size, np.inf), full)
+        else:
+            best, leftover = float(f[full]), 0
+            objective = float(g[full])
+        published_bound = best // scale if np.isfinite(best) else best
+    if not np.isfinite(best):
         raise AnonymizeError("method 'dp': no partition satisfies the request")
 
-    groups_out = []
-    state = full
+    groups_out = [leftover] if leftover else []
+    state = full - leftover
     while state:
-        g = int(choice[state])
-        groups_out.append(g)
-        state -= g
+        g_state = int(choice[state])
+        groups_out.append(g_state)
+        state -= g_state
     if k_only:
         cls, grp, cnt = [], [], []
-        for gi, g in enumerate(groups_out):
-            for t in np.flatnonzero(digits[g]):
-                cls.append(int(t_class[t])); grp.append(gi); cnt.append(int(digits[g, t]))
+        for gi, g_state in enumerate(groups_out):
+            for t in np.flatnonzero(digits[g_state]):
+                cls.append(int(t_class[t])); grp.append(gi); cnt.append(int(digits[g_state, t]))
         for i, (c, rows) in enumerate(kernel_parts):
             cls.append(c); grp.append(len(groups_out) + i); cnt.append(rows)
         solution = solution_from_class_groups(hist, cls, grp, cnt, "dp")
     else:
         pc, ps, pg, pn = [], [], [], []
-        for gi, g in enumerate(groups_out):
-            for t in np.flatnonzero(digits[g]):
-                pc.append(int(t_class[t])); ps.append(int(t_sa[t])); pg.append(gi); pn.append(int(digits[g, t]))
+        for gi, g_state in enumerate(groups_out):
+            for t in np.flatnonzero(digits[g_state]):
+                pc.append(int(t_class[t])); ps.append(int(t_sa[t])); pg.append(gi); pn.append(int(digits[g_state, t]))
         arrays = [np.asarray(a, dtype=np.int64) for a in (pc, ps, pg, pn)]
         solution = build_solution(hist, *arrays, method="dp")
-    objective = int(f[full])
     solution.optimal = True
-    solution.lower_bound = min(objective, solution.stars)
-    solution.notes.update({"objective": objective, "states": n_states, "kernel_removed": sum(r for _, r in kernel_parts)})
+    # with patterns: the fewest published stars of any output that honours them (the docstring)
+    solution.lower_bound = min(int(published_bound), solution.stars)
+    solution.notes.update({"objective": int(objective), "states": n_states,
+                           "kernel_removed": sum(r for _, r in kernel_parts)})
     return solution

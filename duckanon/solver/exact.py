@@ -36,9 +36,10 @@ Which patterns p are created (each argument keeps at least one optimal solution 
    EMD is at least the cost of moving P(T) onto A, sum_{s not in A} q_s * d(s, A); if that is > t
    no group of p is t-close.
 3. Pattern-guided (user `patterns`, Bredereck et al. Thm 3): only star sets from the user's list,
-   plus no stars and (as in `greedy`, where leftover rows are fully suppressed) all stars. Cost
+   plus no stars and (as in `greedy`, where leftover rows are fully suppressed) all stars; the
+   all-star vector is one output vector, so the fully suppressed rows form one group. Cost
    counts the pattern's stars (Bredereck's model; published stars are recomputed and can be
-   lower). Rule 1 becomes: p with star set S is dropped if the compatible classes agree on a set
+   lower: see "Published stars under patterns" below). Rule 1 becomes: p with star set S is dropped if the compatible classes agree on a set
    J of starred columns and some allowed S' with S \\ J <= S' < S exists (p' with star set S'
    has the same compatible classes and fewer stars; groups released under p move to p').
 
@@ -50,10 +51,27 @@ HiGHS is told to look only for strictly better solutions (option objective_bound
 objectives are integers). "Infeasible" then proves the incumbent optimal. Not with user patterns,
 whose MILP objective counts pattern stars rather than published stars.
 
-Time limit: HiGHS stops at `time_limit` seconds (it can overrun by the time of an uninterruptible
-presolve on large models) with its incumbent and proven dual bound D; the result has
-optimal=False and lower_bound = min(ceil(D), incumbent stars), and is the better of HiGHS's
-solution and the incumbent.
+Published stars under patterns. The pattern MILP's optimum (Bredereck's, notes["objective"];
+the brute force of tests/test_exact.py) is no bound on what a correct output *publishes*: each
+group publishes its meet, which can star fewer columns than its pattern (a user pattern starring
+every column allows any meet). An output honours the patterns when every published class stars a
+subset of a user pattern (or nothing), except at most one class (the fully suppressed rows, one
+group as in greedy and dp). The fewest published stars over such outputs is the unrestricted
+model (all closed vectors, cost = their stars) in which at most one vector outside every pattern
+holds rows (sum of their indicators <= 1): any honouring output, grouped by published vector, is
+a solution at its published stars, and any solution honours the patterns with at most its
+objective in stars. It is solved after the pattern MILP, with that MILP's output as cutoff, and
+its solution is published when it has fewer stars. So with patterns `stars`, `optimal` and
+`lower_bound` are about published stars, as for every other method, and exact and dp agree.
+
+Time limit: one deadline for the whole call (time.perf_counter() + time_limit): the model's
+enumeration checks it (ExactTimeout: the heuristic answer is returned), the incumbent
+heuristics' local search stops at HEURISTIC_SHARE of it with the best partition so far (before,
+it ran unbounded: seconds on 400 rows), and HiGHS gets the rest (with patterns, PATTERN_MILP_SHARE
+of it, the rest going to the published-star model). HiGHS stops at its limit (it can overrun by
+the time of an uninterruptible presolve on large models; the forked solve is killed after a
+grace) with its incumbent and proven dual bound D; the result has optimal=False and lower_bound =
+min(ceil(D), incumbent stars), and is the better of HiGHS's solution and the incumbent.
 
 Complexity: exponential in the worst case (all these problems are NP-hard for k >= 3, l >= 3,
 t < 1). Model size: one integer variable per (surviving pattern, row type) pair, at most 2^m per
@@ -74,7 +92,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
 from duckanon.errors import AnonymizeError
-from duckanon.solver.dp import allowed_star_masks
+from duckanon.solver.dp import allowed_star_masks, user_star_masks
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.kernel import kernelize
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
@@ -100,6 +118,10 @@ class ExactTooLarge(AnonymizeError):
     """The exact model would be too large to build."""
 
 
+class ExactTimeout(AnonymizeError):
+    """The time limit ran out before the model was built."""
+
+
 @dataclass
 class ExactModel:
     """The pruned MILP instance (before any solver call); `n_int_vars` is its integer size."""
@@ -122,6 +144,9 @@ class ExactModel:
     pair_t: np.ndarray  # x variables: row type
     pattern_guided: bool
     notes: dict = field(default_factory=dict)
+    # (published-star bound under user patterns) candidates outside every pattern: at most one
+    # of them may hold rows (the fully suppressed leftover group)
+    leftover: np.ndarray | None = None
 
     @property
     def n_patterns(self) -> int:
@@ -129,7 +154,7 @@ class ExactModel:
 
     @property
     def needs_indicator(self) -> bool:
-        return self.k > 1 or self.l_dist > 1
+        return self.k > 1 or self.l_dist > 1 or (self.leftover is not None and bool(self.leftover.any()))
 
     @property
     def n_int_vars(self) -> int:
@@ -182,7 +207,12 @@ def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.nd
     return ok
 
 
-def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need):
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() >= deadline:
+        raise ExactTimeout("method 'exact': the time limit ran out while building the model")
+
+
+def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need, deadline=None):
     """Yield (star_mask, member arrays, group rows, group sa) for every surviving candidate block."""
     codes = work.codes[active]
     sizes = work.sizes[active]
@@ -190,6 +220,7 @@ def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need):
     m = work.m
     allowed_list = None if all_mode else list(star_masks)
     for mask in star_masks:
+        _check_deadline(deadline)
         starred = [j for j in range(m) if mask >> j & 1]
         kept = [j for j in range(m) if not mask >> j & 1]
         keys = group_keys(codes[:, kept])
@@ -225,7 +256,7 @@ def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need):
             yield mask, active[order[starts[g] : ends[g]]], int(rows[g]), group_sa[g]
 
 
-def _enumerate_closed(work, active, k_need):
+def _enumerate_closed(work, active, k_need, deadline=None):
     """Closed vectors by meet closure of the class vectors, breadth first (meet(S + c) =
     meet(meet(S), c), so this reaches the meet of every set of classes)."""
     codes = work.codes[active]
@@ -239,6 +270,7 @@ def _enumerate_closed(work, active, k_need):
     while len(frontier):
         fresh = []
         for start in range(0, len(frontier), chunk):
+            _check_deadline(deadline)
             block = frontier[start : start + chunk]
             meets = np.where(codes[None, :, :] == block[:, None, :], codes[None, :, :], STAR).reshape(-1, m)
             for row in np.unique(meets, axis=0):
@@ -254,7 +286,9 @@ def _enumerate_closed(work, active, k_need):
     sizes = work.sizes[active]
     sa = work.sa_counts[active]
     weights = 1 << np.arange(m, dtype=np.int64)
-    for p in patterns:
+    for i, p in enumerate(patterns):
+        if i % 256 == 0:
+            _check_deadline(deadline)
         compatible = np.flatnonzero(((codes == p[None, :]) | (p[None, :] == STAR)).all(axis=1))
         rows = int(sizes[compatible].sum())
         if rows < k_need:
@@ -262,10 +296,12 @@ def _enumerate_closed(work, active, k_need):
         yield int(((p == STAR) * weights).sum()), active[compatible], rows, sa[compatible].sum(axis=0)
 
 
-def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max_pairs: int | None = None) -> ExactModel:
+def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max_pairs: int | None = None,
+            deadline: float | None = None) -> ExactModel:
     """Kernel, row types and pruned candidate patterns (no solver call).
 
-    Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive.
+    Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive, and
+    ExactTimeout when `deadline` (a time.perf_counter() value) passes during the enumeration.
     """
     k, l_freq, l_dist, t_models = _classify(models)
     k_only = l_freq <= 1 and l_dist <= 1 and not t_models
@@ -296,11 +332,11 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     if all_mode:
         if len(active) > CLOSURE_CLASS_LIMIT and m < 40 and (1 << m) * max(len(active), 1) <= ENUM_LIMIT:
             star_masks = sorted(range(1 << m), key=lambda s: (bin(s).count("1"), s))
-            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need)
+            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need, deadline)
         else:
-            blocks = _enumerate_closed(work, active, k_need)
+            blocks = _enumerate_closed(work, active, k_need, deadline)
     else:
-        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need)
+        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need, deadline)
 
     reps, stars, members, rows_l, sa_l = [], [], [], [], []
     n_pairs = 0
@@ -422,6 +458,9 @@ def _build_milp(model: ExactModel, t_form: str):
         vv[0::2] = 1.0
         vv[1::2] = -t_count[pair_t]
         rows.add_many(rr, cc, vv, -np.inf, 0.0, X)
+    if model.leftover is not None and model.leftover.any():
+        out = np.flatnonzero(model.leftover)
+        rows.add(y0 + out, np.ones(len(out)), -np.inf, 1.0)
     if model.k > 1:
         rr = np.concatenate([pair_p, np.arange(P)])
         cc = np.concatenate([x_idx, y0 + np.arange(P)])
@@ -524,10 +563,14 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
                      [1.0] * len(ss) + [-tm.t * n] * len(xs), -np.inf, 0.0)
 
 
-def _heuristic(hist: Histogram, models, patterns) -> Solution:
+def _heuristic(hist: Histogram, models, patterns, deadline: float | None = None) -> Solution:
+    """The best heuristic; its local search (the slow, quadratic part) stops at `deadline` with
+    the best partition reached (heuristics.py takes no deadline: it is set around the call)."""
     from duckanon.solver.heuristics import best_heuristic
+    from duckanon.solver.local import deadline_scope
 
-    return best_heuristic(hist, models, patterns)
+    with deadline_scope(deadline):
+        return best_heuristic(hist, models, patterns)
 
 
 def _valid(hist, solution, models) -> bool:
@@ -557,8 +600,14 @@ def _milp_child(connection, args):
 
 # HiGHS can overrun its own time_limit by minutes on large models (seen: 117 s over a 60 s limit
 # while stuck in the root node), so a limited solve runs in a forked child that is stopped at the
-# deadline plus this grace.
+# deadline plus a grace: 10% of the limit, and at least the limit itself (no less than
+# MIN_GRACE) up to DEADLINE_GRACE, so that short limits stay short.
 DEADLINE_GRACE = 1.0
+MIN_GRACE = 0.25
+
+
+def _grace(limit: float) -> float:
+    return max(0.1 * limit, min(DEADLINE_GRACE, max(MIN_GRACE, limit)))
 
 
 def _milp(c, integrality, bounds, constraint, options):
@@ -577,7 +626,7 @@ def _milp(c, integrality, bounds, constraint, options):
     except (OSError, ValueError):  # no fork here: run inline, trusting HiGHS's own limit
         return _milp_inline(c, integrality, bounds, constraint, options)
     sender.close()
-    deadline = float(limit) + max(DEADLINE_GRACE, 0.1 * float(limit))
+    deadline = float(limit) + _grace(float(limit))
     try:
         if receiver.poll(deadline):
             message = receiver.recv()
@@ -596,26 +645,108 @@ def _milp(c, integrality, bounds, constraint, options):
     return SimpleNamespace(**message)
 
 
+# Under a time limit: the share of the time left that the incumbent heuristics may use (their
+# local search stops there with the best partition so far), and, with user patterns, the share
+# of the rest that the main MILP gets before the published-star bound (_published_bound).
+HEURISTIC_SHARE = 0.4
+PATTERN_MILP_SHARE = 0.6
+# Without a time limit, the published-star bound under patterns gets at least this many seconds
+# (or twice the main solve), and a model of at most max(4 x the main model, this) pairs.
+PUBLISHED_BOUND_SECONDS = 10.0
+PUBLISHED_BOUND_MIN_PAIRS = 200_000
+
+
+def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_form: str, patterns,
+                       spent: float):
+    """The fewest *published* stars of an output that honours the user patterns (module
+    docstring, "Published stars under patterns"). `upper`: the published stars of a known such
+    output (HiGHS looks only for strictly better ones). Returns (lower bound or None, proven,
+    solution strictly better than `upper` or None, notes).
+    """
+    notes: dict = {}
+    if upper <= 0:
+        return 0, True, None, notes
+    hist = model.hist
+    m = hist.m
+    user = user_star_masks(patterns, m) | {0}
+    full = (1 << m) - 1
+    if deadline is None:
+        deadline = time.perf_counter() + max(PUBLISHED_BOUND_SECONDS, 2.0 * spent)
+    if deadline - time.perf_counter() < 0.05:
+        notes["published_bound"] = "skipped: no time left"
+        return None, False, None, notes
+    max_pairs = min(MAX_PAIRS, max(PUBLISHED_BOUND_MIN_PAIRS, 4 * len(model.pair_p)))
+    try:
+        # the kernel holds here too: its proof bounds the starred groups holding a row by 2^m - 1
+        published = prepare(hist, model.models, None, max_pairs=max_pairs, deadline=deadline)
+    except (ExactTooLarge, ExactTimeout) as error:
+        notes["published_bound"] = f"skipped: {error}"
+        return None, False, None, notes
+    if full not in user:
+        weights = 1 << np.arange(m, dtype=np.int64)
+        masks = ((published.cand_rep == STAR) * weights).sum(axis=1)
+        inside = np.zeros(published.n_patterns, dtype=bool)
+        for mask in user:
+            inside |= (masks & ~mask) == 0
+        published.leftover = ~inside
+    c, integrality, bounds, constraint = _build_milp(published, t_form)
+    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": upper - 0.5,
+               "time_limit": max(deadline - time.perf_counter(), 0.05)}
+    res = _milp(c, integrality, bounds, constraint, options)
+    n_x = len(published.pair_p)
+    objective, better = None, None
+    if res.x is not None:
+        x = np.rint(res.x[:n_x]).astype(np.int64)
+        placed = np.bincount(published.pair_t, weights=x, minlength=len(published.t_count)).astype(np.int64)
+        if (placed == published.t_count).all():
+            objective = int(np.rint((published.cand_stars[published.pair_p] * x).sum()))
+            if objective < upper:
+                better = _to_solution(published, x)
+                if not _valid(hist, better, model.models) or better.stars >= upper:
+                    better = None
+    dual = getattr(res, "mip_dual_bound", None)
+    proven = False
+    if res.status == 2 or (res.status == 0 and objective is not None and objective >= upper):
+        bound, proven = upper, True  # nothing honouring the patterns publishes fewer stars
+    elif res.status == 0 and objective is not None:
+        bound, proven = objective, better is not None
+    elif dual is not None and np.isfinite(dual):
+        bound = min(max(int(math.ceil(float(dual) - 1e-6)), 0), upper)
+    else:
+        bound = None
+    notes["published_bound"] = bound
+    notes["published_milp_status"] = int(res.status)
+    return bound, proven, better, notes
+
+
 def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
-                t_form: str = "closed", patterns=None) -> Solution:
+                t_form: str = "closed", patterns=None, deadline: float | None = None) -> Solution:
     """Solve a prepared model with HiGHS; see the module docstring for the result's fields.
 
     `incumbent` (a valid solution of model.hist; by default the best heuristic) gives HiGHS an
     objective cutoff: it searches only for strictly better solutions, so "infeasible" proves the
     incumbent optimal. (Not with user patterns, where the MILP objective counts pattern stars.)
+    `deadline` (a time.perf_counter() value; by default now + time_limit) bounds the whole call:
+    the heuristics' local search, the MILP and, with patterns, the published-star bound.
     """
     started = time.perf_counter()
+    if deadline is None and time_limit is not None:
+        deadline = started + float(time_limit)
     hist = model.hist
     if incumbent is None:
-        incumbent = _heuristic(hist, model.models, patterns)
+        heuristic_deadline = None if deadline is None else started + HEURISTIC_SHARE * max(deadline - started, 0.0)
+        incumbent = _heuristic(hist, model.models, patterns, heuristic_deadline)
     cutoff = None if model.pattern_guided else int(incumbent.stars)
     c, integrality, bounds, constraint = _build_milp(model, t_form)
     n_x = len(model.pair_p)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
     if cutoff is not None:
         options["objective_bound"] = cutoff - 0.5  # integral objective: strictly better than the incumbent
-    if time_limit is not None:
-        options["time_limit"] = max(float(time_limit) - (time.perf_counter() - started), 0.05)
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if model.pattern_guided:
+            left *= PATTERN_MILP_SHARE  # the rest is for the published-star bound
+        options["time_limit"] = max(left, 0.05)
     res = _milp(c, integrality, bounds, constraint, options)
     x_values = res.x
     solution = None
@@ -653,8 +784,21 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         solution.notes["incumbent_from"] = "milp"
     solution.method = "exact"
     solution.optimal = bool(proven)
+    if model.pattern_guided:
+        # `proven` and `objective` are about Bredereck's cost (pattern stars); what is published,
+        # proven optimal and bounded is the published stars (module docstring)
+        solution.notes["pattern_milp_optimal"] = bool(proven)
+        lower, proven, better, bound_notes = _published_optimum(model, solution.stars, deadline, t_form, patterns,
+                                                                time.perf_counter() - started)
+        if better is not None:
+            notes = solution.notes
+            solution = better
+            solution.method = "exact"
+            solution.notes.update(notes)
+            solution.notes["incumbent_from"] = "published milp"
+        solution.notes.update(bound_notes)
+        solution.optimal = bool(proven) or (lower is not None and lower >= solution.stars)
     if lower is not None:
-        # with user patterns the bound is on pattern stars; published stars can only be lower
         solution.lower_bound = min(lower, solution.stars)
     solution.notes.update(model.notes)
     solution.notes.update({
@@ -690,9 +834,26 @@ def exact(hist: Histogram, models, patterns=None, time_limit: float | None = Non
           incumbent: Solution | None = None, t_form: str = "closed", use_kernel: bool = True) -> Solution:
     """Optimal (or, under `time_limit`, best found with a proven lower bound) solution.
 
+    `time_limit` is one deadline for the whole pipeline: building the model, the incumbent
+    heuristics, the MILP (and, with patterns, the published-star bound); when it runs out the
+    best valid solution found so far is returned with optimal=False.
+
     Complexity: exponential in the worst case (the problems are NP-hard); the model has one
     integer variable per (surviving pattern, row type) pair, at most 2^m per row type, plus one
     binary per pattern for k-anonymity and distinct l-diversity.
     """
-    model = prepare(hist, models, patterns, use_kernel=use_kernel)
-    return solve_model(model, time_limit=time_limit, incumbent=incumbent, t_form=t_form, patterns=patterns)
+    started = time.perf_counter()
+    deadline = None if time_limit is None else started + float(time_limit)
+    try:
+        model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline)
+    except ExactTimeout as error:
+        if incumbent is None:
+            incumbent = _heuristic(hist, models, patterns, deadline)
+        solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
+                                  incumbent.part_count, "exact")
+        solution.optimal = False
+        solution.notes.update({"incumbent_from": incumbent.method, "milp_message": str(error),
+                               "seconds": round(time.perf_counter() - started, 4)})
+        return solution
+    return solve_model(model, time_limit=time_limit, incumbent=incumbent, t_form=t_form, patterns=patterns,
+                       deadline=deadline)

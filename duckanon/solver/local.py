@@ -7,11 +7,21 @@ later group would not. A move changes two groups only, so its cost is exact and 
 group's per-column "single code" (or -1 when the group already disagrees there), the stars of
 B + c are the columns where B's code is not c's. Every accepted move strictly lowers the stars
 and keeps all groups valid, so the search stops at a local optimum no worse than its start.
+
+Deadline. The passes are quadratic (pair re-splitting runs one top-down split per pair of
+groups), which takes seconds on a few hundred classes. `local_search(..., deadline=t)` (a
+time.perf_counter() value), or a deadline set around a caller with `deadline_scope(t)` (how
+`exact` bounds the portfolio in heuristics.py, which calls local_search without one), stops the
+search at t: every state it passes through is a valid partition no worse than the start, so it
+returns the best one reached so far (the final top-down refinement is skipped once t is past).
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -24,6 +34,34 @@ from duckanon.solver.topdown import topdown
 LOCAL_SEARCH_CLASS_LIMIT = 3000
 PAIR_GROUP_LIMIT = 60  # pair re-splitting is quadratic in groups, each pair a top-down run
 
+# The deadline of the local searches started inside `deadline_scope` (None: no deadline).
+_DEADLINE: ContextVar[float | None] = ContextVar("duckanon_local_search_deadline", default=None)
+
+
+@contextmanager
+def deadline_scope(deadline: float | None):
+    """Local searches started inside this block stop at `deadline` (a time.perf_counter() value;
+    None: no deadline; a deadline already in force stays when it is earlier)."""
+    current = _DEADLINE.get()
+    if deadline is None or (current is not None and current <= deadline):
+        deadline = current
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _effective_deadline(deadline: float | None) -> float | None:
+    ambient = _DEADLINE.get()
+    if deadline is None:
+        return ambient
+    return deadline if ambient is None else min(deadline, ambient)
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
 
 def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
     """The group of each class when no class is split across groups, else None."""
@@ -35,7 +73,8 @@ def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
     return group_of
 
 
-def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30) -> np.ndarray:
+def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
+            deadline: float | None = None) -> np.ndarray:
     group_of = np.unique(group_of, return_inverse=True)[1].ravel().astype(np.int64)
     n_groups = int(group_of.max()) + 1 if len(group_of) else 0
     capacity = n_groups + hist.n_classes  # room for classes that leave to form their own group
@@ -62,7 +101,9 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30)
     for _ in range(max_passes):
         moved = False
         order = np.argsort(-(hist.sizes * (single[group_of] == -1).sum(axis=1)), kind="stable")
-        for c in order.tolist():
+        for step, c in enumerate(order.tolist()):
+            if step % 16 == 0 and _expired(deadline):
+                return group_of  # every accepted move kept all groups valid
             a = int(group_of[c])
             s_c, sa_c, code_c = int(hist.sizes[c]), hist.sa_counts[c], hist.codes[c]
             rest_size = sizes[a] - s_c
@@ -114,9 +155,11 @@ def _cost(hist: Histogram, members: np.ndarray) -> int:
     return int(hist.sizes[members].sum()) * varying
 
 
-def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: int = 5) -> list[np.ndarray]:
+def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: int = 5,
+                 deadline: float | None = None) -> list[np.ndarray]:
     """Re-split the union of two groups top-down; keep the result when it costs less. The union
-    of two valid groups is valid (closure under merging), so the split is always available."""
+    of two valid groups is valid (closure under merging), so the split is always available.
+    Stops at `deadline` with the groups reached so far (each round keeps a valid partition)."""
     for _ in range(max_rounds):
         changed = False
         costs = [_cost(hist, g) for g in groups]
@@ -129,6 +172,8 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
             for b in range(len(groups)):
                 if b == a or b in done:
                     continue
+                if _expired(deadline):
+                    return groups
                 union = np.concatenate([groups[a], groups[b]])
                 parts = topdown(hist, models, roots=[union])
                 cost = parts.stars
@@ -148,17 +193,26 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
     return groups
 
 
-def local_search(hist: Histogram, start: Solution, models) -> Solution | None:
-    """Moves, then top-down refinement of every group; None when `start` splits a class."""
+def local_search(hist: Histogram, start: Solution, models, deadline: float | None = None) -> Solution | None:
+    """Moves, then top-down refinement of every group; None when `start` splits a class, or when
+    the deadline (this one or the one of an enclosing `deadline_scope`) is already past."""
+    deadline = _effective_deadline(deadline)
     group_of = class_groups(start, hist.n_classes)
-    if group_of is None or hist.n_classes > LOCAL_SEARCH_CLASS_LIMIT:
+    if group_of is None or hist.n_classes > LOCAL_SEARCH_CLASS_LIMIT or _expired(deadline):
         return None
-    group_of = improve(hist, group_of, models)
-    roots = [np.flatnonzero(group_of == g) for g in np.unique(group_of)]
-    if len(roots) <= PAIR_GROUP_LIMIT:
-        roots = pair_rebuild(hist, roots, models)
-    refined = topdown(hist, models, roots=roots)
+    group_of = improve(hist, group_of, models, deadline=deadline)
     moved = solution_from_class_groups(hist, np.arange(hist.n_classes), group_of, hist.sizes, "local")
+    roots = [np.flatnonzero(group_of == g) for g in np.unique(group_of)]
+    if len(roots) <= PAIR_GROUP_LIMIT and not _expired(deadline):
+        roots = pair_rebuild(hist, roots, models, deadline=deadline)
+    if _expired(deadline):
+        # no time for the top-down refinement: the best partition reached so far
+        labels = np.empty(hist.n_classes, dtype=np.int64)
+        for g, members in enumerate(roots):
+            labels[members] = g
+        refined = solution_from_class_groups(hist, np.arange(hist.n_classes), labels, hist.sizes, "local")
+    else:
+        refined = topdown(hist, models, roots=roots)
     best = refined if refined.stars <= moved.stars else moved
     best.method = f"{start.method}+local"
     return best
