@@ -468,7 +468,8 @@ def run_report(con, statement: ReportStatement) -> Table:
                        [statement.published.sql(), qi, statement.risk_threshold]).fetchone()
     columns = [("report", "VARCHAR"), ("published", "VARCHAR"), ("original", "VARCHAR"), ("highest_risk", "DOUBLE"),
                ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
-    return Table(columns, [(str(written), statement.published.sql(), statement.original.sql(), *risk,
+    shown = [name.table.sql(dialect="duckdb") for name in (statement.published, statement.original)]  # quoted if needed
+    return Table(columns, [(str(written), *shown, *risk,
                             statement.risk_threshold)])
 
 

@@ -24,6 +24,11 @@ def main() -> None:
     print("Independent check with the installed SQL macros:")
     con.sql("SELECT * FROM anon_report('hospital_anon', ['zipcode', 'age', 'education'], 'disease')").show()
 
+    # The release's own record: its provenance comment, and an HTML report (plots, risk, loss)
+    print("Provenance:", con.duckdb.execute("SELECT comment FROM duckdb_tables() "
+                                            "WHERE table_name = 'hospital_anon'").fetchone()[0])
+    con.sql("REPORT hospital_anon FROM hospital WITH (file = 'hospital_report.html')").show()
+
 
 if __name__ == "__main__":
     main()

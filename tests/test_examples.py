@@ -19,7 +19,11 @@ def run(script: str, *args, cwd=None) -> str:
 
 def test_hospital_example(tmp_path):
     out = run("hospital.py", cwd=tmp_path)
-    assert "hospital_anon" in out or "*" in out
+    provenance = next(line for line in out.splitlines() if line.startswith("Provenance: duckanon {"))
+    assert '"k": 3' in provenance and '"l": 2' in provenance and "hospital" not in provenance.split("{", 1)[1]
+    page = (tmp_path / "hospital_report.html").read_text()
+    assert page.count("data:image/png;base64,") == 5  # class sizes, stars, loss, SA mix, risk
+    assert "hospital_report.html" in out
 
 
 def test_adult_with_hierarchies_and_report(tmp_path):
