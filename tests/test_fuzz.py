@@ -681,7 +681,7 @@ def test_the_checker_catches_t_closeness_and_frequency_violations():
             check_published_sql(raw, case, (4, 2, 2, 0, 0, "auto", False, None, 0.0, "{}"))
 
 
-# --------------------------------------------------------------------------- bugs found (xfail)
+# --------------------------------------------------------------------------- bugs found (strict xfail until fixed; regression tests now)
 
 
 def test_single_pattern_in_parentheses():  # was a bug: `((a, b))` was refused
@@ -691,8 +691,6 @@ def test_single_pattern_in_parentheses():  # was a bug: `((a, b))` was refused
     con.execute("ANONYMIZE t WITH (k = 2, qi = (a, b, c), patterns = ((a, b)), method = greedy)")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: methods merge and topdown silently ignore `patterns` (tp, tp+ and "
-                                       "hilbert refuse them): four classes star column a, which no pattern allows")
 @pytest.mark.parametrize("method", ["merge", "topdown"])
 def test_patterns_are_honoured_or_refused(method):
     con = connection()

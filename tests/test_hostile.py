@@ -13,7 +13,7 @@ unchanged database; and the published table is never a path back to the raw data
   reproducible with a seed, and error messages never carry raw quasi-identifier values;
 * user tables named like the CTEs inside the SQL check macros (sql/checks.sql) are not shadowed.
 
-Known bugs are xfail(strict=True) tests below, each with a minimal reproduction in its reason.
+Bugs these tests found are plain regression tests now (each was a strict xfail until fixed; see docs/bad_inputs.md, "Bugs found").
 """
 
 from __future__ import annotations
@@ -327,10 +327,6 @@ WIDE_AUTO = (
     "print(con.execute('ANONYMIZE w WITH (k = 3, sensitive = s, keep = id)').fetchone()[:6])\n")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the default method on many quasi-identifiers does not finish: 40 QI "
-                                       "columns x 300 rows, `ANONYMIZE w WITH (k = 3, sensitive = s, keep = id)` runs for "
-                                       "minutes (greedy's pattern search; mapprox/topdown take seconds); 16 QIs x 1,000 "
-                                       "rows already exceed 60 s", raises=subprocess.TimeoutExpired)
 def test_wide_table_many_quasi_identifiers_default_method():
     create = ("CREATE TABLE w AS SELECT " + ", ".join(f"(hash(i, {j}) % {2 + j % 4})::INTEGER AS c{j}" for j in range(40))
               + ", 's' || (i % 5) AS s, i AS id FROM range(300) r(i)")

@@ -32,6 +32,43 @@ __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "s
 # most `time_limit` seconds (AUTO_TIME_LIMIT when none is given).
 AUTO_EXACT_MAX_INT_VARS = 20_000
 AUTO_TIME_LIMIT = 3.0
+# ... and when building its model looks affordable. Exact enumerates its candidate patterns
+# either by one GROUP BY per star set (2^m of them) or by the closure of the classes under meets
+# (its size times classes x columns), which includes every meet of two classes. `auto` skips
+# exact when both costs exceed this many element operations (about a second): on wide tables
+# (40 QIs x 300 rows have ~45,000 distinct pair meets) building the model ran for minutes.
+AUTO_ENUMERATION_WORK = 50_000_000
+GROUP_BY_OVERHEAD = 2_000  # one small GROUP BY costs about as much as this many elements
+AUTO_MEET_PAIRS = 4_000_000  # at most this many class pairs are looked at for that estimate
+
+
+def _enumeration_too_costly(hist: Histogram) -> bool:
+    """Whether exact's pattern enumeration would cost more than AUTO_ENUMERATION_WORK both by
+    star sets and by closure (lower bound on the closure's size: the distinct meets of pairs of
+    classes); False when undecided."""
+    codes = hist.codes[hist.sizes > 0]
+    n, m = codes.shape
+    if n < 2 or m == 0 or 2.0**m * (n * m + GROUP_BY_OVERHEAD) <= AUTO_ENUMERATION_WORK:
+        return False
+    limit = AUTO_ENUMERATION_WORK // (n * m)  # closed patterns within budget
+    if n > limit:  # the class vectors themselves are closed
+        return True
+    # at most prod(values + 1) vectors with stars exist: then no closure can be that large
+    if np.sum(np.log2(codes.max(axis=0) + 2.0)) <= np.log2(limit):
+        return False
+    weights = np.random.default_rng(0).integers(1, 2**62, size=m, dtype=np.int64) | 1
+    seen = np.zeros(0, dtype=np.int64)
+    chunk = max(1, 1_000_000 // (n * m))
+    for start in range(0, n, chunk):
+        if start * n > AUTO_MEET_PAIRS:
+            return False
+        block = codes[start:start + chunk]
+        meets = np.where(block[:, None, :] == codes[None, :, :], codes[None, :, :] + 1, 0)  # 0: star
+        hashes = (meets.reshape(-1, m) * weights).sum(axis=1)  # wraps around: a hash of the vector
+        seen = np.union1d(seen, hashes)
+        if len(seen) > limit:
+            return True
+    return False
 
 
 def _k_of(models) -> int:
@@ -40,6 +77,8 @@ def _k_of(models) -> int:
 
 def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domains=None) -> Solution:
     if method in GENERALIZING:
+        if patterns is not None:  # they generalize: star patterns do not apply
+            raise AnonymizeError(f"method {method} does not take patterns")
         if domains is None:
             raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
         if method == "lattice":
@@ -81,6 +120,9 @@ def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
         return best
     if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_anonymity_lower_bound(hist, _k_of(models)):
         return best  # already proven optimal
+    if patterns is None and _enumeration_too_costly(hist):  # (with patterns: one GROUP BY per pattern)
+        best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
+        return best
     try:
         model = prepare(hist, models, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS)
     except ExactTooLarge as error:

@@ -8,6 +8,13 @@ Without user patterns all 2^m patterns are used, generated lazily. A kept column
 values still has k remaining rows can never be part of a released group, so patterns keeping it
 are skipped without being generated: only subsets of the "alive" columns are enumerated.
 
+That is 2^(alive columns) GROUP BYs, so only while there are at most EXACT_PATTERN_LIMIT of them
+(12 alive columns). On wider tables the patterns are drawn from the data instead, in rounds: for
+every class still waiting, the columns it shares with the few nearest remaining classes that,
+with it, make a releasable group; a pattern that releases nothing is never generated, and there
+are at most as many per round as classes. The same star order holds within a round (largest kept
+sets first), and the all-star pattern comes last as before.
+
 Rows left at the end (fewer than k) form one last group; the repair step merges it into the
 cheapest group when it is too small. The zero-star pattern is always tried first (classes of
 size >= k are released unchanged).
@@ -22,6 +29,18 @@ import numpy as np
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.models import LDiversity, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, build_solution, solution_from_class_groups, take_rows
+
+# Without user patterns: the exact enumeration while it has at most this many patterns.
+EXACT_PATTERN_LIMIT = 4096
+# Data-drawn patterns: a class's neighbours are looked for among all remaining classes up to this
+# many, else among the NEIGHBOUR_WINDOW classes on either side of it in NEIGHBOUR_ORDERS
+# lexicographic orders of the classes (sorted neighbourhoods).
+NEIGHBOUR_ALL_LIMIT = 2000
+NEIGHBOUR_WINDOW = 16
+NEIGHBOUR_ORDERS = 4
+# Neighbours are added one by one (each time the one agreeing on most still-kept columns) this
+# many times; then the rest in that order, as many as the group needs.
+NEIGHBOUR_STEPS = 8
 
 
 def _default_kept_sets(m: int, alive_columns):
@@ -41,6 +60,114 @@ def _default_kept_sets(m: int, alive_columns):
                 if len(alive_columns()) < len(alive):
                     restart = True
                     break
+
+
+def _kept_sets(m: int, alive_columns, codes: np.ndarray, state, min_size: int, models=()):
+    """Kept-column sets for the default (all-patterns) search: the exact enumeration when the
+    alive columns allow at most EXACT_PATTERN_LIMIT patterns, else data-drawn ones.
+    `state()` gives the live class ids, their remaining rows and remaining SA counts."""
+    if 2 ** len(alive_columns()) <= EXACT_PATTERN_LIMIT:
+        return _default_kept_sets(m, alive_columns)
+    return _neighbour_kept_sets(codes, state, min_size, models)
+
+
+def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=()):
+    """Data-drawn kept sets, in rounds: the zero-star pattern, then per round the candidates of
+    the current remaining rows (largest first), until a round releases nothing; the all-star
+    pattern last. With k alone a set tried before can release nothing new (its groups only
+    shrank), so it is not tried again."""
+    m = codes.shape[1]
+    full = tuple(range(m))
+    tried = {full}
+    yield full
+    while True:
+        live, rows, sa = state()
+        total = int(rows.sum())
+        if total < min_size:
+            return
+        found = _neighbour_candidates(codes[live], rows, sa, min_size, models)
+        fresh = sorted(found if models else found - tried, key=lambda kept: (-len(kept), kept))
+        if not fresh:
+            break
+        for kept in fresh:
+            tried.add(kept)
+            yield kept
+        if int(state()[1].sum()) == total:
+            break
+    yield ()
+
+
+def _sorted_neighbourhoods(codes: np.ndarray) -> np.ndarray:
+    """(L, P) candidate neighbours per class (itself included, repeats possible): the classes
+    next to it in lexicographic orders of the columns (fewest distinct values first, then
+    fixed pseudo-random orders)."""
+    n, m = codes.shape
+    cardinality = np.array([len(np.unique(codes[:, j])) for j in range(m)])
+    rng = np.random.default_rng(0)
+    orders = [np.argsort(cardinality, kind="stable")] + [rng.permutation(m) for _ in range(NEIGHBOUR_ORDERS - 1)]
+    offsets = np.arange(-NEIGHBOUR_WINDOW, NEIGHBOUR_WINDOW + 1)
+    pools = []
+    for columns in orders:
+        perm = np.lexsort(codes[:, columns[::-1]].T)  # lexsort's last key is the primary one
+        position = np.empty(n, dtype=np.int64)
+        position[perm] = np.arange(n)
+        pools.append(perm[np.clip(position[:, None] + offsets[None, :], 0, n - 1)])
+    return np.concatenate(pools, axis=1)
+
+
+def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, min_size: int, models=()) -> set:
+    """Per class: the columns it shares with its nearest classes that, with it, hold `min_size`
+    rows and satisfy `models`; the set of these kept-column tuples."""
+    n, m = codes.shape
+
+    def releasable(sizes, sa_counts):
+        ok = sizes >= min_size
+        if models and ok.any():
+            ok &= all_satisfied(models, sizes, sa_counts)
+        return ok
+
+    alone = releasable(rows, sa)
+    found = {tuple(range(m))} if alone.any() else set()
+    pools = None if n <= NEIGHBOUR_ALL_LIMIT else _sorted_neighbourhoods(codes)
+    everyone = np.arange(n)
+    for i in np.flatnonzero(~alone).tolist():
+        pool = everyone if pools is None else np.unique(pools[i])
+        pool = pool[pool != i]
+        if not len(pool):
+            continue
+        agree = codes[pool] == codes[i]
+        pool_rows = rows[pool]
+        tie = np.minimum(pool_rows, min_size)  # equal agreement: the neighbour with more rows
+        kept = np.ones(m, dtype=bool)
+        size, counts = int(rows[i]), sa[i].copy()
+        used = np.zeros(len(pool), dtype=bool)
+        done = False
+        for _ in range(NEIGHBOUR_STEPS):
+            score = (agree & kept).sum(axis=1) * (min_size + 1) + tie
+            score[used] = -1
+            j = int(np.argmax(score))
+            if score[j] < 0:
+                break
+            used[j] = True
+            kept &= agree[j]
+            size += int(pool_rows[j])
+            counts += sa[pool[j]]
+            if releasable(np.array([size]), counts[None, :])[0]:
+                done = True
+                break
+        if not done:  # the rest in order of agreement on the kept columns, as many as needed
+            rest = np.flatnonzero(~used)
+            if not len(rest):
+                continue
+            rest = rest[np.argsort(-((agree[rest] & kept).sum(axis=1) * (min_size + 1) + tie[rest]), kind="stable")]
+            sizes = size + np.cumsum(pool_rows[rest])
+            sa_counts = counts[None, :] + np.cumsum(sa[pool[rest]], axis=0)
+            ok = np.flatnonzero(releasable(sizes, sa_counts))
+            if not len(ok):
+                continue
+            kept &= np.logical_and.reduce(agree[rest[: ok[0] + 1]], axis=0)
+        found.add(tuple(np.flatnonzero(kept).tolist()))
+    return found
 
 
 def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, models=()) -> Solution:
@@ -63,8 +190,12 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
                 alive.append(j)
         return alive
 
+    def state():
+        live = np.flatnonzero(remaining > 0)
+        return live, remaining[live], remaining_sa[live]
+
     if patterns is None:
-        kept_sets = _default_kept_sets(m, alive_columns)
+        kept_sets = _kept_sets(m, alive_columns, hist.codes, state, k, models)
     else:
         starred = sorted({tuple(sorted(set(p))) for p in patterns} | {()}, key=len)
         kept_sets = (tuple(j for j in range(m) if j not in s) for s in starred)
@@ -156,7 +287,12 @@ def carving_greedy(hist: Histogram, models) -> Solution:
         sizes = remaining.sum(axis=1)
         return [j for j in range(m) if (np.bincount(hist.codes[:, j], weights=sizes).max(initial=0) >= min_size)]
 
-    for kept in _default_kept_sets(m, alive_columns):
+    def state():
+        sizes = remaining.sum(axis=1)
+        live = np.flatnonzero(sizes > 0)
+        return live, sizes[live], remaining[live]
+
+    for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models):
         sizes = remaining.sum(axis=1)
         live = np.flatnonzero(sizes > 0)
         if sizes.sum() < min_size or len(live) == 0:

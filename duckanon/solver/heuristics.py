@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from duckanon.solver.greedy import carving_greedy, greedy
+from duckanon.errors import AnonymizeError
+from duckanon.solver.greedy import EXACT_PATTERN_LIMIT, carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.mapprox import mapprox
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
 from duckanon.solver.partition import Solution
-from duckanon.solver.repair import merge_classes, repair
+from duckanon.solver.repair import fold_outside_patterns, merge_classes, repair
 from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
 from duckanon.solver.topdown import topdown
 from duckanon.solver.tp import tp_solution
@@ -21,6 +22,17 @@ TP_ONLY_CLASS_LIMIT = 20_000
 # repair merges are quadratic in the groups it leaves violating.
 T_FAST_CLASS_LIMIT = 3000
 HEURISTICS = ("mapprox", "greedy", "merge", "topdown", "carve")
+# The heuristics that honour user patterns (every published class stars a subset of a pattern,
+# except one fully suppressed leftover group); the others refuse them.
+TAKE_PATTERNS = ("mapprox", "greedy")
+
+
+def wide(hist: Histogram) -> bool:
+    """More QI columns than greedy enumerates all patterns for (then it draws them from the
+    data). There the portfolio leaves `merge` out (merging unique classes stars nearly every
+    column, and local search on its few wide groups takes minutes), adds `topdown` (a few
+    GROUP BYs per level, good on many columns) and improves only its best start locally."""
+    return 2 ** hist.m > EXACT_PATTERN_LIMIT
 
 
 def implied_k(models) -> int:
@@ -31,15 +43,19 @@ def implied_k(models) -> int:
 def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Solution:
     # The k-only methods start from groups of the size the models imply; repair does the rest.
     k = implied_k(models)
+    if patterns is not None and method not in TAKE_PATTERNS:
+        raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
     if method == "mapprox":
-        return repair(hist, mapprox(hist, k), models)
+        # k alone: the classes of >= k rows unchanged and one extra group (the leftover); with l
+        # or t, repair's merges are folded back into one leftover group
+        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k), models), patterns)
     if method == "greedy":
         # With l or t, the release test can also require them (an extension of Algorithm 1);
         # both variants run and the cheaper one wins.
         candidates = [repair(hist, greedy(hist, k, patterns), models)]
         if any(not isinstance(m, KAnonymity) for m in models):
             candidates.append(repair(hist, greedy(hist, k, patterns, models=models), models))
-        return min(candidates, key=lambda s: s.stars)
+        return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.stars)
     if method == "merge":
         return merge_classes(hist, models)
     if method == "topdown":
@@ -60,16 +76,19 @@ def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
         candidates = [run_heuristic(name, hist, models) for name in ("carve", "topdown")]
         return min(candidates, key=lambda s: s.stars)
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
-    if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT:
+    if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT and not wide(hist):
         names.append("merge")
     if patterns is None and any(not isinstance(m, KAnonymity) for m in models):
         names += ["topdown", "carve"]
+    elif patterns is None and wide(hist):
+        names.append("topdown")
     candidates = [run_heuristic(name, hist, models, patterns) for name in names]
     if diversity:
         candidates.insert(0, tp_solution(hist, models, plus=True))
     if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
-        # improve the best few starts by local moves (never worse than the start)
-        for start in sorted(candidates, key=lambda s: s.stars)[:2]:
+        # improve the best few starts by local moves (never worse than the start); on wide
+        # tables the best only (the runner-up is far behind there and costs seconds to improve)
+        for start in sorted(candidates, key=lambda s: s.stars)[:1 if wide(hist) else 2]:
             improved = local_search(hist, start, models)
             if improved is not None:
                 candidates.append(improved)

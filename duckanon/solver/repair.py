@@ -90,3 +90,24 @@ def repair(hist: Histogram, solution: Solution, models) -> Solution:
 def merge_classes(hist: Histogram, models) -> Solution:
     """The `merge` heuristic: start from the equivalence classes and repair."""
     return repair(hist, identity_solution(hist, "merge"), models)
+
+
+def fold_outside_patterns(hist: Histogram, solution: Solution, patterns) -> Solution:
+    """Make `solution` honour user `patterns` (lists of column indices that may be starred
+    together): every group whose published stars are no subset of a pattern goes into one group,
+    the fully suppressed leftover of Bredereck's model (greedy's last group, exact's all-star
+    vector). Needed after `repair`, whose merges publish meets that no pattern may allow; the
+    union of groups that satisfy the models satisfies them too (closure under merging, above),
+    so the result stays valid."""
+    if patterns is None:
+        return solution
+    allowed = [set(p) for p in patterns]
+    starred = [set(np.flatnonzero(row).tolist()) for row in solution.group_rep == STAR]
+    outside = np.array([bool(s) and not any(s <= p for p in allowed) for s in starred], dtype=bool)
+    outside &= solution.group_sizes() > 0
+    if outside.sum() <= 1:
+        return solution
+    label = np.arange(len(solution.group_rep))
+    label[outside] = np.flatnonzero(outside)[0]
+    return build_solution(hist, solution.part_class, solution.part_sa, label[solution.part_group], solution.part_count,
+                          solution.method)
