@@ -663,7 +663,7 @@ def test_the_checker_catches_tampered_tables(request_, published, summary, compl
     if complaint is None:
         check_published_sql(raw, case, full)
     else:
-        with pytest.raises(AssertionError, match=complaint or None)  # "": any complaint:
+        with pytest.raises(AssertionError, match=complaint or None):  # "": any complaint
             check_published_sql(raw, case, full)
 
 
