@@ -80,13 +80,54 @@ def cells_select(plan: Plan) -> exp.Select:
     return exp.select(*outer).from_(grouped.subquery("g"))
 
 
-def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str) -> Cells:
+# What the solver side holds, per class and per cell, in 8-byte words times these factors: the
+# dense class x SA count matrix and the class codes (copied a few times by the solvers), and the
+# cell arrays. Calibrated on unique-id tables (benchmarks/bench_memory.py: measured peaks were
+# 3.2-5.2 words per class x (m + SA values)); the factors leave a margin above that.
+CLASS_WORD_FACTOR = 6
+CELL_WORD_FACTOR = 4
+BASE_BYTES = 64 * 2**20  # the interpreter-side overhead of a statement (parsing, models, small MILPs)
+
+
+def solver_memory_estimate(n_classes: int, n_cells: int, m: int, n_sa: int) -> int:
+    """Bytes the histogram and the solver need in Python for these sizes (an upper estimate)."""
+    return BASE_BYTES + 8 * (CLASS_WORD_FACTOR * n_classes * (m + n_sa) + CELL_WORD_FACTOR * n_cells * (m + 3))
+
+
+def _check_memory(con, plan: Plan, table: str, budget: int | None) -> None:
+    """Refuse before anything big reaches Python: the classes, cells and SA values are counted
+    inside DuckDB (which spills to disk under its own memory_limit) and the estimate is compared
+    with the budget."""
+    if budget is None:
+        return
+    m = len(plan.qi)
+    codes = ", ".join(f'"{code_alias(j)}"' for j in range(m))
+    sa = f'max("{SA_CODE}") + 1' if plan.sensitive else "1"
+    n_cells, n_sa = con.execute(f'SELECT count(*), coalesce({sa}, 1) FROM "{table}"').fetchone()
+    n_classes = con.execute(f'SELECT count(*) FROM (SELECT DISTINCT {codes} FROM "{table}")').fetchone()[0] if m else 1
+    need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
+    if need > budget:
+        raise AnonymizeError(
+            f"the class histogram is too large for the memory limit: {n_classes:,} classes x {n_sa:,} sensitive "
+            f"values ({n_cells:,} cells) need about {_size(need)} in the solver, above {_size(budget)}; use fewer or "
+            "coarser quasi-identifiers (hierarchies), or raise the option memory_limit")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
     create = exp.Create(
         this=exp.to_table(table, quoted=True), kind="TABLE", expression=cells_select(plan),
         properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
     )
     con.execute(create.sql(dialect="duckdb"))
     _reject_star_values(con, plan, table)
+    _check_memory(con, plan, table, memory_budget)
     code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(

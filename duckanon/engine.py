@@ -160,7 +160,7 @@ def _solve(con, plan: Plan, cells_table: str):
     """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution."""
     statement = plan.statement
     progress.report("building the class histogram (GROUP BY)")
-    cells = build_cells(con, plan, cells_table)
+    cells = build_cells(con, plan, cells_table, memory_budget(statement.memory_limit))
     hist = cells.histogram
     progress.report(f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
@@ -168,6 +168,23 @@ def _solve(con, plan: Plan, cells_table: str):
     domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains)
     return cells, hist, solution, models
+
+
+# Without memory_limit, the solver side may use this share of the memory available when the
+# statement starts (DuckDB keeps its own data within its own memory_limit, spilling beyond it).
+AVAILABLE_MEMORY_SHARE = 0.8
+
+
+def memory_budget(limit: int | None) -> int | None:
+    """Bytes the histogram and solver may use: the option, or a share of the available memory."""
+    if limit is not None:
+        return limit
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        return int(AVAILABLE_MEMORY_SHARE * int(fields["MemAvailable"].split()[0]) * 1024)
+    except (OSError, KeyError, ValueError):  # not Linux: no default limit
+        return None
 
 
 def _summary(hist, solution, started: float) -> Summary:

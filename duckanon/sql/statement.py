@@ -61,6 +61,7 @@ class AnonymizeStatement:
     risk_threshold: float = RISK_THRESHOLD  # the report's "records at risk": risk above this
     engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
     spark_master: str | None = None  # engine = spark: the master of a new session (default local[2])
+    memory_limit: int | None = None  # bytes for the histogram and solver; None: 80% of the available memory
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
     sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
     text: str = ""
@@ -211,6 +212,26 @@ def _fraction(value: exp.Expr, option: str) -> float:
     return number
 
 
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _memory(value: exp.Expr) -> int:
+    """'4GB', '512 MiB' (DuckDB's units: KB = 1000 bytes, KiB = 1024) or a number of bytes."""
+    if isinstance(value, exp.Literal) and value.is_string:
+        import re
+
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", value.this)
+        if not match or match.group(2).lower() not in _UNITS:
+            raise AnonymizeError(f"option memory_limit must be a size such as '4GB' or '512MiB', got '{value.this}'")
+        number = float(match.group(1)) * _UNITS[match.group(2).lower()]
+    else:
+        number = _number(value, "memory_limit")
+    if not (math.isfinite(number) and number >= 1):
+        raise AnonymizeError("option memory_limit must be a positive size, such as '4GB'")
+    return int(number)
+
+
 def _risk_threshold(value: exp.Expr) -> float:
     number = _number(value, "risk_threshold")
     if not (0.0 < number <= 1.0):
@@ -233,6 +254,7 @@ _OPTIONS = {
     "risk_threshold": lambda v: _risk_threshold(v),
     "engine": lambda v: _word(v, "engine", ENGINES),
     "spark_master": lambda v: _string(v, "spark_master"),
+    "memory_limit": lambda v: _memory(v),
     "qi": lambda v: _names(v, "qi"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),

@@ -1,0 +1,62 @@
+"""Resource bounds: the solver side's memory is estimated inside DuckDB before the histogram is
+fetched, refused up front above the budget (the database unchanged), and the estimate is an upper
+bound on what the histogram and the solvers really allocate (tracemalloc: numpy's buffers are
+traced). The large-scale figures (10M rows, peak RSS, no OOM kill) are in benchmarks/bench_memory.py."""
+
+import tracemalloc
+
+import pytest
+
+import duckanon
+from duckanon.classes import solver_memory_estimate
+
+SOURCE = ("CREATE TABLE u AS SELECT i AS id, i % 7 AS b, (i * 31) % 1000 AS c, 'd' || (i % {n_sa}) AS s "
+          "FROM range({rows}) r(i)")
+
+
+def test_refused_up_front_and_nothing_written():
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=100_000, n_sa=13))
+    con.duckdb.execute("CREATE TABLE u_anon AS SELECT 'old' AS v")
+    with pytest.raises(duckanon.AnonymizeError) as caught:
+        con.execute("ANONYMIZE u WITH (k = 5, qi = (id, b), sensitive = s, memory_limit = '10MB')")
+    assert str(caught.value) == (
+        "the class histogram is too large for the memory limit: 100,000 classes x 13 sensitive values (100,000 "
+        "cells) need about 147.9 MiB in the solver, above 9.5 MiB; use fewer or coarser quasi-identifiers "
+        "(hierarchies), or raise the option memory_limit")
+    assert con.duckdb.execute("SELECT * FROM u_anon").fetchall() == [("old",)]
+    assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("value,message", [
+    ("'10 parsecs'", "option memory_limit must be a size such as '4GB' or '512MiB', got '10 parsecs'"),
+    ("0", "option memory_limit must be a positive size"),
+    ("'-1GB'", "option memory_limit must be a size such as"),
+])
+def test_bad_memory_limits(value, message):
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=10, n_sa=2))
+    with pytest.raises(duckanon.AnonymizeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        con.execute(f"ANONYMIZE u WITH (k = 2, memory_limit = {value})")
+
+
+@pytest.mark.parametrize("method,qi,n_sa,extra", [
+    ("mapprox", "id, b", 13, ""), ("greedy", "id, b", 13, ""), ("auto", "id, b", 13, ""),
+    ("auto", "id, b, c", 60, ""), ("tp+", "id, b", 13, ", l = 3"), ("topdown", "id, b", 13, ", t = 0.3"),
+    ("carve", "id, b", 13, ", t = 0.3"), ("auto", "c, b", 13, ", l = 2"),
+])
+def test_estimate_bounds_the_measured_allocations(method, qi, n_sa, extra):
+    rows = 40_000
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=rows, n_sa=n_sa))
+    m = len(qi.split(","))
+    classes = con.duckdb.execute(f"SELECT count(*) FROM (SELECT DISTINCT {qi} FROM u)").fetchone()[0]
+    cells = con.duckdb.execute(f"SELECT count(*) FROM (SELECT DISTINCT {qi}, s FROM u)").fetchone()[0]
+    tracemalloc.start()
+    try:
+        con.execute(f"ANONYMIZE u WITH (k = 5, qi = ({qi}), sensitive = s, method = '{method}'{extra})")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    estimate = solver_memory_estimate(classes, cells, m, n_sa)
+    assert peak <= estimate, f"{method}: measured {peak / 2**20:.1f} MiB, estimated {estimate / 2**20:.1f} MiB"
