@@ -36,6 +36,9 @@ _FETCH_BATCH = 1024
 HELP_TEXT = """\
 Statements end with ';' and may span several lines. Besides DuckDB SQL:
   ANONYMIZE <table> [INTO <target>] WITH (k = 3, qi = (col, ...), sensitive = col, ...);
+  EXPLAIN ANONYMIZE ...;   (a dry run: plan, estimates; k/l/t as a list compares values)
+  REPORT <published> FROM <original> [WITH (file = 'r.html', risk_threshold = 0.2)];
+  ... WITH (engine = 'spark', ...) runs the statement on Spark (pip install 'duckanon[spark]')
 Commands:
   .help               show this message
   .tables [PATTERN]   list tables and views (PATTERN uses LIKE wildcards)
