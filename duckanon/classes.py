@@ -104,8 +104,10 @@ def _check_memory(con, plan: Plan, table: str, budget: int | None) -> None:
     codes = ", ".join(f'"{code_alias(j)}"' for j in range(m))
     sa = f'max("{SA_CODE}") + 1' if plan.sensitive else "1"
     n_cells, n_sa = con.execute(f'SELECT count(*), coalesce({sa}, 1) FROM "{table}"').fetchone()
-    n_classes = con.execute(f'SELECT count(*) FROM (SELECT DISTINCT {codes} FROM "{table}")').fetchone()[0] if m else 1
-    need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
+    need = solver_memory_estimate(n_cells, n_cells, m, n_sa)  # classes <= cells: an upper bound first
+    if need > budget:  # only then the exact count of classes (one more pass over the cells)
+        n_classes = con.execute(f'SELECT count(*) FROM (SELECT DISTINCT {codes} FROM "{table}")').fetchone()[0] if m else 1
+        need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
     if need > budget:
         raise AnonymizeError(
             f"the class histogram is too large for the memory limit: {n_classes:,} classes x {n_sa:,} sensitive "

@@ -60,3 +60,12 @@ def test_estimate_bounds_the_measured_allocations(method, qi, n_sa, extra):
         tracemalloc.stop()
     estimate = solver_memory_estimate(classes, cells, m, n_sa)
     assert peak <= estimate, f"{method}: measured {peak / 2**20:.1f} MiB, estimated {estimate / 2**20:.1f} MiB"
+
+
+def test_the_exact_class_count_is_used_when_the_cell_bound_is_too_coarse():
+    """7 classes x 1,000 SA values: 7,000 cells would (as classes) exceed 100MB, 7 classes do not."""
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=100_000, n_sa=1000))
+    assert solver_memory_estimate(7000, 7000, 1, 1000) > 100e6 > solver_memory_estimate(7, 7000, 1, 1000)
+    summary = con.anonymize("ANONYMIZE u WITH (k = 5, qi = (b), sensitive = s, memory_limit = '100MB')")
+    assert summary.classes == 7 and summary.stars == 0
