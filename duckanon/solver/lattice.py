@@ -7,10 +7,12 @@ of the rows; otherwise the node is not a solution. The search returns the soluti
 smallest `metric`, and proves it optimal.
 
 How a node is evaluated: from the one class histogram, never by SQL. Each QI's level codes are
-precomputed per value (hierarchy.BoundHierarchy.codes); a node's classes are the distinct rows of
-rolled-up codes. The rolling up starts from the smallest already-evaluated node below it (any
-finer node's classes partition the coarser node's classes), so most nodes re-group a few hundred
-classes, not the whole histogram.
+precomputed per value (hierarchy.BoundHierarchy.codes). Consecutive QIs form blocks; per block and
+level combination every class gets a dense id once (cached), so a node's key per class combines a
+few block ids, and its key space (the product of the blocks' distinct values) is usually small
+enough to count classes with bincount instead of sorting. With k-anonymity alone a node is decided
+by its suppressed-row count, computed from the weighted class counts only (no SA counts, no
+regrouping); the full grouping is built for solutions whose metric needs it and for the result.
 
 Search (branch and bound over the lattice, with Flash-style predictive tagging):
   * Monotonicity. With no suppression, if a node satisfies the models so does every coarser
@@ -34,7 +36,7 @@ import numpy as np
 
 from duckanon import progress
 from duckanon.errors import AnonymizeError
-from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import KAnonymity, all_satisfied
 
 METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
@@ -92,6 +94,102 @@ class Lattice:
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
         self.column_total = [self.value_rows[j] @ self.row_cost[j] for j in range(self.m)]
+        # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
+        self.k_only = all(isinstance(m, KAnonymity) for m in models)
+        self.k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
+        self.row_sizes = np.asarray(self.sizes, dtype=np.int64)
+        self.float_sizes = self.row_sizes.astype(np.float64)
+        self.size_bits = max(int(self.row_sizes.max()).bit_length() if len(self.row_sizes) else 1, 1)
+        self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
+        self.blocks = self._make_blocks()
+        self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
+
+    # -- keys ----------------------------------------------------------------------------------
+    BLOCK_COMBINATIONS = 64  # level combinations of one block of columns (its cached code arrays)
+    BLOCK_MEMORY = 1 << 24  # cached block code elements (int64) at most
+
+    def _make_blocks(self) -> list[tuple[int, ...]]:
+        """Consecutive columns grouped into blocks. A block's classes at a level combination get
+        dense ids once (cached), so a node's key combines a few block ids instead of every column,
+        and its key space is the product of the blocks' distinct values, not of the radices."""
+        n = max(self.hist.n_classes, 1)
+        cap = self.BLOCK_COMBINATIONS
+        while True:
+            blocks, current, combos = [], [], 1
+            for j, h in enumerate(self.heights):
+                if current and combos * (h + 1) > cap:
+                    blocks.append(tuple(current))
+                    current, combos = [], 1
+                current.append(j)
+                combos *= h + 1
+            if current:
+                blocks.append(tuple(current))
+            total = sum(int(np.prod([self.heights[j] + 1 for j in b])) for b in blocks if len(b) > 1)
+            if total * n <= self.BLOCK_MEMORY or cap <= 1:
+                return blocks
+            cap //= 2
+
+    def _densify(self, key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
+        if space <= self.dense_limit:
+            present = np.bincount(key, minlength=space) > 0
+            dense = np.cumsum(present) - 1
+            return dense[key], int(dense[-1]) + 1 if space else 0
+        ids = np.unique(key, return_inverse=True)[1].ravel().astype(np.int64)
+        return ids, int(ids.max()) + 1 if len(ids) else 0
+
+    def _block_ids(self, block: tuple[int, ...], levels: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """Per class: a dense id of its values at `levels` in the block's columns, and how many."""
+        if len(block) == 1:
+            j, h = block[0], levels[0]
+            return self.rolled[j][h], self.cardinality[j][h]
+        cached = self.block_cache.get((block[0], levels))
+        if cached is None:
+            key = np.zeros(self.hist.n_classes, dtype=np.int64)
+            space = 1
+            for j, h in zip(block, levels):
+                key = key * self.cardinality[j][h] + self.rolled[j][h]
+                space *= self.cardinality[j][h]
+            cached = self._densify(key, space)
+            self.block_cache[(block[0], levels)] = cached
+        return cached
+
+    def _keys(self, levels) -> tuple[np.ndarray, int]:
+        """Per class its class id at `levels` (equal exactly when the generalized rows are), and
+        the size of the id space."""
+        key, space = None, 1
+        for block in self.blocks:
+            ids, count = self._block_ids(block, tuple(levels[j] for j in block))
+            if key is None:
+                key, space = ids.copy(), count
+                continue
+            if space * count >= 1 << 62:
+                key, space = self._densify(key, space)
+            key *= count
+            key += ids
+            space *= count
+        if key is None:
+            return np.zeros(self.hist.n_classes, dtype=np.int64), 1
+        return key, space
+
+    def suppressed_rows(self, levels) -> int:
+        """k-anonymity alone: the rows in classes of fewer than k rows at `levels`."""
+        if self.k <= 1 or not self.hist.n_classes:
+            return 0
+        key, space = self._keys(levels)
+        sizes = self.row_sizes
+        if space <= self.dense_limit:
+            counts = np.bincount(key, weights=sizes, minlength=space)
+            return int(round(self.float_sizes @ (counts[key] < self.k)))  # exact: integers < 2**53
+        if space < 1 << (62 - self.size_bits):  # sort keys with the class size in the low bits
+            key <<= self.size_bits
+            key |= sizes
+            key.sort()
+            group = key >> self.size_bits
+            starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+            counts = np.add.reduceat(key & ((1 << self.size_bits) - 1), starts)
+        else:
+            counts = np.bincount(np.unique(key, return_inverse=True)[1].ravel(), weights=sizes)
+        return int(counts[counts < self.k].sum())
 
     # -- metrics -------------------------------------------------------------------------------
     def _row_costs(self, j: int) -> np.ndarray:
@@ -146,29 +244,15 @@ class Lattice:
 
     # -- nodes ---------------------------------------------------------------------------------
     def evaluate(self, levels: tuple[int, ...]) -> NodeResult:
-        """Classes at `levels`, rolled up from the histogram: each row's key is a mixed-radix
-        number over the columns' level codes; when the key space is small (the usual case above
-        the lowest levels) classes are counted with bincount, without sorting."""
+        """Classes at `levels`, rolled up from the histogram: each class's key is a mixed-radix
+        number over the blocks' dense ids (see `_keys`); when the key space is small (the usual
+        case) classes are numbered with bincount, without sorting. Groups are in the order of the
+        columns' level codes, lexicographically."""
         if levels in self.cache:
             return self.cache[levels]
-        radix = [self.cardinality[j][h] for j, h in enumerate(levels)]
-        key = np.zeros(self.hist.n_classes, dtype=np.int64)
-        space = 1
-        for j, h in enumerate(levels):
-            key = key * radix[j] + self.rolled[j][h]
-            space *= radix[j]
-            if space > 2 ** 62:
-                break
         sa = self.hist.sa_counts
-        if space <= max(8 * self.hist.n_classes, 1 << 16):
-            present = np.bincount(key, minlength=space) > 0
-            dense = np.cumsum(present) - 1
-            member_of = dense[key]
-            n_groups = int(present.sum())
-        else:
-            codes = np.stack([self.rolled[j][h] for j, h in enumerate(levels)], axis=1)
-            member_of = group_keys(codes) if self.hist.n_classes else np.zeros(0, dtype=np.int64)
-            n_groups = int(member_of.max()) + 1 if len(member_of) else 0
+        key, space = self._keys(levels)
+        member_of, n_groups = self._densify(key, space)
         group_sa = np.stack([np.bincount(member_of, weights=sa[:, s], minlength=n_groups) for s in range(sa.shape[1])],
                             axis=1).astype(np.int64)
         ok = all_satisfied(self.models, group_sa.sum(axis=1), group_sa)
@@ -190,28 +274,45 @@ class Lattice:
         level_sum = nodes.sum(axis=1)
         state = {"best": None, "value": np.inf, "evaluated": 0}
         monotone_metric = self.limit_rows == 0  # then a coarser node is never better
+        # per column and level: which nodes are at most / at least that level (cone tagging)
+        at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
+        at_least = [[nodes[:, j] >= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
+
+        def cone(levels, sides) -> np.ndarray:
+            return np.logical_and.reduce([sides[j][int(h)] for j, h in enumerate(levels)]) if self.m else \
+                np.ones(len(nodes), dtype=bool)
 
         def visit(levels: np.ndarray) -> bool:
             """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
             index = int(levels @ strides)
             if status[index] == -1:
                 return False
-            node = self.evaluate(tuple(int(x) for x in levels))
+            key = tuple(int(x) for x in levels)
+            node = None
+            if self.k_only:  # decided by the suppressed-row count alone
+                suppressed = self.suppressed_rows(key)
+            else:
+                node = self.evaluate(key)
+                suppressed = node.suppressed_rows
             state["evaluated"] += 1
             if state["evaluated"] % 50 == 0:
                 progress.report("lattice search", nodes=state["evaluated"], of=len(nodes),
                                 best=None if state["best"] is None else round(state["value"], 2))
-            if node.suppressed_rows > self.limit_rows:
+            if suppressed > self.limit_rows:
                 if self.monotone_with_suppression:
-                    status[(nodes <= levels).all(axis=1)] = -1  # every finer node fails too
+                    status[cone(levels, at_most)] = -1  # every finer node fails too
                 else:
                     status[index] = -1
                 return False
-            node.value = self.value(node)
-            if node.value < state["value"]:
-                state["best"], state["value"] = node, node.value
+            if self.metric == "entropy":  # depends on the levels only
+                value = self.bound(key)
+            else:
+                node = node or self.evaluate(key)
+                value = node.value = self.value(node)
+            if value < state["value"]:
+                state["best"], state["value"] = key, value
             if monotone_metric and self.monotone_with_suppression:
-                status[(nodes >= levels).all(axis=1)] = 1  # coarser nodes: solutions, no better
+                status[cone(levels, at_least)] = 1  # coarser nodes: solutions, no better
             else:
                 status[index] = 1
             return True
@@ -244,4 +345,6 @@ class Lattice:
                 visit(nodes[pick])
         if state["best"] is None:
             raise AnonymizeError("no generalization satisfies the request within the suppression limit")
-        return LatticeResult(state["best"], self.metric, state["value"], True, state["evaluated"], len(nodes))
+        best = self.evaluate(state["best"])
+        best.value = state["value"]
+        return LatticeResult(best, self.metric, state["value"], True, state["evaluated"], len(nodes))

@@ -1,0 +1,141 @@
+"""The lattice search's fast paths (block keys, the k-anonymity suppressed-row count) against
+independent evaluations: the optimum with record suppression on Adult, and a brute force over
+smaller lattices for every metric and for models that are not monotone with suppression."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import duckanon
+from conftest import SHARED
+from duckanon.classes import build_cells
+from duckanon.engine import column_domains, models_for
+from duckanon.plan import bind
+from duckanon.solver.histogram import group_keys
+from duckanon.solver.lattice import METRICS, Lattice
+from duckanon.solver.models import all_satisfied
+from duckanon.sql import bind_statement, parse_statement
+
+ADULT = SHARED / "adult"
+COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
+           "salary-class"]
+
+
+@pytest.fixture(scope="module")
+def adult():
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim=';')")
+    yield con
+    con.close()
+
+
+def setup(con, columns, options="k = 5"):
+    """The histogram, level codes and models the ANONYMIZE statement would search with."""
+    qi = ", ".join(f'"{c}"' for c in columns)
+    text = (f"ANONYMIZE adult WITH ({options}, qi = ({qi}), method = 'lattice', "
+            f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
+    plan = bind(con, bind_statement(parse_statement(text), text))
+    cells = build_cells(con, plan, "__cells")
+    try:
+        hist = cells.histogram
+        domains = column_domains(con, plan, cells)
+        models = models_for(plan, hist.sa_counts.sum(axis=0))
+    finally:
+        con.execute('DROP TABLE "__cells"')
+    return hist, [h.codes for h in domains.hierarchies], models
+
+
+def independent(hist, codes, models, levels):
+    """Groups at `levels` by sorting the stacked generalized codes (no blocks, no fast path)."""
+    stacked = np.stack([codes[j][hist.codes[:, j], h] for j, h in enumerate(levels)], axis=1)
+    member_of = group_keys(stacked)
+    n_groups = int(member_of.max()) + 1
+    sa = np.stack([np.bincount(member_of, weights=hist.sa_counts[:, s], minlength=n_groups)
+                   for s in range(hist.sa_counts.shape[1])], axis=1).astype(np.int64)
+    ok = all_satisfied(models, sa.sum(axis=1), sa)
+    return member_of, sa, ok, int(sa[~ok].sum())
+
+
+def all_nodes(lattice):
+    return list(itertools.product(*[range(h + 1) for h in lattice.heights]))
+
+
+def test_suppressed_rows_and_groups_match_an_independent_grouping(adult):
+    hist, codes, models = setup(adult, COLUMNS)
+    lattice = Lattice(hist, codes, models, 0.05, "entropy")
+    assert lattice.k_only and len(lattice.blocks) < len(COLUMNS)
+    nodes = all_nodes(lattice)
+    rng = np.random.default_rng(7)
+    sample = [nodes[i] for i in rng.choice(len(nodes), 150, replace=False)] + [nodes[0], nodes[-1]]
+    for levels in sample:
+        member_of, sa, ok, suppressed = independent(hist, codes, models, levels)
+        assert lattice.suppressed_rows(levels) == suppressed, levels
+        node = lattice.evaluate(levels)
+        assert node.suppressed_rows == suppressed, levels
+        assert np.array_equal(node.member_of, member_of), levels  # same groups, same group order
+        assert np.array_equal(node.sa_counts, sa) and np.array_equal(node.ok, ok), levels
+
+
+def test_adult_optimum_with_suppression_by_brute_force(adult):
+    """All 9 QIs, k = 5, 5% suppression, entropy: the search's optimum, and no node with a lower
+    entropy (entropy depends on the levels only, so it is the bound) is a solution."""
+    hist, codes, models = setup(adult, COLUMNS)
+    lattice = Lattice(hist, codes, models, 0.05, "entropy")
+    result = lattice.search()
+    assert result.node.levels == (0, 0, 1, 1, 2, 2, 2, 1, 1)
+    assert math.isclose(result.value, 249978.70787584368, rel_tol=1e-9)
+    assert int(result.node.sa_counts[~result.node.ok].sum()) == 1285
+    assert result.evaluated < len(all_nodes(lattice))
+    limit = lattice.limit_rows
+    better = [levels for levels in all_nodes(lattice) if lattice.bound(levels) < result.value - 1e-6]
+    assert len(better) > 1000
+    assert all(lattice.suppressed_rows(levels) > limit for levels in better)
+    # and no solution has the same value with other levels found earlier: the value is attained once
+    ties = [levels for levels in all_nodes(lattice) if math.isclose(lattice.bound(levels), result.value, rel_tol=1e-12)]
+    assert ties == [result.node.levels]
+
+
+def test_no_suppression_matches_arx(adult):
+    hist, codes, models = setup(adult, COLUMNS)
+    result = Lattice(hist, codes, models, 0.0, "entropy").search()
+    assert result.node.levels == (1, 2, 1, 1, 3, 2, 2, 1, 1)
+    assert math.isclose(result.value, 407289.5388925293, rel_tol=1e-12)
+    assert result.node.ok.all()
+
+
+def brute_force(hist, codes, models, limit, metric):
+    lattice = Lattice(hist, codes, models, limit, metric)
+    best = math.inf
+    for levels in all_nodes(lattice):
+        *_, suppressed = independent(hist, codes, models, levels)
+        if suppressed <= lattice.limit_rows:
+            best = min(best, lattice.value(lattice.evaluate(levels)))
+    return best
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("limit", [0.0, 0.02, 0.1])
+def test_small_lattice_optimal_for_every_metric(adult, metric, limit):
+    hist, codes, models = setup(adult, ["sex", "age", "race", "marital-status", "education"], "k = 10")
+    result = Lattice(hist, codes, models, limit, metric).search()
+    expected = brute_force(hist, codes, models, limit, metric)
+    assert math.isclose(result.value, expected, rel_tol=1e-9, abs_tol=1e-9), (result.node.levels, expected)
+    assert result.node.sa_counts[~result.node.ok].sum() <= limit * hist.n_rows + 1e-9
+
+
+@pytest.mark.parametrize("options", [
+    "l = 3, sensitive = occupation, suppression_limit = 0.05",
+    "t = 0.3, sensitive = occupation, suppression_limit = 0.05",
+    "k = 5, l = 2, l_variant = entropy, sensitive = occupation",
+])
+def test_small_lattice_optimal_with_other_models(adult, options):
+    hist, codes, models = setup(adult, ["sex", "age", "race", "education"], options)
+    limit = 0.05 if "suppression_limit" in options else 0.0
+    lattice = Lattice(hist, codes, models, limit, "entropy")
+    assert not lattice.k_only
+    result = lattice.search()
+    assert math.isclose(result.value, brute_force(hist, codes, models, limit, "entropy"), rel_tol=1e-9)
+    _, _, ok, suppressed = independent(hist, codes, models, result.node.levels)
+    assert suppressed <= lattice.limit_rows and np.array_equal(ok, result.node.ok)
