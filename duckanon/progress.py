@@ -44,12 +44,27 @@ class ShellProgress:
         extra = ", ".join(f"{k} {v}" for k, v in self.info.items())
         return f"{self.phase}{' (' + extra + ')' if extra else ''}  {time.perf_counter() - self.started:.1f} s  (Ctrl-C stops)"
 
+    TICK = 0.5  # seconds between redraws, so the elapsed time moves during a long step
+
     def _show(self) -> None:
         with self.lock:
             if self.timer is None:
                 return
             self.status = self.console.status(self._text())
             self.status.start()
+            self.timer = threading.Timer(self.TICK, self._tick)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _tick(self) -> None:
+        """Redraw with the current elapsed time (a solver inside HiGHS reports nothing for a while)."""
+        with self.lock:
+            if self.timer is None or self.status is None:
+                return
+            self.status.update(self._text())
+            self.timer = threading.Timer(self.TICK, self._tick)
+            self.timer.daemon = True
+            self.timer.start()
 
     def update(self, phase: str, info: dict) -> None:
         self.phase, self.info = phase, info

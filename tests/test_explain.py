@@ -131,3 +131,42 @@ def test_explain_with_a_declared_sa_order(con):
     rows = dict(con.execute("EXPLAIN " + statement).fetchall())
     summary = con.execute(statement).fetchone()
     assert rows["estimated stars"].startswith(f"{summary[3]} of 20 QI cells")
+
+
+def test_exact_reports_its_phases_and_bounds(con):
+    """Progress from the exact solver: its phases, the incumbent's stars as the upper bound
+    before HiGHS, and after it the bounds the result carries."""
+    from duckanon import progress
+
+    seen = []
+    with progress.listening(lambda phase, info: seen.append((phase, dict(info)))):
+        summary = con.execute(f"ANONYMIZE hospital WITH (k = 3, {QI}, method = 'exact')").fetchone()
+    phases = [phase for phase, _ in seen]
+    assert phases.index("exact: kernel and model") < phases.index("exact: MILP (HiGHS)") < phases.index("exact: MILP done")
+    before = dict(seen)["exact: MILP (HiGHS)"]
+    after = dict(seen)["exact: MILP done"]
+    stars, lower = summary[3], summary[7]
+    assert before["upper"] >= stars  # the incumbent heuristic's stars bound the optimum from above
+    assert after == {"upper": stars, "lower": lower, "proven": True} and lower == stars
+
+
+def test_shell_progress_line_ticks_while_a_step_reports_nothing():
+    """The status line's elapsed time moves while the solver is silent (inside HiGHS, say)."""
+    import io
+
+    from rich.console import Console
+
+    from duckanon import progress
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with progress.ShellProgress(console, delay=0.0) as shown:
+        progress.report("exact: MILP (HiGHS)", upper=7)
+        time.sleep(0.1)
+        first = shown._text()
+        updates = []
+        original = shown.status.update
+        shown.status.update = lambda text: (updates.append(text), original(text))
+        time.sleep(3 * progress.ShellProgress.TICK + 0.2)
+    assert "exact: MILP (HiGHS) (upper 7)" in first and "Ctrl-C stops" in first
+    elapsed = [float(text.split("  ")[1].split(" s")[0]) for text in updates]
+    assert len(elapsed) >= 2 and elapsed == sorted(elapsed) and elapsed[-1] > elapsed[0]

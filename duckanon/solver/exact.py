@@ -91,6 +91,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
+from duckanon import progress
 from duckanon.errors import AnonymizeError
 from duckanon.solver.dp import allowed_star_masks, user_star_masks
 from duckanon.solver.histogram import Histogram, group_keys
@@ -689,6 +690,7 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         for mask in user:
             inside |= (masks & ~mask) == 0
         published.leftover = ~inside
+    progress.report("exact: published-star bound (HiGHS)", upper=upper)
     c, integrality, bounds, constraint = _build_milp(published, t_form)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": upper - 0.5,
                "time_limit": max(deadline - time.perf_counter(), 0.05)}
@@ -734,9 +736,12 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         deadline = started + float(time_limit)
     hist = model.hist
     if incumbent is None:
+        progress.report("exact: incumbent heuristics", pairs=len(model.pair_p))
         heuristic_deadline = None if deadline is None else started + HEURISTIC_SHARE * max(deadline - started, 0.0)
         incumbent = _heuristic(hist, model.models, patterns, heuristic_deadline)
     cutoff = None if model.pattern_guided else int(incumbent.stars)
+    # the bounds known before HiGHS runs: the incumbent's stars above; below, what it proves
+    progress.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
     c, integrality, bounds, constraint = _build_milp(model, t_form)
     n_x = len(model.pair_p)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
@@ -775,6 +780,8 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
             lower = min(lower, cutoff)
     if res.status == 2 and cutoff is None:
         raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
+    progress.report("exact: MILP done", upper=int(incumbent.stars if objective is None else min(objective, incumbent.stars)),
+                    lower=lower, proven=bool(proven))
 
     if solution is None or incumbent.stars < solution.stars:
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
@@ -844,6 +851,7 @@ def exact(hist: Histogram, models, patterns=None, time_limit: float | None = Non
     """
     started = time.perf_counter()
     deadline = None if time_limit is None else started + float(time_limit)
+    progress.report("exact: kernel and model", classes=hist.n_classes)
     try:
         model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline)
     except ExactTimeout as error:
