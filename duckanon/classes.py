@@ -36,6 +36,10 @@ def code_alias(j: int) -> str:
 SA_ALIAS, SA_CODE, COUNT, CELL_ID = "s", "s_code", "n", "cell_id"
 
 
+class HistogramTooLarge(AnonymizeError):
+    """The solver side would need more memory than the budget (raised before the fetch)."""
+
+
 @dataclass
 class Cells:
     """The histogram and, per cell, the class and SA code it belongs to."""
@@ -109,10 +113,11 @@ def _check_memory(con, plan: Plan, table: str, budget: int | None) -> None:
         n_classes = con.execute(f'SELECT count(*) FROM (SELECT DISTINCT {codes} FROM "{table}")').fetchone()[0] if m else 1
         need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
     if need > budget:
-        raise AnonymizeError(
-            f"the class histogram is too large for the memory limit: {n_classes:,} classes x {n_sa:,} sensitive "
-            f"values ({n_cells:,} cells) need about {_size(need)} in the solver, above {_size(budget)}; use fewer or "
-            "coarser quasi-identifiers (hierarchies), or raise the option memory_limit")
+        values = f" x {n_sa:,} sensitive values" if plan.sensitive else ""
+        raise HistogramTooLarge(
+            f"the class histogram is too large for the memory limit: {n_classes:,} classes{values} ({n_cells:,} "
+            f"cells) need about {_size(need)} in the solver, above {_size(budget)}; use fewer or coarser "
+            "quasi-identifiers (hierarchies), or raise the option memory_limit")
 
 
 def _size(n: int) -> str:

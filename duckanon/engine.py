@@ -12,12 +12,12 @@ import secrets
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import duckdb
 from sqlglot import exp
 
-from duckanon.classes import build_cells, sa_values
+from duckanon.classes import HistogramTooLarge, build_cells, sa_values
 from duckanon.errors import AnonymizeError
 from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
@@ -156,18 +156,42 @@ def _drop_temp_tables(con, *tables: str) -> None:
         con.execute(f'DROP TABLE IF EXISTS "{table}"')
 
 
+def _build_cells(con, plan: Plan, cells_table: str):
+    """The cells table and histogram, and the plan the solver and the join-back use.
+
+    With k alone the solver never looks at the sensitive values. When they would push the
+    histogram (classes x SA values) over the memory budget, they are left out of it: the
+    sensitive column is then published per row from the source, as a kept column is, and the
+    histogram has one cell per class. (Only then: with the values in, a solver may place the rows
+    of one class by SA value, so the published rows stay as they were for every request that fits.)
+    """
+    budget = memory_budget(plan.statement.memory_limit)
+    try:
+        return plan, build_cells(con, plan, cells_table, budget)
+    except HistogramTooLarge:
+        statement = plan.statement
+        if plan.sensitive is None or statement.l is not None or statement.t is not None:
+            raise
+    _drop_temp_tables(con, cells_table)
+    solver_plan = replace(plan, sensitive=None, keep=plan.keep + [plan.sensitive])
+    return solver_plan, build_cells(con, solver_plan, cells_table, budget)
+
+
 def _solve(con, plan: Plan, cells_table: str):
-    """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution."""
+    """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution, and the
+    plan they were built for (see _build_cells)."""
     statement = plan.statement
     progress.report("building the class histogram (GROUP BY)")
-    cells = build_cells(con, plan, cells_table, memory_budget(statement.memory_limit))
+    plan, cells = _build_cells(con, plan, cells_table)
     hist = cells.histogram
     progress.report(f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
     domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains)
-    return cells, hist, solution, models
+    if plan.sensitive is None and statement.sensitive:
+        solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
+    return plan, cells, hist, solution, models
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -249,21 +273,21 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
     cells_table, parts_view, keyed_table = (f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed"))
     own_transaction = _begin(con)
     try:
-        cells, hist, solution, _ = _solve(con, plan, cells_table)
+        solver_plan, cells, hist, solution, _ = _solve(con, plan, cells_table)
         progress.report(f"publishing {plan.target.sql()}", rows=hist.n_rows)
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
             this=exp.to_table(keyed_table, quoted=True), kind="TABLE",
-            expression=keyed_select(plan, cells_table, parts_view, labelled=_labelled(solution)),
+            expression=keyed_select(solver_plan, cells_table, parts_view, labelled=_labelled(solution)),
             properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
         )
         con.execute(create_keyed.sql(dialect="duckdb"))
         con.unregister(parts_view)
-        if plan.keep:  # per-row values are published: join the keyed table back to the source
+        if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
             any_split = con.execute(f'SELECT bool_or(split) FROM "{keyed_table}"').fetchone()[0] or False
-            published = publish_select(plan, keyed_table, any_split)
+            published = publish_select(solver_plan, keyed_table, any_split)
         else:  # every published row is determined by its cell: no second pass over the source
-            published = histogram_publish_select(plan, keyed_table)
+            published = histogram_publish_select(solver_plan, keyed_table)
         create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
         con.execute(create_target.sql(dialect="duckdb"))
         solution.notes["column_loss"] = _column_loss(con, plan, keyed_table, cells_table, hist, solution)
@@ -373,7 +397,7 @@ def _dry_run(con, statement):
     cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
     own_transaction = _begin(con)
     try:
-        _, hist, solution, models = _solve(con, plan, cells_table)
+        _, _, hist, solution, models = _solve(con, plan, cells_table)
     finally:
         _abort(con, own_transaction, cells_table)
     return plan, hist, solution, models, time.perf_counter() - started

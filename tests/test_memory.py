@@ -3,6 +3,7 @@ fetched, refused up front above the budget (the database unchanged), and the est
 bound on what the histogram and the solvers really allocate (tracemalloc: numpy's buffers are
 traced). The large-scale figures (10M rows, peak RSS, no OOM kill) are in benchmarks/bench_memory.py."""
 
+import json
 import tracemalloc
 
 import pytest
@@ -19,13 +20,57 @@ def test_refused_up_front_and_nothing_written():
     con.duckdb.execute(SOURCE.format(rows=100_000, n_sa=13))
     con.duckdb.execute("CREATE TABLE u_anon AS SELECT 'old' AS v")
     with pytest.raises(duckanon.AnonymizeError) as caught:
-        con.execute("ANONYMIZE u WITH (k = 5, qi = (id, b), sensitive = s, memory_limit = '10MB')")
+        con.execute("ANONYMIZE u WITH (k = 5, l = 2, qi = (id, b), sensitive = s, memory_limit = '10MB')")
     assert str(caught.value) == (
         "the class histogram is too large for the memory limit: 100,000 classes x 13 sensitive values (100,000 "
         "cells) need about 147.9 MiB in the solver, above 9.5 MiB; use fewer or coarser quasi-identifiers "
         "(hierarchies), or raise the option memory_limit")
     assert con.duckdb.execute("SELECT * FROM u_anon").fetchall() == [("old",)]
     assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
+    # with k alone the sensitive values are left out of the solver, and still it does not fit
+    with pytest.raises(duckanon.AnonymizeError) as caught:
+        con.execute("ANONYMIZE u WITH (k = 5, qi = (id, b), sensitive = s, memory_limit = '10MB')")
+    assert str(caught.value).startswith(
+        "the class histogram is too large for the memory limit: 100,000 classes (100,000 cells) need about 93.0 MiB")
+    assert con.duckdb.execute("SELECT * FROM u_anon").fetchall() == [("old",)]
+    assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
+
+
+def test_k_alone_leaves_many_sensitive_values_out_of_the_solver():
+    """7 classes x 5,000 SA values do not fit 68 MiB in the solver; with k alone the SA values are not
+    needed there: the histogram has 7 classes, the sensitive column is published per row from the
+    source, and the result is k-anonymous with the source's SA values row for row (per class). With
+    l the same request is refused."""
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=100_000, n_sa=5000))
+    assert solver_memory_estimate(7, 35_000, 1, 5000) > 68 * 2**20 > solver_memory_estimate(7, 7, 1, 1)
+    with pytest.raises(duckanon.AnonymizeError, match="7 classes x 5,000 sensitive values"):
+        con.execute("ANONYMIZE u WITH (k = 5, l = 2, qi = (b), sensitive = s, memory_limit = '68MiB')")
+    summary = con.anonymize("ANONYMIZE u WITH (k = 5, qi = (b), sensitive = s, memory_limit = '68MiB', seed = 3)")
+    assert summary.classes == 7 and summary.stars == 0 and summary.rows == 100_000
+    assert json.loads(summary.details)["sensitive_in_solver"] is False
+    assert [d[0] for d in con.duckdb.execute("SELECT * FROM u_anon LIMIT 0").description] == ["b", "s"]
+    # the published (b, s) multiset is the source's (nothing needed starring), checked in SQL
+    differ = con.duckdb.execute("SELECT count(*) FROM ((SELECT b, s FROM u EXCEPT ALL SELECT b, s FROM u_anon) "
+                                "UNION ALL (SELECT b, s FROM u_anon EXCEPT ALL SELECT b, s FROM u))").fetchone()[0]
+    assert differ == 0
+    assert con.duckdb.execute("SELECT min(n) FROM (SELECT count(*) AS n FROM u_anon GROUP BY b)").fetchone()[0] >= 5
+    # the provenance still names the sensitive column (REPORT reads it)
+    comment = con.duckdb.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'u_anon'").fetchone()[0]
+    assert json.loads(comment.removeprefix("duckanon "))["sensitive"] == "s"
+
+
+def test_k_alone_with_suppression_and_too_many_sensitive_values():
+    """Stars as well: a unique id with a coarse column; SA values left out of the solver; every
+    published class has >= k rows, and each source row's s appears with its row's kept id."""
+    con = duckanon.connect()
+    con.duckdb.execute(SOURCE.format(rows=20_000, n_sa=4000))
+    summary = con.anonymize("ANONYMIZE u WITH (k = 4, qi = (c, b), sensitive = s, keep = id, method = 'mapprox', "
+                            "memory_limit = '70MB', seed = 1)")
+    assert json.loads(summary.details)["sensitive_in_solver"] is False and summary.rows == 20_000
+    assert con.duckdb.execute("SELECT min(n) FROM (SELECT count(*) AS n FROM u_anon GROUP BY c, b)").fetchone()[0] >= 4
+    mismatched = con.duckdb.execute("SELECT count(*) FROM u_anon a JOIN u ON a.id = u.id WHERE a.s <> u.s").fetchone()[0]
+    assert mismatched == 0 and con.duckdb.execute("SELECT count(DISTINCT id) FROM u_anon").fetchone()[0] == 20_000
 
 
 @pytest.mark.parametrize("value,message", [
