@@ -26,6 +26,15 @@ def con():
     connection.close()
 
 
+@pytest.fixture(scope="module")
+def adult():
+    """Adult (30,162 rows) as table `adult`, one connection shared by the tests of a module."""
+    connection = duckanon.connect()
+    connection.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
+    yield connection
+    connection.close()
+
+
 def hospital_digits_sql(name: str = "hospital_digits") -> str:
     """The papers' star model: every digit of zipcode and age its own QI (m = 8)."""
     zips = ", ".join(f"substr(CAST(zipcode AS VARCHAR), {i + 1}, 1) AS z{i + 1}" for i in range(5))

@@ -22,14 +22,6 @@ def details(row):
     return json.loads(row[-1])
 
 
-@pytest.fixture(scope="module")
-def adult():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim=';')")
-    yield con
-    con.close()
-
-
 def test_adult_optimum_matches_arx(adult):
     """ARX's test suite: all 9 columns as QIs, k = 5, no suppression, non-uniform entropy."""
     columns = [r[0] for r in adult.execute("DESCRIBE adult").fetchall()]

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-import duckanon
 from conftest import SHARED
 from duckanon.classes import build_cells
 from duckanon.engine import column_domains, models_for
@@ -21,14 +20,6 @@ from duckanon.sql import bind_statement, parse_statement
 ADULT = SHARED / "adult"
 COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
            "salary-class"]
-
-
-@pytest.fixture(scope="module")
-def adult():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim=';')")
-    yield con
-    con.close()
 
 
 def setup(con, columns, options="k = 5"):
