@@ -59,6 +59,9 @@ CREATE OR REPLACE MACRO anon_risk_classes(tbl, qi) AS TABLE
 -- `threshold` is optional (default 0.2, i.e. classes of fewer than 5 rows are at risk) and may be
 -- given positionally or as `threshold := x`.
 -- Empty table: the risks and fractions are NULL, records_at_risk = uniques = classes = rows = 0.
+-- Classes are grouped as one struct of the QI values (as anon_k does), not through
+-- anon_class_sizes: that one returns the QI columns themselves, and a QI named `size` would
+-- collide with its count column.
 CREATE OR REPLACE MACRO anon_risk(tbl, qi, threshold := 0.2) AS TABLE
     SELECT 1.0 / min(size) AS highest_risk,
            count(*) / sum(size) AS average_risk,
