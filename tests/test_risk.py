@@ -500,3 +500,17 @@ def test_property_against_reference(mcon, rows, stars, threshold):
     assert js["marketer_risk"] == pytest.approx(marketer)
     assert js["average_risk"] == pytest.approx(max(len(sample) / sum(pop[c] for c in sample), marketer))
     assert js["highest_risk"] == pytest.approx(max(1 / pop[c] for c in sample))
+
+
+def test_a_quasi_identifier_named_like_the_macros_output_columns(con):
+    """anon_k and anon_risk group by a struct of the QI values, so QI columns named `size`, `k` or
+    `classes` do not collide with their own count columns (anon_class_sizes returns the QI
+    columns themselves, which is why those two macros do not build on it)."""
+    con.execute('CREATE TABLE clash AS SELECT * FROM (VALUES (1, 7, 0), (1, 7, 0), (1, 7, 0), (2, 7, 0), (2, 7, 0)) '
+                't("size", "k", "classes")')
+    qi = ["size", "k", "classes"]
+    assert con.execute("SELECT k, classes FROM anon_k('clash', ?)", [qi]).fetchone() == (2, 2)
+    highest, average, at_risk, classes, rows = con.execute(
+        "SELECT highest_risk, average_risk, records_at_risk, classes, rows FROM anon_risk('clash', ?, 0.4)",
+        [qi]).fetchone()
+    assert (highest, average, at_risk, classes, rows) == (0.5, 0.4, 2, 2, 5)
