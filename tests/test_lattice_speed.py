@@ -130,3 +130,14 @@ def test_small_lattice_optimal_with_other_models(adult, options):
     assert math.isclose(result.value, brute_force(hist, codes, models, limit, "entropy"), rel_tol=1e-9)
     _, _, ok, suppressed = independent(hist, codes, models, result.node.levels)
     assert suppressed <= lattice.limit_rows and np.array_equal(ok, result.node.ok)
+
+
+def test_suppressed_rows_when_key_spaces_are_too_large_to_count_directly(adult):
+    """The path for key spaces above dense_limit (renumbered by sorting first), forced here."""
+    hist, codes, models = setup(adult, COLUMNS)
+    lattice = Lattice(hist, codes, models, 0.05, "entropy")
+    lattice.dense_limit = 1
+    nodes = all_nodes(lattice)
+    rng = np.random.default_rng(11)
+    for levels in [nodes[i] for i in rng.choice(len(nodes), 40, replace=False)] + [nodes[0], nodes[-1]]:
+        assert lattice.suppressed_rows(levels) == independent(hist, codes, models, levels)[3], levels

@@ -97,9 +97,7 @@ class Lattice:
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
         self.k_only = all(isinstance(m, KAnonymity) for m in models)
         self.k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
-        self.row_sizes = np.asarray(self.sizes, dtype=np.int64)
-        self.float_sizes = self.row_sizes.astype(np.float64)
-        self.size_bits = max(int(self.row_sizes.max()).bit_length() if len(self.row_sizes) else 1, 1)
+        self.float_sizes = np.asarray(self.sizes, dtype=np.float64)  # weights for bincount
         self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
         self.blocks = self._make_blocks()
         self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
@@ -176,20 +174,10 @@ class Lattice:
         if self.k <= 1 or not self.hist.n_classes:
             return 0
         key, space = self._keys(levels)
-        sizes = self.row_sizes
-        if space <= self.dense_limit:
-            counts = np.bincount(key, weights=sizes, minlength=space)
-            return int(round(self.float_sizes @ (counts[key] < self.k)))  # exact: integers < 2**53
-        if space < 1 << (62 - self.size_bits):  # sort keys with the class size in the low bits
-            key <<= self.size_bits
-            key |= sizes
-            key.sort()
-            group = key >> self.size_bits
-            starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
-            counts = np.add.reduceat(key & ((1 << self.size_bits) - 1), starts)
-        else:
-            counts = np.bincount(np.unique(key, return_inverse=True)[1].ravel(), weights=sizes)
-        return int(counts[counts < self.k].sum())
+        if space > self.dense_limit:
+            key, space = self._densify(key, space)
+        counts = np.bincount(key, weights=self.float_sizes, minlength=space)
+        return int(round(self.float_sizes @ (counts[key] < self.k)))  # exact: integers < 2**53
 
     # -- metrics -------------------------------------------------------------------------------
     def _row_costs(self, j: int) -> np.ndarray:
