@@ -52,9 +52,7 @@ class ShellProgress:
                 return
             self.status = self.console.status(self._text())
             self.status.start()
-            self.timer = threading.Timer(self.TICK, self._tick)
-            self.timer.daemon = True
-            self.timer.start()
+            self._schedule(self.TICK, self._tick)
 
     def _tick(self) -> None:
         """Redraw with the current elapsed time (a solver inside HiGHS reports nothing for a while)."""
@@ -62,9 +60,13 @@ class ShellProgress:
             if self.timer is None or self.status is None:
                 return
             self.status.update(self._text())
-            self.timer = threading.Timer(self.TICK, self._tick)
-            self.timer.daemon = True
-            self.timer.start()
+            self._schedule(self.TICK, self._tick)
+
+    def _schedule(self, delay: float, action) -> None:
+        """The next timer (the one __exit__ cancels); the caller holds the lock or runs alone."""
+        self.timer = threading.Timer(delay, action)
+        self.timer.daemon = True
+        self.timer.start()
 
     def update(self, phase: str, info: dict) -> None:
         self.phase, self.info = phase, info
@@ -73,9 +75,7 @@ class ShellProgress:
                 self.status.update(self._text())
 
     def __enter__(self):
-        self.timer = threading.Timer(self.delay, self._show)
-        self.timer.daemon = True
-        self.timer.start()
+        self._schedule(self.delay, self._show)
         self._ctx = listening(self.update)
         self._ctx.__enter__()
         return self
