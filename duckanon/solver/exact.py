@@ -780,8 +780,6 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
             lower = min(lower, cutoff)
     if res.status == 2 and cutoff is None:
         raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
-    progress.report("exact: MILP done", upper=int(incumbent.stars if objective is None else min(objective, incumbent.stars)),
-                    lower=lower, proven=bool(proven))
 
     if solution is None or incumbent.stars < solution.stars:
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
@@ -814,6 +812,9 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         "kernel_removed": sum(int(s.sum()) for _, s in model.kernel_emitted),
         "seconds": round(time.perf_counter() - started, 4),
     })
+    # the published stars and their bounds (with patterns, after the published-star bound)
+    progress.report("exact: MILP done", upper=int(solution.stars), lower=solution.lower_bound,
+                    proven=bool(solution.optimal))
     return solution
 
 
