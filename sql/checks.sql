@@ -1,7 +1,10 @@
 -- duckanon: SQL-only privacy checks for ANY table (also tables made by other tools).
 --
 -- Load with `con.execute(open('sql/checks.sql').read())` in Python or `.read sql/checks.sql` in
--- the duckdb CLI.
+-- the duckdb CLI. Every macro is a TEMP macro: it lives in the session's temp catalog, so the files
+-- also load on a database opened read-only (`duckdb -readonly file.duckdb`, read_only=True) and
+-- write nothing into the user's file; load them again in each new session. The files create
+-- nothing else (no table, view, sequence or setting).
 -- Every macro takes the table name as a string (anything query_table() accepts: table or view,
 -- optionally schema-qualified), the quasi-identifier (QI) column names as a VARCHAR list and, where
 -- relevant, the sensitive attribute (SA) column name as a string. Names are matched exactly and
@@ -24,7 +27,7 @@
 -- anon_missing_columns(tbl, names) -> (missing VARCHAR[]): one row, the names in `names` that are
 -- not columns of tbl (empty list when all exist). A misspelt QI would otherwise just be left out of
 -- COLUMNS(...) and silently make the table look more anonymous than it is. Reads at most one row.
-CREATE OR REPLACE MACRO anon_missing_columns(tbl, names) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_missing_columns(tbl, names) AS TABLE
     SELECT list_filter(list_distinct(names),
                        lambda q: NOT list_contains(struct_keys(__anon_row), q)) AS missing
     FROM (  -- __anon_row: a struct keyed by the matching columns, one row even for an empty table
@@ -37,7 +40,7 @@ CREATE OR REPLACE MACRO anon_missing_columns(tbl, names) AS TABLE
 
 -- anon_require_columns(tbl, names) -> (ok BOOLEAN): one row, true, or an Invalid Input Error naming
 -- the missing columns. Every check below filters its scan with it.
-CREATE OR REPLACE MACRO anon_require_columns(tbl, names) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_require_columns(tbl, names) AS TABLE
     SELECT CASE WHEN len(missing) = 0 THEN true
                 ELSE error('duckanon: table ' || tbl || ' has no column named '
                            || array_to_string(missing, ', ')
@@ -47,7 +50,7 @@ CREATE OR REPLACE MACRO anon_require_columns(tbl, names) AS TABLE
 
 -- anon_class_sizes(tbl, qi) -> (<QI columns>..., size BIGINT): one row per equivalence class,
 -- sorted. The class histogram every check is built on: size is the number of rows in the class.
-CREATE OR REPLACE MACRO anon_class_sizes(tbl, qi) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_class_sizes(tbl, qi) AS TABLE
     SELECT COLUMNS(lambda c: list_contains(qi, c)), count(*) AS size
     FROM query_table(tbl)
     WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
@@ -57,7 +60,7 @@ CREATE OR REPLACE MACRO anon_class_sizes(tbl, qi) AS TABLE
 -- anon_k(tbl, qi) -> (k BIGINT, classes BIGINT): one row. The table is k-anonymous for every
 -- k <= `k` (the smallest class size), `classes` is the number of equivalence classes.
 -- Empty table: k = NULL (no class, so no bound), classes = 0.
-CREATE OR REPLACE MACRO anon_k(tbl, qi) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_k(tbl, qi) AS TABLE
     SELECT min(size) AS k, count(*) AS classes
     FROM (
         SELECT count(*) AS size
@@ -73,7 +76,7 @@ CREATE OR REPLACE MACRO anon_k(tbl, qi) AS TABLE
 -- (equivalence class, SA value) present in the table, cls = the class's QI values as an unnamed
 -- struct (so it can be grouped and compared as one value), n = number of rows. This histogram is
 -- all that l-diversity and t-closeness need, NULL SA is a value of its own.
-CREATE OR REPLACE MACRO anon_sa_counts(tbl, qi, sa) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_sa_counts(tbl, qi, sa) AS TABLE
     SELECT __cls AS cls, __sa AS sa_value, count(*) AS n
     FROM (
         SELECT row(*COLUMNS(lambda c: list_contains(qi, c))) AS __cls,
@@ -92,7 +95,7 @@ CREATE OR REPLACE MACRO anon_sa_counts(tbl, qi, sa) AS TABLE
 --                 (entropy l-diversity holds for every l <= entropy_l, floating point),
 --   classes     = number of equivalence classes.
 -- Empty table: the three l values are NULL, classes = 0.
-CREATE OR REPLACE MACRO anon_l(tbl, qi, sa) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_l(tbl, qi, sa) AS TABLE
     WITH __anon_cs AS (   -- rows per (class, SA value)
         SELECT cls AS __cls, sa_value AS __sa, n FROM anon_sa_counts(tbl, qi, sa)
     ), __anon_cl AS (     -- per class: distinct SA values, size, largest SA count, exp(entropy)
@@ -114,7 +117,7 @@ CREATE OR REPLACE MACRO anon_l(tbl, qi, sa) AS TABLE
 -- r_(l+1) + ...) in every class, so the table is recursive (c, l)-diverse exactly for the
 -- c > recursive_c = max over classes of r_1 / (r_l + r_(l+1) + ...): a class with fewer than l
 -- distinct SA values makes it +infinity. Empty table: NULL, 0.
-CREATE OR REPLACE MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
     WITH __anon_ranked AS (
         SELECT cls, n, row_number() OVER (PARTITION BY cls ORDER BY n DESC) AS r
         FROM anon_sa_counts(tbl, qi, sa)
@@ -141,7 +144,7 @@ CREATE OR REPLACE MACRO anon_l_recursive(tbl, qi, sa, l) AS TABLE
 -- values between two values present in the class, and T increases, so each run splits at the
 -- last i with T(i) <= floor(N * C / size) (an ASOF join) into two closed-form sums over prefix
 -- sums of T.
-CREATE OR REPLACE MACRO anon_t(tbl, qi, sa) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_t(tbl, qi, sa) AS TABLE
     WITH __anon_cs AS (   -- rows per (class, SA value)
         SELECT cls AS __cls, sa_value AS __sa, n FROM anon_sa_counts(tbl, qi, sa)
     ), __anon_ids AS (    -- integer ids: cid per class, sid = rank of the SA value (ascending, NULL last)
@@ -200,7 +203,7 @@ CREATE OR REPLACE MACRO anon_t(tbl, qi, sa) AS TABLE
 -- cells equal to '*' (the suppression cost), `suppressed_rows` = rows with at least one '*' among
 -- the QI columns. QI columns are cast to VARCHAR first, so non-VARCHAR columns simply have no
 -- stars, and NULL is not a star. Empty table: 0, 0.
-CREATE OR REPLACE MACRO anon_stars(tbl, qi) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_stars(tbl, qi) AS TABLE
     SELECT coalesce(sum(n), 0)::BIGINT AS stars,
            count(*) FILTER (WHERE n > 0) AS suppressed_rows
     FROM (
@@ -217,7 +220,7 @@ CREATE OR REPLACE MACRO anon_stars(tbl, qi) AS TABLE
 -- anon_k, anon_l, anon_t (equal distance) and anon_stars, plus the row count, same definitions
 -- and same empty-table values (rows = 0). Computed from one pass over anon_sa_counts, so it is
 -- cheaper than running the four checks (t_ordered and entropy_l are left to anon_t and anon_l).
-CREATE OR REPLACE MACRO anon_report(tbl, qi, sa) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_report(tbl, qi, sa) AS TABLE
     WITH __anon_cells AS (  -- (class, SA value) counts with class size, table count of the value, rows
         SELECT cls, n,
                sum(n) OVER (PARTITION BY cls) AS size,
@@ -246,7 +249,7 @@ CREATE OR REPLACE MACRO anon_report(tbl, qi, sa) AS TABLE
 
 -- anon_report_k(tbl, qi) -> (k BIGINT, classes BIGINT, stars BIGINT, suppressed_rows BIGINT,
 -- rows BIGINT): anon_report for tables without a sensitive attribute.
-CREATE OR REPLACE MACRO anon_report_k(tbl, qi) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_report_k(tbl, qi) AS TABLE
     SELECT k.k, k.classes, s.stars, s.suppressed_rows,
            (SELECT count(*) FROM query_table(tbl)) AS rows
     FROM anon_k(tbl, qi) AS k

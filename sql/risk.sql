@@ -20,7 +20,7 @@
 -- anon_risk_key_counts(tbl, cols) -> (key VARCHAR[], n BIGINT): helper, one row per distinct
 -- combination of the `cols` values present in tbl: key = the values cast to VARCHAR in the ORDER OF
 -- `cols` (not of the table), n = number of rows. Empty table: no row.
-CREATE OR REPLACE MACRO anon_risk_key_counts(tbl, cols) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_risk_key_counts(tbl, cols) AS TABLE
     SELECT list_transform(cols, lambda q: __v[list_position(__k, q)]) AS key, count(*) AS n
     FROM (
         SELECT list_value(*COLUMNS(*)) AS __v, struct_keys(__anon_s) AS __k
@@ -35,7 +35,7 @@ CREATE OR REPLACE MACRO anon_risk_key_counts(tbl, cols) AS TABLE
 -- anon_risk_classes(tbl, qi) -> (<QI columns>..., size BIGINT, risk DOUBLE): one row per
 -- equivalence class, sorted: size = rows in the class, risk = 1 / size, the prosecutor
 -- re-identification risk of each of its records (for plots and drill-down). Empty table: no row.
-CREATE OR REPLACE MACRO anon_risk_classes(tbl, qi) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_risk_classes(tbl, qi) AS TABLE
     SELECT COLUMNS(lambda c: list_contains(qi, c)), count(*) AS size, 1.0 / count(*) AS risk
     FROM query_table(tbl)
     WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
@@ -62,7 +62,7 @@ CREATE OR REPLACE MACRO anon_risk_classes(tbl, qi) AS TABLE
 -- Classes are grouped as one struct of the QI values (as anon_k does), not through
 -- anon_class_sizes: that one returns the QI columns themselves, and a QI named `size` would
 -- collide with its count column.
-CREATE OR REPLACE MACRO anon_risk(tbl, qi, threshold := 0.2) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_risk(tbl, qi, threshold := 0.2) AS TABLE
     SELECT 1.0 / min(size) AS highest_risk,
            count(*) / sum(size) AS average_risk,
            coalesce(sum(size) FILTER (WHERE 1.0 / size > threshold::DOUBLE), 0)::BIGINT
@@ -109,7 +109,7 @@ CREATE OR REPLACE MACRO anon_risk(tbl, qi, threshold := 0.2) AS TABLE
 --   classes = C, rows = n, population_rows = rows of `population`.
 -- With the sample as its own population every number equals anon_risk's.
 -- Empty sample: risks and fractions NULL, counts 0 (population_rows still counted).
-CREATE OR REPLACE MACRO anon_risk_journalist(tbl, qi, population, threshold := 0.2) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_risk_journalist(tbl, qi, population, threshold := 0.2) AS TABLE
     WITH __anon_rj_s AS (   -- sample classes: f
         SELECT key, n AS f FROM anon_risk_key_counts(tbl, qi)
     ), __anon_rj_p AS (     -- population classes: F
@@ -161,7 +161,7 @@ CREATE OR REPLACE MACRO anon_risk_journalist(tbl, qi, population, threshold := 0
 --     (`published` is not a suppression of `original`). `sa` must not be one of the QI.
 -- Empty published table: stars = suppressed_rows = classes = rows = discernibility = 0, aecs,
 -- normalized_aecs and kl_divergence NULL; kl_divergence is also NULL when `original` is empty.
-CREATE OR REPLACE MACRO anon_utility(published, original, qi, sa, k := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_utility(published, original, qi, sa, k := NULL) AS TABLE
     WITH __anon_ru_pub AS (    -- published (QI..., SA) combinations: key, n, class id, starred QI
         SELECT key AS __anon_key, n AS __anon_n, row_number() OVER () AS __anon_pcid,
                list_filter(qi, lambda q: key[list_position(qi, q)] IS NOT DISTINCT FROM '*')

@@ -41,7 +41,7 @@
 
 -- anon_hierarchy_levels(hierarchy_tbl) -> (value VARCHAR, level INTEGER, node VARCHAR): the
 -- hierarchy's distinct rows of levels >= 1 plus (value, 0, value) for every leaf.
-CREATE OR REPLACE MACRO anon_hierarchy_levels(hierarchy_tbl) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_hierarchy_levels(hierarchy_tbl) AS TABLE
     WITH __anon_raw AS (
         SELECT DISTINCT value::VARCHAR AS value, level::INTEGER AS level, node::VARCHAR AS node
         FROM query_table(hierarchy_tbl)
@@ -52,7 +52,7 @@ CREATE OR REPLACE MACRO anon_hierarchy_levels(hierarchy_tbl) AS TABLE
 
 -- anon_hierarchy_check(hierarchy_tbl) -> (ok BOOLEAN, height INTEGER): one row, or an Invalid
 -- Input Error naming the first problem found. height = H as defined above (0: one leaf only).
-CREATE OR REPLACE MACRO anon_hierarchy_check(hierarchy_tbl) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_hierarchy_check(hierarchy_tbl) AS TABLE
     WITH __anon_h AS (
         SELECT * FROM anon_hierarchy_levels(hierarchy_tbl)
     ), __anon_top AS (
@@ -89,7 +89,7 @@ CREATE OR REPLACE MACRO anon_hierarchy_check(hierarchy_tbl) AS TABLE
            (__anon_top.top + (__anon_top.roots > 1)::INTEGER)::INTEGER AS height
     FROM __anon_problem, __anon_top;
 
-CREATE OR REPLACE MACRO anon_t_hierarchical(tbl, qi, sa, hierarchy_tbl) AS TABLE
+CREATE OR REPLACE TEMP MACRO anon_t_hierarchical(tbl, qi, sa, hierarchy_tbl) AS TABLE
     WITH __anon_shape AS (
         SELECT height FROM anon_hierarchy_check(hierarchy_tbl) WHERE ok
     ), __anon_h AS (
