@@ -127,6 +127,14 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def fetch_arrow(con, query: str):
+    """The result of `query` as an Arrow table. On DuckDB through a relation: DuckDB 2 copies and
+    warns when Arrow is taken from an execute() result."""
+    if isinstance(con, duckdb.DuckDBPyConnection):
+        return con.sql(query).to_arrow_table()
+    return con.execute(query).to_arrow_table()
+
+
 def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
     create = exp.Create(
         this=exp.to_table(table, quoted=True), kind="TABLE", expression=cells_select(plan),
@@ -139,7 +147,7 @@ def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_b
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
-    arrow = con.execute(fetch.sql(dialect="duckdb")).to_arrow_table()
+    arrow = fetch_arrow(con, fetch.sql(dialect="duckdb"))
     m = len(plan.qi)
     n_cells = arrow.num_rows
     codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)

@@ -24,7 +24,7 @@ _UDF_ERROR = "!error "  # a summary is JSON and starts with "{"
 _ANONYMIZE_MACRO = (
     "CREATE OR REPLACE TEMP MACRO anonymize(statement_text) AS "
     # the lambda binds the UDF's result once (a macro argument used twice would run it twice)
-    f"list_transform([{_REGISTERED_UDF}(statement_text)], r -> CASE WHEN starts_with(r, '{_UDF_ERROR}') "
+    f"list_transform([{_REGISTERED_UDF}(statement_text)], lambda r: CASE WHEN starts_with(r, '{_UDF_ERROR}') "
     f"THEN error(r[{len(_UDF_ERROR) + 1}:]) ELSE r END)[1]"
 )
 
@@ -70,9 +70,9 @@ def sql(con: duckdb.DuckDBPyConnection, text: str):
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """Install our SQL macros (checks, reports) and the `anonymize(text)` scalar UDF into `con`."""
     for path in macro_files():
-        # TEMP macros: per connection, so they work on read-only databases, never write into the
-        # user's file, and two connections (or cursors, or threads) never conflict installing them
-        con.execute(path.read_text().replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO"))
+        # the files create TEMP macros: per connection, so they work on read-only databases, never
+        # write into the user's file, and connections (or cursors, or threads) never conflict
+        con.execute(path.read_text())
     try:
         con.remove_function(_REGISTERED_UDF)
     except Exception:

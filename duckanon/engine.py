@@ -52,7 +52,10 @@ class Summary:
     }
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self))
+        """The row as one JSON object; `details` nested as an object (so `s->'details'->'x'` works)."""
+        row = asdict(self)
+        row["details"] = json.loads(self.details)
+        return json.dumps(row, default=str)
 
     def as_sql(self) -> tuple[str, list]:
         """A SELECT producing this row with proper column types, and its parameters."""

@@ -448,7 +448,7 @@ def test_matching_refuses_what_it_cannot_solve_in_polynomial_time():
         solve(hist, [KAnonymity(3)], "matching")
 
 
-def test_matching_min_cost_flow_path_equals_assignment(monkeypatch):
+def test_matching_transport_lp_path_equals_assignment(monkeypatch):
     matching_module = importlib.import_module("duckanon.solver.matching")
     rng = np.random.default_rng(11)
     for _ in range(10):
@@ -462,7 +462,7 @@ def test_matching_min_cost_flow_path_equals_assignment(monkeypatch):
         monkeypatch.setattr(matching_module, "ASSIGNMENT_ROW_LIMIT", 0)
         by_flow = matching_module.matching(hist, models)
         monkeypatch.undo()
-        assert by_flow.notes["algorithm"] == "capacity-scaling min-cost flow"
+        assert by_flow.notes["algorithm"] == "transportation LP (HiGHS)"
         assert_valid(hist, by_flow, models)
         assert by_flow.stars == by_assignment.stars
         if n <= 24:

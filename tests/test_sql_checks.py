@@ -160,7 +160,7 @@ def test_every_macro_has_a_comment_and_only_macros_are_defined():
     creates = [i for i, line in enumerate(lines) if line.startswith("CREATE")]
     assert len(creates) == 11
     for i in creates:
-        assert lines[i].startswith("CREATE OR REPLACE MACRO anon_")
+        assert lines[i].startswith("CREATE OR REPLACE TEMP MACRO anon_")
         assert lines[i].endswith("AS TABLE")
         assert lines[i - 1].startswith("-- "), lines[i]
     # no semicolon hides in a comment (keeps naive statement splitters happy)

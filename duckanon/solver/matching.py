@@ -18,9 +18,9 @@ swapping to (u, w), (x, y) costs 0 + 2 h(x, y) <= 2 h(x, c) + 2 h(c, y) (Hamming
 Then each class has surplus rows of one value only, and a transportation problem between the
 a-surplus and b-surplus classes remains (cost 2 * Hamming), integral because the constraint
 matrix is totally unimodular. Solved with scipy's `linear_sum_assignment` on the expanded
-surplus rows (O(n^3), n = surplus rows per side) when n <= ASSIGNMENT_ROW_LIMIT, else with
-networkx's capacity-scaling min-cost flow on the class graph
-(O(E log U (E + V log V)), E = a-classes x b-classes, U = largest class): polynomial either way.
+surplus rows (O(n^3), n = surplus rows per side) when n <= ASSIGNMENT_ROW_LIMIT, else as the
+transportation linear program on the class graph (a-classes x b-classes variables), solved by
+HiGHS, whose vertex optimum is integral: polynomial either way.
 Building costs: O(C_a * C_b * m).
 
 Not implemented: 2-anonymity and 2-diversity with more than two SA values as a minimum-cost
@@ -34,14 +34,17 @@ solves them.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+from scipy import sparse
+from scipy.optimize import linear_sum_assignment, linprog
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
 from duckanon.solver.partition import Solution, build_solution
 
-ASSIGNMENT_ROW_LIMIT = 2000
+# linear_sum_assignment on the expanded rows takes about 3 s and 300 MB at this size; beyond it
+# the transportation LP on the (fewer) classes runs instead
+ASSIGNMENT_ROW_LIMIT = 6000
 
 
 def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
@@ -68,10 +71,19 @@ def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | Non
     return None
 
 
+def _hamming_costs(codes_a, codes_b) -> np.ndarray:
+    """2 * Hamming distance between every a-class and b-class, one column at a time (no n_a x n_b x m
+    temporary)."""
+    cost = np.zeros((len(codes_a), len(codes_b)), dtype=np.int32)
+    for j in range(codes_a.shape[1]):
+        cost += codes_a[:, j, None] != codes_b[None, :, j]
+    return 2 * cost
+
+
 def _pairs_by_assignment(codes_a, count_a, codes_b, count_b):
     ia = np.repeat(np.arange(len(count_a)), count_a)
     ib = np.repeat(np.arange(len(count_b)), count_b)
-    class_cost = 2 * (codes_a[:, None, :] != codes_b[None, :, :]).sum(axis=2)
+    class_cost = _hamming_costs(codes_a, codes_b)
     rows, cols = linear_sum_assignment(class_cost[ia][:, ib])
     flow: dict[tuple[int, int], int] = {}
     for r, c in zip(ia[rows], ib[cols]):
@@ -79,25 +91,26 @@ def _pairs_by_assignment(codes_a, count_a, codes_b, count_b):
     return flow
 
 
-def _pairs_by_min_cost_flow(codes_a, count_a, codes_b, count_b):
-    import networkx as nx
+def _pairs_by_transport_lp(codes_a, count_a, codes_b, count_b):
+    """The transportation problem on the class graph, as a linear program solved by HiGHS.
 
-    graph = nx.DiGraph()
-    for i, c in enumerate(count_a):
-        graph.add_node(("a", i), demand=-int(c))
-    for j, c in enumerate(count_b):
-        graph.add_node(("b", j), demand=int(c))
-    for i in range(len(count_a)):
-        cost = 2 * (codes_b != codes_a[i][None, :]).sum(axis=1)
-        for j in range(len(count_b)):
-            graph.add_edge(("a", i), ("b", j), weight=int(cost[j]))
-    _, flow_dict = nx.capacity_scaling(graph)
-    flow = {}
-    for i in range(len(count_a)):
-        for (_, j), f in flow_dict[("a", i)].items():
-            if f:
-                flow[(i, j)] = int(f)
-    return flow
+    Its constraint matrix (one row per a-class, one per b-class) is totally unimodular, so every
+    basic optimum is integral; HiGHS's dual simplex ends on a basis, and the check below makes sure.
+    (Measured: 1,000 x 1,000 classes in 7 s; `milp` on the same LP took 14 times longer.)
+    """
+    n_a, n_b = len(count_a), len(count_b)
+    cost = _hamming_costs(codes_a, codes_b)  # (n_a, n_b), flattened row-major
+    variables = n_a * n_b
+    columns = np.arange(variables)
+    rows = np.concatenate([columns // n_b, n_a + columns % n_b])
+    equalities = sparse.csr_array((np.ones(2 * variables), (rows, np.concatenate([columns, columns]))),
+                                  shape=(n_a + n_b, variables))
+    result = linprog(cost.ravel().astype(float), A_eq=equalities, b_eq=np.concatenate([count_a, count_b]).astype(float),
+                     bounds=(0, None), method="highs-ds")
+    if result.x is None or np.abs(result.x - np.rint(result.x)).max() > 1e-6:
+        raise AnonymizeError(f"matching: the transportation problem was not solved to an integral optimum ({result.message})")
+    amounts = np.rint(result.x).astype(np.int64).reshape(n_a, n_b)
+    return {(int(i), int(j)): int(amounts[i, j]) for i, j in zip(*np.nonzero(amounts))}
 
 
 def matching(hist: Histogram, models, patterns=None) -> Solution:
@@ -124,8 +137,8 @@ def matching(hist: Histogram, models, patterns=None) -> Solution:
             flow = _pairs_by_assignment(*args)
             how = "assignment"
         else:
-            flow = _pairs_by_min_cost_flow(*args)
-            how = "capacity-scaling min-cost flow"
+            flow = _pairs_by_transport_lp(*args)
+            how = "transportation LP (HiGHS)"
         for (i, j), f in sorted(flow.items()):
             pc += [ca[i], cb[j]]; ps += [a, b]; pg += [group, group]; pn += [f, f]
             group += 1
