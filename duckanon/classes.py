@@ -131,6 +131,8 @@ def fetch_arrow(con, query: str):
     """The result of `query` as an Arrow table. On DuckDB through a relation: DuckDB 2 copies and
     warns when Arrow is taken from an execute() result."""
     if isinstance(con, duckdb.DuckDBPyConnection):
+        if hasattr(con, "abort"):  # DuckDB 2: results stream; drop the unread rest of an earlier one
+            con.abort()
         return con.sql(query).to_arrow_table()
     return con.execute(query).to_arrow_table()
 

@@ -8,11 +8,13 @@ it was and a re-run replaces the target atomically.
 from __future__ import annotations
 
 import decimal
+import os
 import secrets
 import json
 import time
 import uuid
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 import duckdb
 from sqlglot import exp
@@ -21,7 +23,7 @@ from duckanon.classes import HistogramTooLarge, build_cells, sa_values
 from duckanon.errors import AnonymizeError
 from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
-from duckanon import hierarchy, progress
+from duckanon import extras, hierarchy, progress
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
@@ -43,12 +45,14 @@ class Summary:
     optimal: bool
     lower_bound: int | None
     seconds: float
+    target: str | None = None  # the published table, as SQL
+    report: str | None = None  # the HTML report's path, when one was written
     details: str = "{}"  # JSON: the solver's diagnostics (e.g. tp_phase, residue_rows, exact's status)
 
     SQL_TYPES = {
         "rows": "BIGINT", "classes": "BIGINT", "min_class_size": "BIGINT", "stars": "BIGINT",
         "suppressed_rows": "BIGINT", "method": "VARCHAR", "optimal": "BOOLEAN",
-        "lower_bound": "BIGINT", "seconds": "DOUBLE", "details": "JSON",
+        "lower_bound": "BIGINT", "seconds": "DOUBLE", "target": "VARCHAR", "report": "VARCHAR", "details": "JSON",
     }
 
     def to_json(self) -> str:
@@ -214,7 +218,7 @@ def memory_budget(limit: int | None) -> int | None:
         return None
 
 
-def _summary(hist, solution, started: float) -> Summary:
+def _summary(hist, solution, started: float, plan: Plan | None = None) -> Summary:
     published = solution.published_classes()
     return Summary(
         rows=hist.n_rows,
@@ -227,6 +231,7 @@ def _summary(hist, solution, started: float) -> Summary:
         lower_bound=solution.lower_bound,
         seconds=round(time.perf_counter() - started, 6),
         details=json.dumps(solution.notes, default=str, sort_keys=True),
+        target=plan.target.sql() if plan is not None else None,
     )
 
 
@@ -244,9 +249,21 @@ def statement_for(text: str):
 
 def run_statement(con: duckdb.DuckDBPyConnection, text: str):
     """Run ANONYMIZE (returns its Summary), EXPLAIN ANONYMIZE or REPORT (return a Table)."""
+    try:
+        return _run_statement(con, text)
+    finally:
+        if isinstance(con, duckdb.DuckDBPyConnection) and hasattr(con, "abort"):
+            con.abort()  # DuckDB 2 streams results: leave none of ours unread to block the caller's next query
+
+
+def _run_statement(con, text: str):
     statement = statement_for(text)
+    if isinstance(statement, ReportStatement) or statement.report:
+        extras.require("matplotlib")  # before anything runs, so nothing is published without its report
     if isinstance(statement, ReportStatement):
         return run_report(con, statement)
+    if statement.engine == "spark":
+        extras.require("pyspark")
     if statement.engine == "spark" and not hasattr(con, "spark"):
         # the same pipeline on Spark: its SQL is transpiled, the source read from Spark's catalog
         from duckanon.spark import SparkConnection, session
@@ -258,10 +275,7 @@ def run_statement(con: duckdb.DuckDBPyConnection, text: str):
         _check_file_access(con, statement.report)  # before anything is published
     started = time.perf_counter()
     plan = bind(con, statement)
-    summary = _publish(con, plan, started)
-    if statement.report:
-        _write_report(con, plan, summary)
-    return summary
+    return _publish(con, plan, started)
 
 
 def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
@@ -274,6 +288,7 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
 def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summary:
     suffix = uuid.uuid4().hex[:12]
     cells_table, parts_view, keyed_table = (f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed"))
+    pending_report = None
     own_transaction = _begin(con)
     try:
         solver_plan, cells, hist, solution, _ = _solve(con, plan, cells_table)
@@ -294,18 +309,23 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
         create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
         con.execute(create_target.sql(dialect="duckdb"))
         solution.notes["column_loss"] = _column_loss(con, plan, keyed_table, cells_table, hist, solution)
-        summary = _summary(hist, solution, started)
+        summary = _summary(hist, solution, started, plan)
         _describe_target(con, plan, summary)
         _drop_temp_tables(con, cells_table, keyed_table)
+        pending_report = _render_report(con, plan, summary) if plan.statement.report else None
         if own_transaction:
             con.execute("COMMIT")
     except BaseException as error:
         _abort(con, own_transaction, cells_table, keyed_table, parts_view)
+        if pending_report is not None:
+            pending_report.unlink(missing_ok=True)
         if isinstance(error, duckdb.Error):
             raise AnonymizeError(f"ANONYMIZE failed: {one_line(error)}") from None
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
             raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
         raise
+    if pending_report is not None:
+        summary.report = _place_report(pending_report, plan.statement.report)
     return summary
 
 
@@ -327,7 +347,8 @@ def _describe_target(con, plan: Plan, summary: Summary) -> None:
         provenance["l_variant"] = statement.l_variant
     if statement.t is not None:
         provenance["t_distance"] = statement.t_distance
-    provenance["summary"] = {name: value for name, value in asdict(summary).items() if name != "details"}
+    provenance["summary"] = {name: value for name, value in asdict(summary).items()
+                             if name not in ("details", "target", "report")}
     provenance["summary"]["details"] = json.loads(summary.details)
     text = "duckanon " + json.dumps(provenance, default=str, sort_keys=True)
     con.execute(exp.Comment(this=plan.target.table.copy(), kind="TABLE",
@@ -497,8 +518,12 @@ def run_report(con, statement: ReportStatement) -> Table:
         for table, columns in ((statement.published, published_columns), (statement.original, original_columns)):
             if column.lower() not in {c.lower() for c in columns}:
                 raise AnonymizeError(f"column {column} is not in {table.sql()}")
-    path = statement.file or f"{statement.published.name}_report.html"
-    _check_file_access(con, path)
+    _check_file_access(con, statement.file or "the report")
+    if statement.file:
+        path = statement.file
+    else:
+        path = extras.default_report_path(statement.published.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
     params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
     params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
     params.update({"qi": ", ".join(qi), "sensitive": sensitive or ""})
@@ -525,16 +550,36 @@ def _check_file_access(con, path: str) -> None:
                              "(SET enable_external_access = false)")
 
 
-def _write_report(con, plan: Plan, summary: Summary) -> None:
+def _render_report(con, plan: Plan, summary: Summary) -> Path:
+    """Write the report of the release being published to a temporary file beside its path, inside
+    the publishing transaction: a report that cannot be written fails the statement before the
+    commit, and the file is renamed into place only after it (see _place_report)."""
     from duckanon.report import write_report
 
     statement = plan.statement
+    final = Path(statement.report)
+    if final.is_dir():
+        raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
     sweep = _sweep_rows(con, statement) if statement.sweep else None
     params = {name: getattr(statement, name) for name in ("k", "l", "t", "l_variant", "t_distance", "method")
               if getattr(statement, name) is not None}
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
+    pending = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, statement.report,
+        write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, pending,
                      summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold)
     except OSError as error:
-        raise AnonymizeError(f"the table was published, but the report could not be written: {error}") from None
+        pending.unlink(missing_ok=True)
+        raise AnonymizeError(f"cannot write the report {statement.report}: {error.strerror or error}; "
+                             "nothing was published") from None
+    return pending
+
+
+def _place_report(pending: Path, path: str) -> str:
+    """After the commit: move the rendered report into place. The table is published by now, so a
+    failure here is not the statement's failure: the report stays at the temporary path we return."""
+    try:
+        os.replace(pending, path)
+        return str(path)
+    except OSError:
+        return str(pending)

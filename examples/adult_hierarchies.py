@@ -2,6 +2,9 @@
 full-domain generalization with a 2% record-suppression limit, and write an HTML report.
 
     python examples/adult_hierarchies.py [report.html]
+
+The report goes to examples/output/adult_report.html unless a path is given (it needs
+pip install 'duckanon[report]').
 """
 
 import sys
@@ -15,7 +18,8 @@ OPTIONS = (f"qi = {QI}, sensitive = occupation, l = 2, method = 'lattice', suppr
            f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv'")
 
 
-def main(report: str = "adult_report.html") -> None:
+def main(report: str | Path = Path(__file__).resolve().parent / "output" / "adult_report.html") -> None:
+    Path(report).parent.mkdir(parents=True, exist_ok=True)
     con = duckanon.connect()
     con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim = ';')")
     print("Loss and risk against k (nothing written):")

@@ -12,7 +12,7 @@ from conftest import DIGIT_QI, HOSPITAL, check_published, fetch, hospital_digits
 
 QI = ["zipcode", "age", "education"]
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
-                   "lower_bound", "seconds", "details"]
+                   "lower_bound", "seconds", "target", "report", "details"]
 
 
 def summary_dict(relation_con):

@@ -18,7 +18,7 @@ def run(script: str, *args, cwd=None) -> str:
 
 
 def test_hospital_example(tmp_path):
-    out = run("hospital.py", cwd=tmp_path)
+    out = run("hospital.py", tmp_path, cwd=tmp_path)
     provenance = next(line for line in out.splitlines() if line.startswith("Provenance: duckanon {"))
     assert '"k": 3' in provenance and '"l": 2' in provenance and "hospital" not in provenance.split("{", 1)[1]
     page = (tmp_path / "hospital_report.html").read_text()

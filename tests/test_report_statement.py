@@ -55,11 +55,15 @@ def test_report_of_a_table_not_published_by_anonymize(con, tmp_path):
     assert table_rows(section(page, "Privacy checks"))["k"][-1] in ("met", "NOT met")
 
 
-def test_default_file_name_is_next_to_the_working_directory(released, tmp_path, monkeypatch):
+def test_default_file_goes_to_the_output_directory(released, tmp_path, monkeypatch):
     con, _ = released
     monkeypatch.chdir(tmp_path)
-    assert con.execute("REPORT released FROM hospital").fetchone()[0] == "released_report.html"
-    assert (tmp_path / "released_report.html").stat().st_size > 10_000
+    monkeypatch.delenv("DUCKANON_OUTPUT_DIR", raising=False)
+    assert con.execute("REPORT released FROM hospital").fetchone()[0] == "duckanon_output/released_report.html"
+    assert (tmp_path / "duckanon_output" / "released_report.html").stat().st_size > 10_000
+    monkeypatch.setenv("DUCKANON_OUTPUT_DIR", str(tmp_path / "reports"))
+    assert con.execute("REPORT released FROM hospital").fetchone()[0] == str(tmp_path / "reports" / "released_report.html")
+    assert (tmp_path / "reports" / "released_report.html").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("statement,message", [

@@ -167,6 +167,13 @@ def _string(value: exp.Expr, option: str) -> str:
     raise AnonymizeError(f"option {option} must be a string, e.g. {option} = 'path/to/file.csv'")
 
 
+def _path(value: exp.Expr, option: str) -> str:
+    path = _string(value, option)
+    if not path.strip():
+        raise AnonymizeError(f"option {option} must name a file, e.g. {option} = 'release_report.html'")
+    return path
+
+
 def _values(value: exp.Expr, option: str) -> list:
     """A list of literal values: ('low', 'mid', 'high'), (1, 2, 3); NULL for the NULL value."""
     items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
@@ -250,7 +257,7 @@ _OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
     "l": lambda v: _integer(v, "l", 2),
     "t": _t,
-    "report": lambda v: _string(v, "report"),
+    "report": lambda v: _path(v, "report"),
     "risk_threshold": lambda v: _risk_threshold(v),
     "engine": lambda v: _word(v, "engine", ENGINES),
     "spark_master": lambda v: _string(v, "spark_master"),
@@ -371,7 +378,7 @@ class ReportStatement:
 
 
 _REPORT_OPTIONS = {
-    "file": lambda v: _string(v, "file"),
+    "file": lambda v: _path(v, "file"),
     **{name: _OPTIONS[name] for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance", "risk_threshold")},
 }
 
