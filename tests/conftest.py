@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -12,6 +13,29 @@ import duckanon
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 HOSPITAL = SHARED / "hospital.csv"
+
+# End-to-end tests: through SQL text, the shells and files. CI runs them on DuckDB 1.5 as well.
+E2E_MODULES = {
+    "test_anonymize", "test_bad_input", "test_bi", "test_cli", "test_cli_dot_commands", "test_duckdb_versions",
+    "test_examples", "test_explain", "test_generalization", "test_macro_files", "test_provenance", "test_python_api",
+    "test_report", "test_report_statement", "test_risk", "test_sql_checks", "test_hostile",
+}
+# What the README test's inner run (in the fresh venv it made) runs: `-m smoke` would change the
+# README's command, so the environment variable below selects these instead.
+SMOKE_TESTS = {"test_duckdb_versions.py", "test_examples.py::test_hospital_example"}
+SMOKE_ONLY = "DUCKANON_SMOKE_ONLY"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] in E2E_MODULES:
+            item.add_marker(pytest.mark.e2e)
+        if item.nodeid.split("tests/")[-1].split("[")[0] in SMOKE_TESTS or item.nodeid.split("tests/")[-1].split("::")[0] in SMOKE_TESTS:
+            item.add_marker(pytest.mark.smoke)
+    if os.environ.get(SMOKE_ONLY):
+        selected = [item for item in items if item.get_closest_marker("smoke")]
+        config.hook.pytest_deselected(items=[item for item in items if item not in selected])
+        items[:] = selected
 
 
 def qident(name: str) -> str:

@@ -174,11 +174,14 @@ def test_quoted_and_qualified_names(con):
 
 @pytest.mark.skipif(shutil.which("duckdb") is None, reason="duckdb CLI not installed")
 def test_file_opens_in_plain_duckdb_cli(tmp_path):
+    """The documented recipe for DuckDB 1.5 readers (docs/bi.md): publish into a file attached with
+    STORAGE_VERSION 'v1.5.0'. The `duckdb` CLI of the test extra is the 1.5 line."""
     path = tmp_path / "pub.duckdb"
-    with duckanon.connect(str(path)) as c:
+    with duckanon.connect() as c:
         c.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-        c.execute("ANONYMIZE hospital WITH (k = 3, sensitive = disease)")
-        c.execute("DROP TABLE hospital")
+        c.execute(f"ATTACH '{path}' AS pub (STORAGE_VERSION 'v1.5.0')")
+        c.execute("ANONYMIZE hospital INTO pub.hospital_anon WITH (k = 3, sensitive = disease)")
+        c.execute("DETACH pub")
     out = subprocess.run(["duckdb", "-readonly", "-csv", str(path), "-c",
                           "SELECT count(*) AS n, count(DISTINCT education) AS e FROM hospital_anon"],
                          capture_output=True, text=True, timeout=60)
