@@ -231,7 +231,7 @@ def _summary(hist, solution, started: float, plan: Plan | None = None) -> Summar
         lower_bound=solution.lower_bound,
         seconds=round(time.perf_counter() - started, 6),
         details=json.dumps(solution.notes, default=str, sort_keys=True),
-        target=plan.target.sql() if plan is not None else None,
+        target=exp.table_name(plan.target.table, dialect="duckdb") if plan is not None else None,
     )
 
 
@@ -313,6 +313,8 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
         _describe_target(con, plan, summary)
         _drop_temp_tables(con, cells_table, keyed_table)
         pending_report = _render_report(con, plan, summary) if plan.statement.report else None
+        if plan.statement.report:
+            summary.report = str(plan.statement.report)
         if own_transaction:
             con.execute("COMMIT")
     except BaseException as error:
@@ -550,29 +552,33 @@ def _check_file_access(con, path: str) -> None:
                              "(SET enable_external_access = false)")
 
 
-def _render_report(con, plan: Plan, summary: Summary) -> Path:
-    """Write the report of the release being published to a temporary file beside its path, inside
-    the publishing transaction: a report that cannot be written fails the statement before the
-    commit, and the file is renamed into place only after it (see _place_report)."""
+def _render_report(con, plan: Plan, summary: Summary) -> Path | None:
+    """Write the report of the release being published, inside the publishing transaction, so a
+    report that cannot be written fails the statement before the commit. A regular file is written
+    to a temporary file beside it and renamed into place after the commit (see _place_report); a
+    path that exists and is not a regular file (a device, a pipe) is written directly, now, and
+    None is returned."""
     from duckanon.report import write_report
 
     statement = plan.statement
     final = Path(statement.report)
     if final.is_dir():
         raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
+    special = final.exists() and not final.is_file()
     sweep = _sweep_rows(con, statement) if statement.sweep else None
     params = {name: getattr(statement, name) for name in ("k", "l", "t", "l_variant", "t_distance", "method")
               if getattr(statement, name) is not None}
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
-    pending = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, pending,
                      summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold)
     except OSError as error:
-        pending.unlink(missing_ok=True)
+        if not special:
+            pending.unlink(missing_ok=True)
         raise AnonymizeError(f"cannot write the report {statement.report}: {error.strerror or error}; "
                              "nothing was published") from None
-    return pending
+    return None if special else pending
 
 
 def _place_report(pending: Path, path: str) -> str:
