@@ -45,6 +45,9 @@ class Summary:
     optimal: bool
     lower_bound: int | None
     seconds: float
+    published_rows: int | None = None  # rows in the published table
+    removed_rows: int = 0  # source rows left out (record suppression: lattice's suppression_limit)
+    optimal_for: str | None = None  # what `optimal` is proven for: "stars", or a metric and its search space
     target: str | None = None  # the published table, as SQL
     report: str | None = None  # the HTML report's path, when one was written
     details: str = "{}"  # JSON: the solver's diagnostics (e.g. tp_phase, residue_rows, exact's status)
@@ -52,7 +55,8 @@ class Summary:
     SQL_TYPES = {
         "rows": "BIGINT", "classes": "BIGINT", "min_class_size": "BIGINT", "stars": "BIGINT",
         "suppressed_rows": "BIGINT", "method": "VARCHAR", "optimal": "BOOLEAN",
-        "lower_bound": "BIGINT", "seconds": "DOUBLE", "target": "VARCHAR", "report": "VARCHAR", "details": "JSON",
+        "lower_bound": "BIGINT", "seconds": "DOUBLE", "published_rows": "BIGINT", "removed_rows": "BIGINT",
+        "optimal_for": "VARCHAR", "target": "VARCHAR", "report": "VARCHAR", "details": "JSON",
     }
 
     def to_json(self) -> str:
@@ -218,6 +222,17 @@ def memory_budget(limit: int | None) -> int | None:
         return None
 
 
+def optimal_for(solution, statement) -> str | None:
+    """What a proven optimum is optimal for, in the words the report and the shell use."""
+    if not solution.optimal:
+        return None
+    if solution.method == "lattice":
+        limit = statement.suppression_limit or 0
+        return (f"{statement.metric} among full-domain generalizations of the given hierarchies"
+                + (f", removing at most {limit:.4g} of the rows" if limit else ", removing no rows"))
+    return "stars"
+
+
 def _summary(hist, solution, started: float, plan: Plan | None = None) -> Summary:
     published = solution.published_classes()
     return Summary(
@@ -230,6 +245,9 @@ def _summary(hist, solution, started: float, plan: Plan | None = None) -> Summar
         optimal=bool(solution.optimal),
         lower_bound=solution.lower_bound,
         seconds=round(time.perf_counter() - started, 6),
+        published_rows=int(published.sum()),
+        removed_rows=int(solution.removed_rows),
+        optimal_for=optimal_for(solution, plan.statement) if plan is not None else None,
         details=json.dumps(solution.notes, default=str, sort_keys=True),
         target=exp.table_name(plan.target.table, dialect="duckdb") if plan is not None else None,
     )
@@ -242,8 +260,8 @@ def statement_for(text: str):
     if isinstance(parsed, Report):
         return bind_report(parsed, body)
     statement = bind_statement(parsed, body, explain=explain)
-    if statement.seed is None:  # no seed given: a fresh one, so runs publish in different orders
-        statement.seed = secrets.randbelow(2**31)
+    if statement.seed is None:  # no seed given: a fresh 63-bit one from the OS's CSPRNG, never reused
+        statement.seed = secrets.randbelow(2**63)
     return statement
 
 

@@ -12,7 +12,8 @@ from conftest import DIGIT_QI, HOSPITAL, check_published, fetch, hospital_digits
 
 QI = ["zipcode", "age", "education"]
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
-                   "lower_bound", "seconds", "target", "report", "details"]
+                   "lower_bound", "seconds", "published_rows", "removed_rows", "optimal_for", "target", "report",
+                   "details"]
 
 
 def summary_dict(relation_con):

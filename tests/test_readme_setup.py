@@ -70,5 +70,5 @@ def test_readme_commands_in_a_fresh_venv(tmp_path):
     assert re.search(r"\b[1-9]\d* passed", ran.stdout), ran.stdout[-2000:]
     # the package was installed from the copy into the new venv, not taken from elsewhere
     where = subprocess.run([str(bin_dir / "python"), "-c", "import duckanon; print(duckanon.__file__)"],
-                           capture_output=True, text=True, cwd=tmp_path, env=env)
+                           capture_output=True, text=True, cwd=environment, env=env)
     assert where.stdout.strip().startswith(str(checkout)), where
