@@ -489,3 +489,19 @@ def test_highs_is_stopped_at_the_deadline_even_when_it_overruns(monkeypatch):
     result = exact_module._milp(None, None, None, None, {"time_limit": 0.2})
     assert _time.perf_counter() - started < 5
     assert result.x is None and result.status == 1 and result.mip_dual_bound is None
+
+
+def test_matching_too_large_for_seconds_is_refused_and_auto_falls_back(monkeypatch):
+    matching_module = importlib.import_module("duckanon.solver.matching")
+    rng = np.random.default_rng(5)
+    rows = [tuple(str(rng.integers(0, 4)) for _ in range(4)) for _ in range(60)]
+    hist = Histogram.from_rows(rows, ["x"] * 30 + ["y"] * 30)
+    monkeypatch.setattr(matching_module, "ASSIGNMENT_ROW_LIMIT", 0)
+    monkeypatch.setattr(matching_module, "TRANSPORT_VARIABLE_LIMIT", 1)
+    reason = matching_module.matching_not_applicable(hist, [LDiversity(2)])
+    assert reason is not None and reason.endswith("this implementation solves in seconds; use method = 'tp+' or 'exact'")
+    with pytest.raises(AnonymizeError, match="^method 'matching' does not apply: the matching has"):
+        solve(hist, [LDiversity(2)], "matching")
+    fallback = solve(hist, [LDiversity(2)], "auto")
+    assert fallback.method != "matching"
+    assert_valid(hist, fallback, [LDiversity(2)])

@@ -45,6 +45,9 @@ from duckanon.solver.partition import Solution, build_solution
 # linear_sum_assignment on the expanded rows takes about 3 s and 300 MB at this size; beyond it
 # the transportation LP on the (fewer) classes runs instead
 ASSIGNMENT_ROW_LIMIT = 6000
+# ... and the transportation LP takes about 7 s at a million class pairs; larger surpluses are
+# refused (auto then runs its heuristics) rather than left to run for minutes
+TRANSPORT_VARIABLE_LIMIT = 1_000_000
 
 
 def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
@@ -68,6 +71,13 @@ def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | Non
     if distinct != 2:
         return (f"2-diversity with {distinct} distinct sensitive values is a minimum-cost simplex matching, for "
                 "which no polynomial algorithm is implemented; use method = 'exact'")
+    a, b = np.flatnonzero(hist.sa_counts.sum(axis=0) > 0)
+    surplus = hist.sa_counts[:, a] - hist.sa_counts[:, b]
+    surplus_rows = int(surplus[surplus > 0].sum())
+    pairs = int((surplus > 0).sum()) * int((surplus < 0).sum())
+    if surplus_rows > ASSIGNMENT_ROW_LIMIT and pairs > TRANSPORT_VARIABLE_LIMIT:
+        return (f"the matching has {surplus_rows} unpaired rows over {pairs} class pairs, more than the "
+                f"{TRANSPORT_VARIABLE_LIMIT:,} this implementation solves in seconds; use method = 'tp+' or 'exact'")
     return None
 
 
