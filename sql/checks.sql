@@ -3,7 +3,7 @@
 -- Load with `con.execute(open('sql/checks.sql').read())` in Python or `.read sql/checks.sql` in
 -- the duckdb CLI. Every macro is a TEMP macro: it lives in the session's temp catalog, so the files
 -- also load on a database opened read-only (`duckdb -readonly file.duckdb`, read_only=True) and
--- write nothing into the user's file; load them again in each new session. The files create
+-- write nothing into the user's file, so load them again in each new session. The files create
 -- nothing else (no table, view, sequence or setting).
 -- Every macro takes the table name as a string (anything query_table() accepts: table or view,
 -- optionally schema-qualified), the quasi-identifier (QI) column names as a VARCHAR list and, where

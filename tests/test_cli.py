@@ -18,7 +18,8 @@ from duckanon.cli import is_complete, main, split_script
 HOSPITAL_CSV = Path(__file__).parents[2] / "shared" / "data" / "hospital.csv"
 ANONYMIZE = "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease)"
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
-                   "lower_bound", "seconds", "details"]
+                   "lower_bound", "seconds", "published_rows", "removed_rows", "optimal_for", "target", "report",
+                   "details"]
 
 
 def _make_db(path: Path) -> Path:
