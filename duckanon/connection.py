@@ -6,14 +6,24 @@ themselves and hand everything else to DuckDB verbatim; any other attribute is D
 
 from __future__ import annotations
 
+import decimal
+import json
+import math
+import numbers
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+from sqlglot import exp
+from sqlglot.errors import TokenError
+from sqlglot.tokens import TokenType
 
 from duckanon.engine import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError
 from duckanon.plan import one_line
-from duckanon.sql import split_statements
+from duckanon.sql import AnonDialect, split_statements
+from duckanon.sql.parser import strip_explain
 
 _SQL_DIR = Path(__file__).resolve().parent / "_sql"
 _REGISTERED_UDF = "__duckanon_anonymize"
@@ -27,10 +37,214 @@ _ANONYMIZE_MACRO = (
     f"list_transform([{_REGISTERED_UDF}(statement_text)], lambda r: CASE WHEN starts_with(r, '{_UDF_ERROR}') "
     f"THEN error(r[{len(_UDF_ERROR) + 1}:]) ELSE r END)[1]"
 )
+IN_TRANSACTION = ("anonymize() cannot run inside an open transaction: run ANONYMIZE through duckanon's "
+                  "connection.execute, or COMMIT first")
 
 
 def macro_files() -> list[Path]:
     return sorted(_SQL_DIR.glob("*.sql"))
+
+
+# --- parameters of our statements -------------------------------------------------------------
+
+@dataclass
+class _Placeholder:
+    start: int  # character span in the statement text (inclusive end, as sqlglot's tokens)
+    end: int
+    key: int | str  # 1-based position (?, ?2, $2) or name ($name)
+    text: str  # as written: ?, $1, $name
+    option: str | None  # the option it gives a value to (None: before WITH, e.g. a table name)
+
+
+def _placeholders(text: str) -> list[_Placeholder]:
+    """The parameter placeholders of one ANONYMIZE / EXPLAIN ANONYMIZE / REPORT text: `?` (numbered
+    in order), `?n`, `$n` and `$name`, as DuckDB reads them. Text the tokenizer cannot read has
+    none here (the parser then reports the real problem)."""
+    if "?" not in text and "$" not in text:
+        return []
+    _, body = strip_explain(text)  # EXPLAIN is blanked, positions are kept
+    try:
+        tokens = AnonDialect().tokenize(body)
+    except TokenError:
+        return []
+    found: list[_Placeholder] = []
+    depth, options_started, option, auto = 0, False, None, 0
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        kind = token.token_type
+        after = tokens[i + 1] if i + 1 < len(tokens) else None
+        glued = after is not None and after.start == token.end + 1  # `$1`, not `$ 1`
+        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE):
+            depth += 1
+        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE):
+            depth -= 1
+        elif kind == TokenType.WITH and depth == 0:
+            options_started = True
+        elif kind == TokenType.EQ and options_started and depth <= 1 and i > 0:
+            option = tokens[i - 1].text.lower()
+        elif kind == TokenType.PLACEHOLDER or (kind == TokenType.PARAMETER and token.text == "$" and glued):
+            if glued and after.token_type == TokenType.NUMBER and after.text.isdigit():
+                key: int | str = int(after.text)
+                end, i = after.end, i + 1
+            elif kind == TokenType.PARAMETER:
+                if not after.text.replace("_", "").isalnum():
+                    i += 1
+                    continue
+                key, end, i = after.text, after.end, i + 1
+            else:
+                auto += 1
+                key, end = auto, token.end
+            found.append(_Placeholder(token.start, end, key, body[token.start:end + 1],
+                                      option if options_started else None))
+        i += 1
+    return found
+
+
+def _literal(value, shown: str) -> str:
+    """`value` as an SQL literal (never SQL text of the caller's): strings quoted, numbers as numbers,
+    lists and tuples as [...] lists of literals."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, (numbers.Real, decimal.Decimal)):
+        if not (value.is_finite() if isinstance(value, decimal.Decimal) else math.isfinite(value)):
+            raise AnonymizeError(f"parameter {shown} is {value}: an option value must be a finite number")
+        return format(value, "f") if isinstance(value, decimal.Decimal) else repr(float(value))
+    if isinstance(value, str):
+        return exp.Literal.string(value).sql(dialect=AnonDialect)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(item, shown) for item in value) + "]"
+    raise AnonymizeError(f"parameter {shown} has type {type(value).__name__}: an option value must be a number, "
+                         "a string, a boolean, None, or a list of them")
+
+
+_NO_PADDING = set(" \t\r\n(),[]")
+
+
+def bind_parameters(text: str, parameters) -> str:
+    """The ANONYMIZE (or EXPLAIN ANONYMIZE, REPORT) text with its placeholders replaced by SQL
+    literals of `parameters` (a list or tuple for `?`/`$1`, a dict for `$name`), as DuckDB binds a
+    prepared statement's. Only option values can be parameters."""
+    found = _placeholders(text)
+    if parameters is None:
+        if found:
+            first = found[0]
+            where = f"{first.option} = {first.text}" if first.option else first.text
+            raise AnonymizeError(f"ANONYMIZE has a parameter ({where}) but no values were given: "
+                                 "pass them as execute(text, [values])")
+        return text
+    before_with = next((p for p in found if p.option is None), None)
+    if before_with is not None:
+        raise AnonymizeError(f"ANONYMIZE takes parameters only as option values: write the table name itself, "
+                             f"not {before_with.text}")
+    named = [p for p in found if isinstance(p.key, str)]
+    if named and len(named) != len(found):
+        raise AnonymizeError("ANONYMIZE mixes named ($name) and positional (?, $1) parameters")
+    if named:
+        if not isinstance(parameters, dict):
+            raise AnonymizeError(f"ANONYMIZE has named parameters ({named[0].text}): pass the values as a dict")
+        names = {p.key for p in named}
+        missing = sorted(name for name in names if name not in parameters)
+        extra = sorted(str(name) for name in parameters if name not in names)
+        if missing or extra:
+            what = f"no value for ${missing[0]}" if missing else f"no parameter ${extra[0]}"
+            raise AnonymizeError(f"ANONYMIZE parameters and values do not match: {what}")
+        values = parameters
+    elif isinstance(parameters, dict):
+        if found:
+            raise AnonymizeError(f"ANONYMIZE has positional parameters ({found[0].text}): pass the values as a list")
+        if parameters:
+            raise AnonymizeError("ANONYMIZE has no named parameters, but a dict of values was given")
+        values = {}
+    else:
+        if isinstance(parameters, (str, bytes)) or not hasattr(parameters, "__len__"):
+            raise AnonymizeError(f"parameters must be a list or tuple of values, got {type(parameters).__name__}")
+        used = {p.key for p in found}
+        if used != set(range(1, len(parameters) + 1)):
+            raise AnonymizeError(f"ANONYMIZE has {len(used)} parameter(s) but {len(parameters)} value(s) were given")
+        values = {i + 1: value for i, value in enumerate(parameters)}
+    out, last = [], 0
+    for p in found:
+        literal = _literal(values[p.key], p.text)
+        # a space where the literal would otherwise run into the text around it (e.g. `-?` and -5: `--5`)
+        if p.start > 0 and text[p.start - 1] not in _NO_PADDING:
+            literal = " " + literal
+        if p.end + 1 < len(text) and text[p.end + 1] not in _NO_PADDING:
+            literal += " "
+        out += [text[last:p.start], literal]
+        last = p.end + 1
+    return "".join(out) + text[last:]
+
+
+# --- anonymize() inside transactions ---------------------------------------------------------------
+
+def _calls_anonymize(text: str) -> bool:
+    """Whether a plain statement calls the SQL function anonymize(...) (read from tokens, so a
+    string or a comment that mentions it does not count)."""
+    if "anonymize" not in text.lower():
+        return False
+    try:
+        tokens = AnonDialect().tokenize(text)
+    except TokenError:
+        return False  # DuckDB reports what it cannot read
+    return any(token.text.lower() == "anonymize" and after.token_type == TokenType.L_PAREN
+               and token.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+               for token, after in zip(tokens, tokens[1:]))
+
+
+def _in_open_transaction(con) -> bool:
+    """Whether `con` has an explicit transaction open: in autocommit mode every statement is its
+    own transaction, so two txid_current() differ; inside BEGIN ... they are equal."""
+    try:
+        first = con.execute("SELECT txid_current()").fetchall()[0][0]
+        return con.execute("SELECT txid_current()").fetchall()[0][0] == first
+    except duckdb.Error:  # e.g. an aborted transaction: the statement itself then gets DuckDB's error
+        return False
+
+
+def _refuse_in_transaction(con, piece: str) -> None:
+    # The anonymize() function runs on a cursor of its own (a UDF cannot run SQL on the connection
+    # whose query calls it): inside the caller's transaction it would neither see the caller's
+    # uncommitted tables nor be undone by its ROLLBACK.
+    if _calls_anonymize(piece) and _in_open_transaction(con):
+        raise AnonymizeError(IN_TRANSACTION)
+
+
+# --- scripts -------------------------------------------------------------------------------------
+
+def _run_script(con, text: str, parameters, run_plain, run_ours):
+    """Run a script piece by piece: our statements through the engine, plain ones through DuckDB.
+
+    As in DuckDB, parameters bind to the last statement of a script; a placeholder in an earlier
+    ANONYMIZE is an error. Returns what the last piece's runner returned, or None."""
+    pieces = split_statements(text)
+    last = len(pieces) - 1
+    bound = []  # every ANONYMIZE bound before anything runs: a parameter mistake runs nothing
+    for index, (piece, ours) in enumerate(pieces):
+        values = parameters if index == last else None
+        if ours:
+            if index != last and parameters is not None and _placeholders(piece):
+                raise AnonymizeError("parameters bind to the last statement of a script only (as in DuckDB): "
+                                     "run the ANONYMIZE that has parameters in an execute() of its own")
+            piece = bind_parameters(piece, values)
+        bound.append((piece, ours, values))
+    result = None
+    for piece, ours, values in bound:
+        if ours:
+            query, row = run_statement(con, piece).as_sql()
+            result = run_ours(query, row)
+        else:
+            _refuse_in_transaction(con, piece)
+            result = run_plain(piece, values)
+    return result
+
+
+def _needs_us(text: str) -> bool:
+    return any(ours or _calls_anonymize(piece) for piece, ours in split_statements(text))
 
 
 def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
@@ -38,37 +252,71 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
 
     Plain statements go to DuckDB untouched. Returns the DuckDB connection, whose fetch methods
     read the last statement's result (for ANONYMIZE: its one-row summary).
+
+    `parameters` work as in DuckDB's execute: `?` / `$1` take a list or tuple, `$name` a dict, and
+    they bind to the last statement of a script. In ANONYMIZE they give option values
+    (`ANONYMIZE t WITH (k = ?, qi = ?)` with `[3, ["zip", "age"]]`): each value is written into the
+    statement as an SQL literal (a string quoted, a number as a number, a list as [...]), never as
+    SQL text; table names cannot be parameters.
+
+    A statement calling the SQL function anonymize() is refused inside an open transaction (it
+    would commit on its own; the ANONYMIZE statement instead joins the caller's transaction).
     """
-    pieces = split_statements(text)
-    if not any(ours for _, ours in pieces):
+    if not _needs_us(text):
         return con.execute(text, parameters) if parameters is not None else con.execute(text)
-    result = con
-    for piece, ours in pieces:
-        if ours:
-            query, values = run_statement(con, piece).as_sql()
-            result = con.execute(query, values)
-        else:
-            result = con.execute(piece)
-    return result
+
+    def run_plain(piece, values):
+        return con.execute(piece, values) if values is not None else con.execute(piece)
+
+    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row))
+    return con if result is None else result
 
 
-def sql(con: duckdb.DuckDBPyConnection, text: str):
-    """Like `duckdb.sql`: a relation for the last statement (ANONYMIZE: its summary)."""
-    pieces = split_statements(text)
-    if not any(ours for _, ours in pieces):
-        return con.sql(text)
-    relation = None
-    for piece, ours in pieces:
-        if ours:
-            query, values = run_statement(con, piece).as_sql()
-            relation = con.sql(query, params=values)
-        else:
-            relation = con.sql(piece)
-    return relation
+def sql(con: duckdb.DuckDBPyConnection, text: str, params=None):
+    """Like `duckdb.sql`: a relation for the last statement (ANONYMIZE: its summary). `params` as in
+    `execute`."""
+    if not _needs_us(text):
+        return con.sql(text, params=params) if params is not None else con.sql(text)
+
+    def run_plain(piece, values):
+        return con.sql(piece, params=values) if values is not None else con.sql(piece)
+
+    return _run_script(con, text, params, run_plain, lambda query, row: con.sql(query, params=row))
+
+
+# --- the SQL function ----------------------------------------------------------------------------
+
+def _result_json(result, text: str) -> str:
+    """What anonymize('...') returns, as JSON text.
+
+    ANONYMIZE: its summary, one object (details nested). EXPLAIN ANONYMIZE: one object
+    {item: value} (so `anonymize('EXPLAIN ...')->>'method that would run'` works), `solver details`
+    nested; with a list of k, l or t values, an array of one object per value. REPORT: one object
+    with the report's path and risk."""
+    if isinstance(result, Summary):
+        return result.to_json()
+    names = [name for name, _ in result.columns]
+    if names == ["item", "value"]:
+        shown = dict(result.rows)
+        try:
+            shown["solver details"] = json.loads(shown["solver details"])
+        except (KeyError, TypeError, ValueError):
+            pass
+        return json.dumps(shown, default=str)
+    rows = [dict(zip(names, row)) for row in result.rows]
+    if strip_explain(text)[0]:
+        return json.dumps(rows, default=str)
+    return json.dumps(rows[0] if len(rows) == 1 else rows, default=str)
 
 
 def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """Install our SQL macros (checks, reports) and the `anonymize(text)` scalar UDF into `con`."""
+    """Install our SQL macros (checks, reports) and the `anonymize(text)` scalar UDF into `con`.
+
+    `SELECT anonymize('ANONYMIZE ...')` returns the summary as JSON (EXPLAIN ANONYMIZE: the plan,
+    REPORT: the report's row). It runs on a cursor of its own, committing on its own: through
+    duckanon's `execute`/`sql` (and the shell) it is refused inside an open transaction. A plain
+    DuckDB connection's own `execute` cannot be checked: there, call it outside BEGIN ... COMMIT.
+    """
     for path in macro_files():
         # the files create TEMP macros: per connection, so they work on read-only databases, never
         # write into the user's file, and connections (or cursors, or threads) never conflict
@@ -80,10 +328,16 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
     def anonymize_udf(text: str) -> str:
         # A UDF runs inside the caller's query, so it works on its own cursor (same database,
-        # separate connection); the summary comes back as JSON text.
+        # separate connection); the result comes back as JSON text.
         cursor = con.cursor()
         try:
-            return run_anonymize(cursor, text).to_json()
+            found = _placeholders(text)
+            if found:
+                first = found[0]
+                shown = f"{first.option} = " if first.option else ""
+                raise AnonymizeError(f"anonymize() takes literal option values: write {shown}<value>, "
+                                     f"not {shown}{first.text}")
+            return _result_json(run_statement(cursor, text), text)
         except (AnonymizeError, duckdb.Error) as error:
             return _UDF_ERROR + one_line(error)
         finally:
@@ -99,22 +353,64 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 
 
 class Connection:
-    """A DuckDB connection that also accepts ANONYMIZE."""
+    """A DuckDB connection that also accepts ANONYMIZE.
+
+    Threads may share one Connection: each thread works on a DuckDB cursor of its own (same
+    database, separate connection, registered like this one), made when the thread first uses the
+    Connection; the thread that opened it uses the connection itself. So `execute(...)` and the
+    fetch methods after it read the calling thread's own result whatever other threads run, and
+    transactions, temp tables and `register`ed Python objects belong to the thread that made them.
+    Statements of different threads run concurrently, as on DuckDB cursors; two threads writing the
+    same table may get DuckDB's write-write conflict, as a one-line error. `close()` closes them all.
+    """
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self._con = con
+        self._lock = threading.Lock()
+        self._local = threading.local()
         register(con)
+        self._local.con = con
+
+    def _current(self) -> duckdb.DuckDBPyConnection:
+        """The calling thread's DuckDB connection (its own cursor, except in the opening thread)."""
+        try:
+            return self._local.con
+        except AttributeError:
+            pass
+        with self._lock:
+            cursor = self._con.cursor()
+        try:
+            register(cursor)
+        except BaseException:
+            cursor.close()
+            raise
+        self._local.con = cursor
+        return cursor
 
     @property
     def duckdb(self) -> duckdb.DuckDBPyConnection:
-        return self._con
+        """The calling thread's DuckDB connection."""
+        return self._current()
 
     def execute(self, text: str, parameters=None) -> "Connection":
-        execute(self._con, text, parameters)
+        """Run a script (see `duckanon.execute`); fetch its last result with fetchone() etc."""
+        execute(self._current(), text, parameters)
         return self
 
-    def sql(self, text: str):
-        return sql(self._con, text)
+    def executemany(self, text: str, parameters=None) -> "Connection":
+        """DuckDB's executemany for plain SQL. ANONYMIZE is refused: one execute per set of values."""
+        if any(ours for _, ours in split_statements(text)):
+            raise AnonymizeError("executemany cannot run ANONYMIZE: call execute(text, values) once per set of values")
+        con = self._current()
+        _refuse_in_transaction(con, text)
+        if parameters is not None:
+            con.executemany(text, parameters)
+        else:
+            con.executemany(text)
+        return self
+
+    def sql(self, text: str, params=None):
+        return sql(self._current(), text, params)
 
     query = sql
 
@@ -123,19 +419,27 @@ class Connection:
         pieces = split_statements(text)
         if len(pieces) != 1 or not pieces[0][1]:
             raise AnonymizeError("anonymize() takes exactly one ANONYMIZE statement")
-        return run_anonymize(self._con, pieces[0][0])
+        return run_anonymize(self._current(), pieces[0][0])
 
     def cursor(self) -> "Connection":
-        return Connection(self._con.cursor())
+        """A new Connection on a new cursor (same database), for the calling thread."""
+        with self._lock:
+            cursor = self._con.cursor()
+        return Connection(cursor)
+
+    def close(self) -> None:
+        self._con.close()  # DuckDB closes the threads' cursors with it
 
     def __getattr__(self, name):
-        return getattr(self._con, name)
+        if name in ("_con", "_lock", "_local"):  # not set yet (copy, pickle): never recurse
+            raise AttributeError(name)
+        return getattr(self._current(), name)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self._con.close()
+        self.close()
 
 
 def connect(database: str = ":memory:", read_only: bool = False, config: dict | None = None) -> Connection:
