@@ -98,9 +98,9 @@ def _declared_ranks(order: list, sa_values: list) -> tuple[int, ...]:
     """Rank of each SA code in the user's declared order (values compared as text)."""
     position = {value: i for i, value in enumerate(order)}
     missing = [v for v in sa_values if (None if v is None else str(v)) not in position]
-    if missing:
-        shown = ", ".join("NULL" if v is None else repr(str(v)) for v in missing[:5])
-        raise AnonymizeError(f"sa_order does not list the sensitive value(s) {shown}")
+    if missing:  # counted, never quoted: a message must not carry a value of the source
+        raise AnonymizeError(f"sa_order does not list {len(missing)} of the {len(sa_values)} sensitive values "
+                             "(list them with SELECT DISTINCT <sensitive> FROM <source>)")
     present = sorted(position[None if v is None else str(v)] for v in sa_values)
     dense = {p: r for r, p in enumerate(present)}  # values absent from the table take no rank
     return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)

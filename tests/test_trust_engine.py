@@ -1,0 +1,46 @@
+"""Trust in what the engine says: messages carry no source value; the result row states what is
+proven and how many rows were published and removed."""
+
+from __future__ import annotations
+
+import pytest
+
+import duckanon
+
+
+def test_sa_order_message_counts_missing_values_without_quoting_them(con):
+    with pytest.raises(duckanon.AnonymizeError) as refused:
+        con.execute("ANONYMIZE hospital WITH (t = 0.5, qi = (zipcode, age), sensitive = disease, "
+                    "t_distance = ordered, sa_order = ('Cancer', 'Heart Disease'))")
+    message = str(refused.value)
+    assert message == ("sa_order does not list 1 of the 3 sensitive values "
+                       "(list them with SELECT DISTINCT <sensitive> FROM <source>)")
+    values = {r[0] for r in con.duckdb.execute("SELECT DISTINCT disease FROM hospital").fetchall()}
+    assert not any(value in message for value in values - {"Cancer", "Heart Disease"})
+
+
+def summary(con, statement: str) -> dict:
+    row = con.execute(statement).fetchone()
+    return dict(zip([d[0] for d in con.description], row))
+
+
+def test_optimal_for_names_what_is_proven(con):
+    exact = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
+                         "method = exact)")
+    assert exact["optimal"] and exact["optimal_for"] == "stars"
+    heuristic = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
+                             "method = mapprox)")
+    assert heuristic["optimal_for"] is None or heuristic["optimal"]
+    lattice = summary(con, "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), sensitive = disease, "
+                           "method = lattice, hierarchies = (zipcode = 'prefix'), suppression_limit = 0.2)")
+    assert lattice["optimal"]
+    assert lattice["optimal_for"] == ("entropy among full-domain generalizations of the given hierarchies, "
+                                      "removing at most 0.2 of the rows")
+
+
+def test_published_and_removed_rows_add_up_to_the_source(con):
+    result = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
+                          "method = lattice, hierarchies = (zipcode = 'prefix'), suppression_limit = 0.3)")
+    published = con.duckdb.execute("SELECT count(*) FROM hospital_anon").fetchone()[0]
+    assert result["published_rows"] == published
+    assert result["published_rows"] + result["removed_rows"] == result["rows"] == 10
