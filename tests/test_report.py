@@ -111,7 +111,7 @@ def test_report_numbers_match_the_summary_and_the_tables(report, hospital):
     assert checks["k"] == ["3", "1", str(summary["min_class_size"]), "met"]
 
     risk = table_rows(section(page, "Re-identification risk"))
-    assert risk["highest_risk"] == ["1", f"{1 / summary['min_class_size']:.4g}"]
+    assert risk["highest_risk"] == ["1", f"{1 / summary['min_class_size']:.3g}"]  # risks: 3 significant digits
     assert risk["uniques"] == ["10", "0"]
     assert "Sensitive attribute <code>disease</code> per class" in page
 
@@ -122,10 +122,10 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     _, path, _ = report
     shot = tmp_path / "out.png"
     subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-                    "--window-size=1200,3000", path.resolve().as_uri()],
+                    "--window-size=1200,4500", path.resolve().as_uri()],
                    cwd=tmp_path, check=True, capture_output=True, timeout=180)
     pixels = matplotlib.image.imread(shot)[..., :3]  # floats in [0, 1]
-    assert pixels.shape[:2] == (3000, 1200)
+    assert pixels.shape[:2] == (4500, 1200)  # tall enough for the SA plot
     non_white = (pixels < 0.94).any(axis=-1).mean()
     assert non_white > 0.05, f"only {non_white:.1%} of the page is not white"
 
@@ -156,7 +156,7 @@ def test_report_sweep_over_three_k_values(hospital, tmp_path):
     assert set(rows) == {"2", "3", "4"}
     for point in sweep:
         assert rows[str(point["k"])][:2] == [str(point["stars"]), str(point["suppressed_rows"])]
-        assert rows[str(point["k"])][2] == f"{point['highest_risk']:.4g}"
+        assert rows[str(point["k"])][2] == f"{point['highest_risk']:.3g}"
     assert [p["stars"] for p in sweep] == sorted(p["stars"] for p in sweep)  # more k, more stars
     assert page.count("data:image/png;base64,") == 6  # with the loss per column (summary.details)
 
