@@ -229,7 +229,7 @@ def optimal_for(solution, statement) -> str | None:
     if solution.method == "lattice":
         limit = statement.suppression_limit or 0
         return (f"{statement.metric} among full-domain generalizations of the given hierarchies"
-                + (f", removing at most {limit:.4g} of the rows" if limit else ", removing no rows"))
+                + (f" within a {limit:.4g} record-suppression limit" if limit else " with no rows removed"))
     return "stars"
 
 
@@ -361,12 +361,14 @@ def _describe_target(con, plan: Plan, summary: Summary) -> None:
     """The published table's comment says how it was made (parameters and result, never the
     source's name or values), so REPORT and a privacy officer can read its provenance later."""
     statement = plan.statement
-    provenance = {"duckanon": _version(), "qi": plan.qi, "sensitive": plan.sensitive, "method": statement.method}
-    provenance.update({name: getattr(statement, name) for name in ("k", "l", "t") if getattr(statement, name) is not None})
-    if statement.l is not None:
-        provenance["l_variant"] = statement.l_variant
-    if statement.t is not None:
-        provenance["t_distance"] = statement.t_distance
+    provenance = {"duckanon": _version(), "qi": plan.qi, "sensitive": plan.sensitive}
+    provenance.update(release_parameters(statement))
+    if statement.l is None:  # the variants only where they apply
+        provenance.pop("l_variant", None)
+        provenance.pop("c", None)
+    if statement.t is None:
+        for name in ("t_distance", "sa_hierarchy", "sa_order"):
+            provenance.pop(name, None)
     provenance["summary"] = {name: value for name, value in asdict(summary).items()
                              if name not in ("details", "target", "report")}
     provenance["summary"]["details"] = json.loads(summary.details)
@@ -530,6 +532,8 @@ def run_report(con, statement: ReportStatement) -> Table:
     provenance = published_provenance(con, statement.published) or {}
     chosen = {name: getattr(statement, name) if name in statement.given else provenance.get(name)
               for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance")}
+    chosen.update({name: provenance[name] for name in ("c", "sa_hierarchy", "sa_order") + GENERALIZATION_PARAMETERS
+                   if name in provenance})
     qi, sensitive = chosen["qi"], chosen["sensitive"]
     if not qi:
         raise AnonymizeError(f"REPORT needs qi = (...): {statement.published.sql()} has no duckanon provenance "
@@ -570,6 +574,18 @@ def _check_file_access(con, path: str) -> None:
                              "(SET enable_external_access = false)")
 
 
+# What shaped a release, as the provenance comment, the report and REPORT show it.
+RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method")
+GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
+
+
+def release_parameters(statement) -> dict:
+    params = {name: getattr(statement, name) for name in RELEASE_PARAMETERS if getattr(statement, name) is not None}
+    if statement.method in ("lattice", "gensup"):  # hierarchies = None means "none given": shown as such
+        params.update({name: getattr(statement, name) for name in GENERALIZATION_PARAMETERS})
+    return params
+
+
 def _render_report(con, plan: Plan, summary: Summary) -> Path | None:
     """Write the report of the release being published, inside the publishing transaction, so a
     report that cannot be written fails the statement before the commit. A regular file is written
@@ -584,8 +600,7 @@ def _render_report(con, plan: Plan, summary: Summary) -> Path | None:
         raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
     special = final.exists() and not final.is_file()
     sweep = _sweep_rows(con, statement) if statement.sweep else None
-    params = {name: getattr(statement, name) for name in ("k", "l", "t", "l_variant", "t_distance", "method")
-              if getattr(statement, name) is not None}
+    params = release_parameters(statement)
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
     pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:

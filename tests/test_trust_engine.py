@@ -34,8 +34,8 @@ def test_optimal_for_names_what_is_proven(con):
     lattice = summary(con, "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), sensitive = disease, "
                            "method = lattice, hierarchies = (zipcode = 'prefix'), suppression_limit = 0.2)")
     assert lattice["optimal"]
-    assert lattice["optimal_for"] == ("entropy among full-domain generalizations of the given hierarchies, "
-                                      "removing at most 0.2 of the rows")
+    assert lattice["optimal_for"] == ("entropy among full-domain generalizations of the given hierarchies "
+                                      "within a 0.2 record-suppression limit")
 
 
 def test_published_and_removed_rows_add_up_to_the_source(con):
