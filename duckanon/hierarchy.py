@@ -36,12 +36,88 @@ from duckanon.errors import AnonymizeError
 
 __all__ = [
     "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
-    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "to_table",
+    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "sa_order_missing", "to_table",
 ]
 
 STAR = "*"
+SOURCE_PLACEHOLDER = "<table>"  # in a suggested query, when the caller did not say which table
+_LIST_LIMIT = 200  # longest list of literals written into a suggested query
 NULL_SPELLINGS = ("", "NULL")  # how a hierarchy file or table writes the NULL value
 _NULL = object()  # index key of the NULL row; no str() can collide with it
+
+
+class _MissingValues(AnonymizeError):
+    """Values a hierarchy does not cover (raised inside `bind`, which words the message)."""
+
+    def __init__(self, values: list):
+        super().__init__(f"{len(values)} values are missing from the hierarchy")
+        self.values = values
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_column(column: str) -> str:
+    from sqlglot import exp
+
+    return exp.to_identifier(column).sql(dialect="duckdb")
+
+
+def _as_text(column: str) -> str:
+    """The column as the text values are matched by, NULL spelled 'NULL' (as hierarchies write it)."""
+    return f"coalesce(CAST({_sql_column(column)} AS VARCHAR), 'NULL')"
+
+
+def _literals(values: Sequence) -> str | None:
+    """`'a', 'b', 'NULL'`: values as SQL literals (None as 'NULL'), or None when that is too long."""
+    text = ", ".join(_sql_string("NULL" if v is None else str(v)) for v in values)
+    return text if len(text) <= _LIST_LIMIT else None
+
+
+def missing_query(column: str, source: str | None, known: str, numeric: bool = False) -> str:
+    """SELECT DISTINCT <column> FROM <source> WHERE its text is not among `known`: a subquery of
+    one text column or a list of literals. `numeric`: a number also matches an entry of equal
+    value (39.0 matches '39'), as `Hierarchy.bind` matches numbers."""
+    column_sql, table = _sql_column(column), source or SOURCE_PLACEHOLDER
+    if not numeric:
+        return f"SELECT DISTINCT {column_sql} FROM {table} WHERE {_as_text(column)} NOT IN ({known})"
+    return (f"SELECT DISTINCT {column_sql} FROM {table} WHERE NOT EXISTS (SELECT 1 FROM ({known}) h(v) "
+            f"WHERE h.v = {_as_text(column)} OR TRY_CAST(h.v AS DOUBLE) = TRY_CAST({column_sql} AS DOUBLE))")
+
+
+def sa_order_missing(count: int, order: Sequence, column: str | None = None, source: str | None = None) -> str:
+    """The message for `count` values of the sensitive column that sa_order does not list: the
+    count and a query listing them, never a value."""
+    message = (f"sa_order does not list {count} value{'s' if count != 1 else ''} of the sensitive column"
+               f"{' ' + column if column else ''}")
+    listed = _literals(order)
+    if column is None or listed is None:
+        return message + ("; list them with SELECT DISTINCT on it and compare with sa_order" if column else "")
+    return f"{message}; list {'them' if count != 1 else 'it'} with: {missing_query(column, source, listed)}"
+
+
+def _kind_of(value) -> str:
+    """A value's type in user terms, for messages that must not show the value."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "blob"
+    if isinstance(value, datetime):
+        return "timestamp"
+    if isinstance(value, date):
+        return "date"
+    if isinstance(value, (int, np.integer)):
+        return "integer"
+    if isinstance(value, (float, Decimal, np.floating)):
+        return "number"
+    return type(value).__name__
+
+
+def _values_of(column: str | None) -> str:
+    return f"column {column}" if column else "the column"
 
 
 # --------------------------------------------------------------------------- bound hierarchy
@@ -106,9 +182,15 @@ class Hierarchy:
     name = "hierarchy"  # how error messages name it: the file, the table or the builder call
     height: int | None = None  # known before binding except for `prefix()` without a width
 
-    def bind(self, values: Sequence, column: str | None = None) -> BoundHierarchy:
+    def bind(self, values: Sequence, column: str | None = None, source: str | None = None) -> BoundHierarchy:
+        """Code `values` (the distinct values of `column`, read from the table `source`). A value
+        the hierarchy does not cover is an error that counts them and gives the SQL that lists
+        them (from `source`, or `<table>` when it is not given), never a value itself."""
         values = list(values)
-        codes, label_makers = self._code_levels(values, column)
+        try:
+            codes, label_makers = self._code_levels(values, column)
+        except _MissingValues as missing:
+            raise AnonymizeError(self._missing_message(missing.values, column, source)) from None
         n = len(values)
         matrix = np.empty((n, len(codes) + 1), dtype=np.int64)
         matrix[:, 0] = np.arange(n)
@@ -121,12 +203,21 @@ class Hierarchy:
         raise NotImplementedError
 
     def _missing(self, values: list, missing: np.ndarray | list, column: str | None) -> AnonymizeError:
-        """The error for values the hierarchy does not cover: names the first one and the count."""
-        missing = [values[i] for i in missing]
-        first = "NULL" if missing[0] is None else repr(str(missing[0]))
+        """The error for values the hierarchy does not cover; `bind` turns it into its message."""
+        return _MissingValues([values[i] for i in missing])
+
+    def _missing_message(self, missing: list, column: str | None, source: str | None) -> str:
+        """How many values are missing and the query that lists them; no value is quoted (an error
+        message travels to logs and screens the data must not reach)."""
+        n = len(missing)
         where = f" of column {column}" if column else ""
-        more = f" ({len(missing)} values missing)" if len(missing) > 1 else ""
-        return AnonymizeError(f"value {first}{where} is missing from hierarchy {self.name}{more}")
+        message = f"{n} value{'s' if n != 1 else ''}{where} {'are' if n != 1 else 'is'} missing from hierarchy {self.name}"
+        query = self._listing(missing, column, source) if column else None
+        return f"{message}; list {'them' if n != 1 else 'it'} with: {query}" if query else message
+
+    def _listing(self, missing: list, column: str, source: str | None) -> str | None:
+        """A query listing the values of `column` in `source` this hierarchy lacks, or None."""
+        return None
 
     def __repr__(self) -> str:
         return f"<Hierarchy {self.name}>"
@@ -135,25 +226,24 @@ class Hierarchy:
 class TableHierarchy(Hierarchy):
     """Explicit rows (ARX CSV, Python rows, a DuckDB table): a dict lookup per distinct value."""
 
-    def __init__(self, rows: Sequence[Sequence], name: str = "rows", lines: Sequence[int] | None = None):
-        """`lines`: the file line of each row. Given, error messages name lines and never quote
-        the file's text (a file read for a SQL user may hold what that user must not see)."""
+    def __init__(self, rows: Sequence[Sequence], name: str = "rows", lines: Sequence[int] | None = None,
+                 origin: tuple[str, str] | None = None):
+        """`lines`: the file line of each row, named by error messages (else the row number); no
+        message quotes a row's text (a hierarchy's values are the column's values, and a file read
+        for a SQL user may hold what that user must not see). `origin`: where the rows came from,
+        ('file', path) or ('table', name, first column), for the query that lists missing values."""
         self.name = name
         self._lines = list(lines) if lines is not None else None
+        self._origin = origin
         rows = [row if isinstance(row, list) else list(row) for row in rows]
         if not rows:
             raise AnonymizeError(f"hierarchy {name} is empty")
         width = len(rows[0])
         if len({len(row) for row in rows}) > 1:
             i = next(i for i, row in enumerate(rows) if len(row) != width)
-            if self._lines is not None:
-                raise AnonymizeError(
-                    f"hierarchy {name} is inconsistent: line {self._lines[i]} has {len(rows[i]) - 1} levels, "
-                    f"line {self._lines[0]} has {width - 1}"
-                )
             raise AnonymizeError(
-                f"hierarchy {name} is inconsistent: row {i + 1} ({rows[i][0]!r}) has {len(rows[i]) - 1} levels, "
-                f"row 1 has {width - 1}"
+                f"hierarchy {name} is inconsistent: {self._at(i)} has {len(rows[i]) - 1} levels, "
+                f"{self._at(0)} has {width - 1}"
             )
         if width < 2:
             raise AnonymizeError(f"hierarchy {name} has one column and no levels (is it ';'-separated?)")
@@ -165,12 +255,7 @@ class TableHierarchy(Hierarchy):
             seen: dict = {}
             for i, key in enumerate(keys):
                 if seen.setdefault(key, i) != i:
-                    if self._lines is not None:
-                        raise AnonymizeError(f"hierarchy {name}: lines {self._lines[seen[key]]} and "
-                                             f"{self._lines[i]} have the same value")
-                    raise AnonymizeError(
-                        f"hierarchy {name}: value {rows[i][0]!r} appears twice (rows {seen[key] + 1} and {i + 1})"
-                    )
+                    raise AnonymizeError(f"hierarchy {name}: {self._at(seen[key], i)} have the same value")
         self._numbers: dict | None = None
         # Group ids per level, numbered by first appearance so codes keep the file's order.
         self._group_codes = np.empty((len(rows), width), dtype=np.int64)
@@ -179,11 +264,7 @@ class TableHierarchy(Hierarchy):
         for h in range(1, width):
             labels = [row[h] for row in rows]
             if None in labels:
-                if self._lines is not None:
-                    raise AnonymizeError(f"hierarchy {name}: line {self._lines[labels.index(None)]} "
-                                         f"has no label (NULL) at level {h}")
-                value = rows[labels.index(None)][0]
-                raise AnonymizeError(f"hierarchy {name}: value {value!r} has no label (NULL) at level {h}")
+                raise AnonymizeError(f"hierarchy {name}: {self._at(labels.index(None))} has no label (NULL) at level {h}")
             labels = np.array([label if isinstance(label, str) else str(label) for label in labels], dtype=object)
             distinct, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
             in_file_order = np.empty(len(first), dtype=np.int64)
@@ -207,16 +288,32 @@ class TableHierarchy(Hierarchy):
             if bad.size:
                 a = bad[0]
                 b = np.nonzero((lower == lower[a]) & (upper != upper[a]))[0][-1]
-                if self._lines is not None:
-                    raise AnonymizeError(
-                        f"hierarchy {self.name} is not monotone: lines {self._lines[a]} and {self._lines[b]} "
-                        f"have the same label at level {h} but different labels at level {h + 1}"
-                    )
-                ra, rb = self._rows[a], self._rows[b]
+                first, second = sorted((int(a), int(b)))
                 raise AnonymizeError(
-                    f"hierarchy {self.name} is not monotone: {ra[0]!r} and {rb[0]!r} are both {ra[h]!r} at level {h} "
-                    f"but {ra[h + 1]!r} and {rb[h + 1]!r} at level {h + 1}"
+                    f"hierarchy {self.name} is not monotone: {self._at(first, second)} "
+                    f"have the same label at level {h} but different labels at level {h + 1}"
                 )
+
+    def _at(self, i: int, j: int | None = None) -> str:
+        """`line 3` / `row 3` (rows of Python or of a table), or `lines 1 and 3` for two rows."""
+        def number(k: int) -> int:
+            return self._lines[k] if self._lines is not None else k + 1
+        what = "line" if self._lines is not None else "row"
+        if j is None:
+            return f"{what} {number(i)}"
+        return f"{what}s {number(i)} and {number(j)}"
+
+    def _listing(self, missing, column, source):
+        if self._origin is None:
+            return None
+        if self._origin[0] == "file":
+            known = (f"SELECT coalesce(column0, 'NULL') FROM read_csv({_sql_string(self._origin[1])}, delim = ';', "
+                     "header = false, quote = '\"', all_varchar = true)")
+        else:
+            known = (f"SELECT coalesce(CAST({_sql_column(self._origin[2])} AS VARCHAR), 'NULL') "
+                     f"FROM query_table({_sql_string(self._origin[1])})")
+        numeric = any(isinstance(v, (int, float, Decimal, np.number)) and not isinstance(v, bool) for v in missing)
+        return missing_query(column, source, known, numeric)
 
     def _row_of(self, value) -> int | None:
         row = self._index.get(_NULL if value is None else str(value))
@@ -339,12 +436,13 @@ class _Intervals(_BuiltHierarchy):
             except (TypeError, ValueError):
                 numeric = (int, float, Decimal)
                 bad = next((v for v in values if not isinstance(v, numeric) or isinstance(v, bool)), values[0])
-                where = f" of column {column}" if column else ""
-                raise AnonymizeError(f"intervals need numbers; value {str(bad)!r}{where} is not one") from None
+                raise AnonymizeError(f"intervals need numbers; {_values_of(column)} holds {_kind_of(bad)} values"
+                                     ) from None
         if numbers.dtype.kind == "f" and not np.isfinite(numbers).all():
-            bad = values[int(np.nonzero(~np.isfinite(numbers))[0][0])]
+            n = int((~np.isfinite(numbers)).sum())
             where = f" of column {column}" if column else ""
-            raise AnonymizeError(f"intervals need finite numbers; value {str(bad)!r}{where} is not one")
+            raise AnonymizeError(f"intervals need finite numbers; {n} value{'s' if n != 1 else ''}{where} "
+                                 f"{'are' if n != 1 else 'is'} NaN or infinite")
         first = self.widths[0]
         if numbers.dtype.kind in "iu" and isinstance(first, int):
             keys = numbers.astype(np.int64) // first
@@ -394,9 +492,13 @@ class _Dates(_BuiltHierarchy):
             # datetime.date() keeps the wall-clock date, also for time-zone-aware timestamps
             days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
         except (TypeError, ValueError):
-            bad = bad if bad is not None else next((v for v in values if not _is_iso_date(v)), values[0])
+            if bad is not None:
+                raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {_values_of(column)} holds "
+                                     f"{_kind_of(bad)} values") from None
+            n = sum(1 for v in values if not _is_iso_date(v))
             where = f" of column {column}" if column else ""
-            raise AnonymizeError(f"dates need DATE or TIMESTAMP values; value {str(bad)!r}{where} is not one") from None
+            raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {n} text value{'s' if n != 1 else ''}{where} "
+                                 f"{'are' if n != 1 else 'is'} not a date (YYYY-MM-DD)") from None
         levels = []
         for unit in self.levels:
             key, label = self.UNITS[unit]
@@ -411,8 +513,9 @@ class _Ordered(_BuiltHierarchy):
             raise AnonymizeError("ordered: the order lists no categories")
         self.position = dict(zip(self.order, range(len(self.order))))
         if len(self.position) < len(self.order):
-            twice = next(v for i, v in enumerate(self.order) if self.position[v] != i)
-            raise AnonymizeError(f"ordered: category {twice!r} is listed twice")
+            second = next(i for i, v in enumerate(self.order) if self.order.index(v) != i)
+            first = self.order.index(self.order[second])
+            raise AnonymizeError(f"ordered: categories {first + 1} and {second + 1} are the same")
         if not sizes:
             raise AnonymizeError("ordered: give at least one group size")
         for s in sizes:
@@ -438,6 +541,12 @@ class _Ordered(_BuiltHierarchy):
         return [
             (positions // size, lambda ks, s=size: [self._block_label(k, s) for k in ks.tolist()]) for size in self.sizes
         ]
+
+    def _listing(self, missing, column, source):
+        listed = _literals(self.order)
+        if listed is None:
+            return None
+        return missing_query(column, source, listed).replace(_as_text(column), f"CAST({_sql_column(column)} AS VARCHAR)")
 
     def _block_label(self, block: int, size: int) -> str:
         members = self.order[block * size : (block + 1) * size]
@@ -478,9 +587,8 @@ def from_csv(path: str | Path, con=None) -> Hierarchy:
     line numbers instead of quoting the file. This is how SQL statements read hierarchy files.
     """
     rows, lines = _file_rows(path, con)
-    if con is None:
-        return TableHierarchy(rows, str(Path(path)))
-    return TableHierarchy(rows, str(path), lines=lines)
+    name = str(Path(path)) if con is None else str(path)
+    return TableHierarchy(rows, name, lines=lines, origin=("file", name))
 
 
 def read_sa_hierarchy(con, path: str) -> list[list[str]]:
@@ -602,11 +710,14 @@ def from_table(con, table_name: str) -> Hierarchy:
     NULL row; a NULL label is an error. `table_name` is a table or view name, possibly qualified
     and quoted as in SQL (`"my hier"`, `s.t`); it is looked up with query_table(), never run as SQL."""
     try:
-        rows = con.execute("SELECT * FROM query_table(?)", [table_name]).fetchall()
+        result = con.execute("SELECT * FROM query_table(?)", [table_name])
+        first_column = result.description[0][0] if result.description else None
+        rows = result.fetchall()
     except Exception as e:  # duckdb raises many types; the message is what matters
         raise AnonymizeError(f"cannot read hierarchy table {table_name}: {str(e).splitlines()[0]}") from None
     rows = [[None if v is None else str(v) for v in row] for row in rows]
-    return TableHierarchy(rows, f"table {table_name}")
+    origin = ("table", table_name, first_column) if first_column is not None else None
+    return TableHierarchy(rows, f"table {table_name}", origin=origin)
 
 
 def to_table(con, hierarchy: Hierarchy | BoundHierarchy, table_name: str) -> None:

@@ -81,7 +81,7 @@ def test_the_result_row_names_the_target_and_the_report(con, tmp_path):
     row = con.execute(STATEMENT.format(f", report = '{path}'")).fetchone()
     names = [d[0] for d in con.description]
     summary = dict(zip(names, row))
-    assert summary["target"] == "hospital_anon" and summary["report"] == str(path)
+    assert summary["target"] == "memory.main.hospital_anon" and summary["report"] == str(path)
     assert path.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
     assert dict(zip(names, con.execute(STATEMENT.format("")).fetchone()))["report"] is None

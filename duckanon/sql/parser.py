@@ -131,6 +131,11 @@ class AnonDialect(DuckDB):
                 if table is not None and isinstance(table.this, exp.Func):
                     self._user_error(f"{expected}, not a function call such as {first.text}(...)", first)
                 self._user_error(f"{expected}, got {_token_text(first)}", first)
+            parts = table.parts
+            if len(parts) > 3:  # DuckDB has catalogs, schemas and tables: a fourth part names nothing
+                written = _shown(".".join(part.sql(dialect="duckdb") for part in parts))
+                self._user_error(f"table name {written} has {len(parts)} parts: use catalog.schema.table at most",
+                                 first)
             return table
 
         def _parse_anonymize(self) -> Anonymize:
@@ -279,6 +284,9 @@ def parse_statement(sql: str) -> Anonymize | Report:
     if not tokens:
         raise AnonymizeError("expected exactly one ANONYMIZE statement, got nothing")
     if not (tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() in OUR_KEYWORDS):
+        ours = _ours_after_with(tokens)
+        if ours is not None:
+            raise _with_error(tokens, ours)
         raise AnonymizeError(f"expected exactly one ANONYMIZE statement, got {_statement_start(sql, tokens[0])}")
     end = next((i for i, token in enumerate(tokens) if token.token_type == TokenType.SEMICOLON), len(tokens))
     first, rest = tokens[:end], [token for token in tokens[end:] if token.token_type != TokenType.SEMICOLON]
@@ -302,23 +310,133 @@ def parse_statement(sql: str) -> Anonymize | Report:
     return statements[0]
 
 
-_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?=ANONYMIZE\b)", re.IGNORECASE)
+def _is_ours(token: Token | None) -> bool:
+    return token is not None and token.token_type == TokenType.VAR and token.text.upper() in OUR_KEYWORDS
 
 
-def _is_anonymize(tokens: t.Sequence[Token]) -> bool:
+def _skip_parens(tokens: t.Sequence[Token], i: int) -> int:
+    """The index after the balanced parentheses that open at tokens[i]."""
+    depth = 0
+    while i < len(tokens):
+        kind = tokens[i].token_type
+        depth += kind in (TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE)
+        depth -= kind in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE)
+        i += 1
+        if depth <= 0:
+            break
+    return i
+
+
+def _ours_after_with(tokens: t.Sequence[Token]) -> Token | None:
+    """In `WITH c AS (...) ANONYMIZE c`: the ANONYMIZE (or REPORT) token that follows the WITH
+    clause, else None. The WITH clause is walked as DuckDB writes it (`[RECURSIVE] name [(columns)]
+    [USING KEY (...)] AS [NOT] [MATERIALIZED] (query)`, comma-separated), and only the first token
+    after it is looked at: `WITH anonymize AS (...) SELECT * FROM (...) report` is plain DuckDB."""
+    if not tokens or tokens[0].token_type != TokenType.WITH:
+        return None
+    i = 1
+    if i < len(tokens) and tokens[i].text.upper() == "RECURSIVE":
+        i += 1
+    while i < len(tokens):
+        i += 1  # the name
+        while i < len(tokens) and tokens[i].token_type != TokenType.ALIAS:  # (columns), USING KEY (...)
+            if tokens[i].token_type == TokenType.SEMICOLON:
+                return None
+            i = _skip_parens(tokens, i) if tokens[i].token_type == TokenType.L_PAREN else i + 1
+        i += 1  # AS
+        while i < len(tokens) and tokens[i].text.upper() in ("NOT", "MATERIALIZED"):
+            i += 1
+        if i >= len(tokens) or tokens[i].token_type != TokenType.L_PAREN:
+            return None
+        i = _skip_parens(tokens, i)
+        if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
+            i += 1
+            continue
+        return tokens[i] if i < len(tokens) and _is_ours(tokens[i]) else None
+    return None
+
+
+def _with_error(tokens: t.Sequence[Token], ours: Token) -> AnonymizeError:
+    first = 2 if len(tokens) > 1 and tokens[1].text.upper() == "RECURSIVE" else 1
+    token = tokens[first] if first < len(tokens) else None
+    name = "v"
+    if token is not None and token.token_type == TokenType.IDENTIFIER:  # written in double quotes
+        name = '"' + token.text.replace('"', '""') + '"'
+    elif token is not None and token.token_type == TokenType.VAR:
+        name = token.text
+    keyword = ours.text.upper()
+    what = "a table or view" if keyword == KEYWORD else "tables or views"
+    return AnonymizeError(f"{keyword} reads {what}: a WITH clause cannot precede it; create a view first "
+                          f"(CREATE TEMP VIEW {_shown(name)} AS ...) and {keyword.lower()} the view")
+
+
+# what may stand between EXPLAIN and the statement it explains, in DuckDB's grammar
+_EXPLAIN_WORDS = ("ANALYZE", "ANALYSE", "VERBOSE")
+
+
+def _explained(sql: str, explain: Token) -> tuple[Token | None, bool, bool]:
+    """What follows the EXPLAIN token `explain` in `sql`: (our keyword token if ANONYMIZE or
+    REPORT is the explained statement, ANALYZE was asked for, other EXPLAIN options were given).
+    sqlglot reads EXPLAIN as a command whose argument is the raw rest of the statement, so the
+    rest is tokenized here (comments and quoting as everywhere else)."""
+    try:
+        rest = AnonDialect().tokenize(sql[explain.end + 1:])
+    except TokenError:
+        return None, False, False
+    analyze = options = False
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        word = token.text.upper()
+        if word in _EXPLAIN_WORDS and token.token_type in (TokenType.VAR, TokenType.ANALYZE, TokenType.COMMAND):
+            analyze = analyze or word != "VERBOSE"
+            options = options or word == "VERBOSE"
+            i += 1
+        elif token.token_type == TokenType.L_PAREN:  # EXPLAIN (FORMAT JSON, ANALYZE) ...
+            depth = 0
+            while i < len(rest):
+                kind = rest[i].token_type
+                depth += kind == TokenType.L_PAREN
+                depth -= kind == TokenType.R_PAREN
+                analyze = analyze or (depth == 1 and rest[i].text.upper() in ("ANALYZE", "ANALYSE"))
+                i += 1
+                if depth == 0:
+                    break
+            options = True
+        else:
+            break
+    return (rest[i] if i < len(rest) and _is_ours(rest[i]) else None), analyze, options
+
+
+def _is_anonymize(sql: str, tokens: t.Sequence[Token]) -> bool:
+    """Whether the statement of `tokens` is ours: ANONYMIZE, REPORT, or EXPLAIN of one of them
+    (with options, to be refused in our words), or one of them after a WITH clause (refused)."""
     if tokens and tokens[0].token_type == TokenType.COMMAND and tokens[0].text.upper() == "EXPLAIN":
-        # sqlglot reads EXPLAIN as a command whose argument is the rest of the statement
-        return len(tokens) > 1 and tokens[1].text.lstrip().upper().startswith(KEYWORD)
-    return bool(tokens) and tokens[0].token_type == TokenType.VAR and tokens[0].text.upper() in OUR_KEYWORDS
+        return _explained(sql, tokens[0])[0] is not None  # `sql` ends where the statement does
+    return _is_ours(tokens[0] if tokens else None) or _ours_after_with(tokens) is not None
 
 
 def strip_explain(text: str) -> tuple[bool, str]:
     """(`EXPLAIN` was given, the ANONYMIZE statement without it); positions in the statement are
-    kept by blanking the keyword instead of cutting it."""
-    match = _EXPLAIN.match(text)
-    if not match:
+    kept by blanking the keyword instead of cutting it. EXPLAIN ANALYZE, EXPLAIN with options and
+    EXPLAIN REPORT are refused here, in a line of their own."""
+    try:
+        tokens = AnonDialect().tokenize(text)
+    except TokenError:
+        return False, text  # parse_statement says which quote or comment is not closed
+    if not (tokens and tokens[0].token_type == TokenType.COMMAND and tokens[0].text.upper() == "EXPLAIN"):
         return False, text
-    return True, " " * match.end() + text[match.end():]
+    explain = tokens[0]
+    ours, analyze, options = _explained(text, explain)
+    if ours is None:
+        return False, text
+    if ours.text.upper() != KEYWORD:
+        raise AnonymizeError("EXPLAIN applies to ANONYMIZE only (a dry run): run REPORT without it")
+    if analyze:
+        raise AnonymizeError("EXPLAIN ANALYZE is not supported for ANONYMIZE: use EXPLAIN ANONYMIZE (a dry run)")
+    if options:
+        raise AnonymizeError("EXPLAIN options are not supported for ANONYMIZE: use EXPLAIN ANONYMIZE (a dry run)")
+    return True, text[:explain.start] + " " * (explain.end + 1 - explain.start) + text[explain.end + 1:]
 
 
 def split_statements(sql: str) -> list[tuple[str, bool]]:
@@ -342,7 +460,7 @@ def split_statements(sql: str) -> list[tuple[str, bool]]:
             end = token.start if token is not None else len(sql)
             text = sql[begin:end].strip()
             if text and current:
-                pieces.append((text, _is_anonymize(current)))
+                pieces.append((text, _is_anonymize(sql[:end], current)))
             current = []
             begin = end + 1
         else:
