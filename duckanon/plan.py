@@ -292,6 +292,20 @@ def _resolve_read(con, session: _Session, table: TableName) -> _Read:
     return _Read(None, scanned)
 
 
+def resolved(con, table: TableName) -> TableName:
+    """`table` fully qualified as the object `SELECT * FROM <table>` reads on DuckDB (temp schema,
+    search path, USE, attached databases), for statements that read a table by name (REPORT);
+    unchanged when it is no catalog object (a file) or `con` is not DuckDB's."""
+    raw = _duckdb_of(con)
+    if raw is None:
+        return table
+    try:
+        found = _resolve_read(raw, _Session(raw), table).object
+    except duckdb.Error:
+        return table
+    return found.table_name() if found is not None else table
+
+
 def _scanned_as(con, target: CatalogObject) -> str | None:
     """How DuckDB's plans name the existing table `target` (None if it is no table)."""
     if target.kind != "table":

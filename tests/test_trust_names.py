@@ -15,7 +15,7 @@ import pytest
 
 import duckanon
 from conftest import HOSPITAL, SHARED, qident
-from duckanon.plan import _resolve_read, _Session
+from duckanon.plan import _resolve_read, _Session, resolved
 from duckanon.sql import split_statements
 from duckanon.sql.parser import parse_statement
 from duckanon.sql.statement import TableName
@@ -172,6 +172,16 @@ def test_a_source_found_on_the_search_path_is_read_from_where_it_was_found(db):
     rows = raw.execute("SELECT count(*) FROM d2.main.t").fetchone()[0]
     assert summary["target"] == "memory.main.t" and summary["rows"] == rows
     assert raw.execute("SELECT count(*) FROM memory.main.t").fetchone()[0] == rows
+
+
+def test_resolved_names_the_object_a_select_reads(db):
+    raw = db.duckdb
+    raw.execute("CREATE TEMP TABLE hospital_anon AS SELECT 1 AS x")
+    assert resolved(raw, _table("hospital_anon")).sql() == '"temp"."main"."hospital_anon"'
+    assert resolved(db, _table("memory.hospital_anon")).sql() == '"memory"."main"."hospital_anon"'
+    raw.execute("USE d3")
+    assert resolved(raw, _table("t")).sql() == '"d3"."main"."t"'
+    assert resolved(raw, _table("nosuch")).sql() == '"nosuch"'  # not an object: as written
 
 
 # --------------------------------------------------------------------------- item 5: the comment
