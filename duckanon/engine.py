@@ -88,19 +88,19 @@ def models_for(plan: Plan, sa_total, sa_values=None) -> list:
                 [None if v is None else str(v) for v in sa_values], null_label="NULL")
             models.append(TCloseness(statement.t, total, "hierarchical", hierarchy=hierarchy))
         elif statement.t_distance == "ordered" and statement.sa_order is not None:
-            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(statement.sa_order, sa_values)))
+            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(statement.sa_order, sa_values, plan.sensitive,
+                                                                                      plan.source_shown)))
         else:
             models.append(TCloseness(statement.t, total, statement.t_distance))
     return models
 
 
-def _declared_ranks(order: list, sa_values: list) -> tuple[int, ...]:
+def _declared_ranks(order: list, sa_values: list, column: str | None = None, source: str | None = None) -> tuple[int, ...]:
     """Rank of each SA code in the user's declared order (values compared as text)."""
     position = {value: i for i, value in enumerate(order)}
     missing = [v for v in sa_values if (None if v is None else str(v)) not in position]
     if missing:  # counted, never quoted: a message must not carry a value of the source
-        raise AnonymizeError(f"sa_order does not list {len(missing)} of the {len(sa_values)} sensitive values "
-                             "(list them with SELECT DISTINCT <sensitive> FROM <source>)")
+        raise AnonymizeError(hierarchy.sa_order_missing(len(missing), order, column, source))
     present = sorted(position[None if v is None else str(v)] for v in sa_values)
     dense = {p: r for r, p in enumerate(present)}  # values absent from the table take no rank
     return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)
@@ -139,7 +139,8 @@ def column_domains(con, plan: Plan, cells) -> Domains:
             if spec is None:  # no hierarchy: the value or '*' (suppression of the whole column)
                 hierarchies.append(FlatHierarchy(len(values[j])))
             else:
-                hierarchies.append(hierarchy.parse_spec(spec, column, con).bind(values[j], column=column))
+                hierarchies.append(hierarchy.parse_spec(spec, column, con).bind(values[j], column=column,
+                                                                                 source=plan.source_shown))
     return Domains(values, numeric, hierarchies, statement.suppression_limit, statement.metric)
 
 
@@ -524,9 +525,16 @@ def run_explain(con, statement) -> Table:
 def run_report(con, statement: ReportStatement) -> Table:
     """REPORT: the HTML report of a published table against its original, written to a file.
     What the statement leaves out comes from the table's provenance comment (if ANONYMIZE made it)."""
-    from duckanon.plan import _table_columns
-    from duckanon.report import write_report
+    from duckanon.plan import _table_columns, resolved
+    from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
 
+    # queries read the objects DuckDB resolves the names to; messages and the result row show the
+    # names as written
+    written_as = statement
+    published, original = resolved(con, statement.published), resolved(con, statement.original)
+    if published.key() == original.key():
+        raise AnonymizeError("REPORT compares a published table with its original: they must differ")
+    statement = replace(statement, published=published, original=original)
     published_columns = _table_columns(con, statement.published)
     original_columns = _table_columns(con, statement.original)
     provenance = published_provenance(con, statement.published) or {}
@@ -536,17 +544,17 @@ def run_report(con, statement: ReportStatement) -> Table:
                    if name in provenance})
     qi, sensitive = chosen["qi"], chosen["sensitive"]
     if not qi:
-        raise AnonymizeError(f"REPORT needs qi = (...): {statement.published.sql()} has no duckanon provenance "
+        raise AnonymizeError(f"REPORT needs qi = (...): {written_as.published.sql()} has no duckanon provenance "
                              "(it was not published by ANONYMIZE, or its comment was changed)")
     for column in qi + ([sensitive] if sensitive else []):
-        for table, columns in ((statement.published, published_columns), (statement.original, original_columns)):
+        for table, columns in ((written_as.published, published_columns), (written_as.original, original_columns)):
             if column.lower() not in {c.lower() for c in columns}:
                 raise AnonymizeError(f"column {column} is not in {table.sql()}")
     _check_file_access(con, statement.file or "the report")
     if statement.file:
         path = statement.file
     else:
-        path = extras.default_report_path(statement.published.name)
+        path = extras.default_report_path(written_as.published.name)
         path.parent.mkdir(parents=True, exist_ok=True)
     params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
     params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
@@ -557,13 +565,13 @@ def run_report(con, statement: ReportStatement) -> Table:
                                summary=summary, params=params, risk_threshold=statement.risk_threshold)
     except OSError as error:
         raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+    threshold, _ = resolve_risk_threshold(statement.risk_threshold, params.get("k"))
     risk = con.execute("SELECT highest_risk, average_risk, records_at_risk FROM anon_risk(?, ?, threshold := ?)",
-                       [statement.published.sql(), qi, statement.risk_threshold]).fetchone()
+                       [statement.published.sql(), qi, at_risk_sql_threshold(threshold)]).fetchone()
     columns = [("report", "VARCHAR"), ("published", "VARCHAR"), ("original", "VARCHAR"), ("highest_risk", "DOUBLE"),
                ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
-    shown = [name.table.sql(dialect="duckdb") for name in (statement.published, statement.original)]  # quoted if needed
-    return Table(columns, [(str(written), *shown, *risk,
-                            statement.risk_threshold)])
+    shown = [name.table.sql(dialect="duckdb") for name in (written_as.published, written_as.original)]  # quoted if needed
+    return Table(columns, [(str(written), *shown, *risk, threshold)])
 
 
 def _check_file_access(con, path: str) -> None:

@@ -165,8 +165,6 @@ def test_adult_report_written_by_anonymize(adult_release):
     assert "∞ (a published cell has no original counterpart: " in text
 
 
-@pytest.mark.xfail(strict=False, reason="needs the engine to pass hierarchies, suppression_limit, metric and "
-                   "risk_threshold=None (when not set) to write_report")
 def test_adult_report_written_by_anonymize_has_every_parameter(adult_release):
     _, page = adult_release
     text = plain(page)

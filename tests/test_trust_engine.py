@@ -13,10 +13,12 @@ def test_sa_order_message_counts_missing_values_without_quoting_them(con):
         con.execute("ANONYMIZE hospital WITH (t = 0.5, qi = (zipcode, age), sensitive = disease, "
                     "t_distance = ordered, sa_order = ('Cancer', 'Heart Disease'))")
     message = str(refused.value)
-    assert message == ("sa_order does not list 1 of the 3 sensitive values "
-                       "(list them with SELECT DISTINCT <sensitive> FROM <source>)")
+    head, query = message.split("; list it with: ")
+    assert head == "sa_order does not list 1 value of the sensitive column disease"
     values = {r[0] for r in con.duckdb.execute("SELECT DISTINCT disease FROM hospital").fetchall()}
     assert not any(value in message for value in values - {"Cancer", "Heart Disease"})
+    # the suggested query lists exactly the value that is missing
+    assert con.duckdb.execute(query).fetchall() == [("Viral Infection",)]
 
 
 def summary(con, statement: str) -> dict:

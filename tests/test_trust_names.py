@@ -481,8 +481,6 @@ def test_sa_order_refusal_counts_the_values(con):
     assert "Viral" not in message and "Heart" not in message
 
 
-@pytest.mark.xfail(strict=True, reason="engine.py: the suggested query is to name the source "
-                                       "(bind(..., source=plan.source_shown)); the lead's change")
 def test_the_suggested_query_names_the_source(people):
     con, path = people
     message = refused(con, "ANONYMIZE people WITH (k = 2, qi = (age), sensitive = disease, method = lattice, "
@@ -490,8 +488,6 @@ def test_the_suggested_query_names_the_source(people):
     assert " FROM memory.main.people WHERE " in message
 
 
-@pytest.mark.xfail(strict=True, reason="solver/emd.py SAHierarchy.for_values quotes the sensitive values "
-                                       "it has no leaf for; not this change's file")
 def test_sa_hierarchy_refusal_counts_the_values(con, tmp_path):
     path = tmp_path / "sa.csv"
     path.write_text("Cancer;Serious;*\nFlu;Mild;*\n")

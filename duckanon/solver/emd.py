@@ -193,9 +193,8 @@ class SAHierarchy:
             raise AnonymizeError(f"a sensitive value appears twice when bound to hierarchy {self.source}")
         missing = [label for label in labels if label not in self.paths]
         if missing:
-            shown = ", ".join(repr(m) for m in missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise AnonymizeError(
-                f"hierarchy {self.source} has no leaf for sensitive value(s) {shown} "
+            raise AnonymizeError(  # counted, never quoted: a message must not carry a value of the source
+                f"hierarchy {self.source} has no leaf for {len(missing)} sensitive value(s) "
                 "(values are matched exactly as text)"
             )
         size = len(labels)

@@ -58,7 +58,7 @@ class AnonymizeStatement:
     suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
     metric: str = "entropy"  # lattice: the utility metric minimised
     report: str | None = None  # write an HTML report of the published table to this path
-    risk_threshold: float = RISK_THRESHOLD  # the report's "records at risk": risk above this
+    risk_threshold: float | None = None  # the report's "records at risk": risk above this (None: 1/k, else 0.2)
     engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
     spark_master: str | None = None  # engine = spark: the master of a new session (default local[2])
     memory_limit: int | None = None  # bytes for the histogram and solver; None: 80% of the available memory
@@ -372,7 +372,7 @@ class ReportStatement:
     t: float | None = None
     l_variant: str | None = None
     t_distance: str | None = None
-    risk_threshold: float = RISK_THRESHOLD
+    risk_threshold: float | None = None  # None: 1/k when k is known, else RISK_THRESHOLD
     given: set = field(default_factory=set)  # the options written in the statement
     text: str = ""
 
