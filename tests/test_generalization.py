@@ -194,10 +194,11 @@ def test_gensup_is_valid_and_never_worse_than_either_alone(adult):
     published = adult.execute('SELECT sex, race, "marital-status", education FROM adult_anon').fetchall()
     _, _, problems = check_published(published, [0, 1, 2, 3], k=10)
     assert problems == [] and len(published) == 30162
-    plan = bind(adult, bind_statement(parse_statement(text), text))
-    cells = build_cells(adult, plan, "__cells")
-    domains = column_domains(adult, plan, cells)
-    adult.execute('DROP TABLE "__cells"')
+    raw = adult.duckdb  # build_cells reads Arrow through a DuckDB relation
+    plan = bind(raw, bind_statement(parse_statement(text), text))
+    cells = build_cells(raw, plan, "__cells")
+    domains = column_domains(raw, plan, cells)
+    raw.execute('DROP TABLE "__cells"')
     models = models_for(plan, cells.histogram.sa_counts.sum(axis=0))
     loss = {}
     for method in ("lattice", "auto"):

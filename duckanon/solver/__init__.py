@@ -8,16 +8,18 @@ attaches a proven lower bound where one is known.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
+from duckanon.solver.deadline import DeadlineExpired, deadline_passed, deadline_scope, seconds_left
 from duckanon.solver.dp import dp
 from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
-from duckanon.solver.exact import ExactTooLarge, exact, prepare, solve_model
-from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
+from duckanon.solver.exact import HEURISTIC_SHARE, ExactTimeout, ExactTooLarge, exact, prepare, solve_model
+from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic, whole_table
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
@@ -28,10 +30,14 @@ from duckanon.solver.tp import tp_solution
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "solve", "METHODS"]
 
-# `auto` tries `exact` when the pruned model has at most this many integer variables, for at
-# most `time_limit` seconds (AUTO_TIME_LIMIT when none is given).
+# `auto` tries `exact` when the pruned model has at most this many integer variables, until the
+# statement's deadline (time_limit) or for AUTO_TIME_LIMIT seconds when none is given; not when
+# less than AUTO_EXACT_MIN_SECONDS are left.
 AUTO_EXACT_MAX_INT_VARS = 20_000
 AUTO_TIME_LIMIT = 3.0
+AUTO_EXACT_MIN_SECONDS = 0.05
+# Under a time_limit, a HiGHS run that overruns the time left is stopped this long after it.
+AUTO_MILP_GRACE = 0.2
 # ... and when building its model looks affordable. Exact enumerates its candidate patterns
 # either by one GROUP BY per star set (2^m of them) or by the closure of the classes under meets
 # (its size times classes x columns), which includes every meet of two classes. `auto` skips
@@ -62,6 +68,8 @@ def _enumeration_too_costly(hist: Histogram) -> bool:
     for start in range(0, n, chunk):
         if start * n > AUTO_MEET_PAIRS:
             return False
+        if deadline_passed():
+            return True  # undecided, and no time left for exact anyway
         block = codes[start:start + chunk]
         meets = np.where(block[:, None, :] == codes[None, :, :], codes[None, :, :] + 1, 0)  # 0: star
         hashes = (meets.reshape(-1, m) * weights).sum(axis=1)  # wraps around: a hash of the vector
@@ -108,33 +116,55 @@ def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domain
 METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown", "carve",
            "lattice", "mondrian", "gensup")
 GENERALIZING = ("lattice", "mondrian", "gensup")
+# The methods a time_limit bounds (solve's docstring).
+BOUNDED = ("auto", "exact", "lattice", "gensup")
 
 
-def _auto(hist: Histogram, models, patterns, time_limit) -> Solution:
+def _auto(hist: Histogram, models, patterns, time_limit, k_bound=None) -> Solution:
     """A polynomial optimum when one applies; else the best heuristic, improved on or proven by
-    `exact` when its pruned model is small enough to be proven within the time limit."""
+    `exact` when its pruned model is small enough to be proven within the time limit.
+
+    Runs inside solve's deadline scope: with a `time_limit` every step stops at that one deadline
+    (the heuristics as heuristics.py says, exact gets what is left), so the limit bounds the
+    whole call; without one, exact gets AUTO_TIME_LIMIT seconds."""
     if matching_not_applicable(hist, models, patterns) is None:
         return matching(hist, models, patterns)
-    best = best_heuristic(hist, models, patterns)
+    too_costly = patterns is None and _enumeration_too_costly(hist)  # (with patterns: one GROUP BY per pattern)
+    left = seconds_left()
+    # under a time limit the heuristics get HEURISTIC_SHARE of it when exact may run after them
+    share = None if left is None or too_costly else time.perf_counter() + HEURISTIC_SHARE * left
+    with deadline_scope(share):
+        best = best_heuristic(hist, models, patterns)
     if best.stars == 0:
         return best
-    if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_anonymity_lower_bound(hist, _k_of(models)):
+    k_bound = k_bound or (lambda: k_anonymity_lower_bound(hist, _k_of(models)))
+    if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_bound():
         return best  # already proven optimal
-    if patterns is None and _enumeration_too_costly(hist):  # (with patterns: one GROUP BY per pattern)
+    if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
         return best
+    left = seconds_left()
+    if left is not None and left < AUTO_EXACT_MIN_SECONDS:
+        best.notes["exact_skipped"] = "time limit reached"
+        return best
+    deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
-        model = prepare(hist, models, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS)
+        model = prepare(hist, models, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline)
     except ExactTooLarge as error:
         best.notes["exact_skipped"] = str(error)
+        return best
+    except ExactTimeout:
+        best.notes["exact_skipped"] = "time limit reached while building the model"
         return best
     except AnonymizeError:  # a model exact does not support
         return best
     if model.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
         best.notes["exact_skipped"] = f"{model.n_int_vars} integer variables"
         return best
-    limit = AUTO_TIME_LIMIT if time_limit is None else time_limit
-    proven = solve_model(model, time_limit=limit, incumbent=best, patterns=patterns)
+    if deadline is None:  # no time_limit: the MILP gets AUTO_TIME_LIMIT seconds
+        deadline = time.perf_counter() + AUTO_TIME_LIMIT
+    proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
+                         max_grace=None if left is None else AUTO_MILP_GRACE)
     if proven.optimal or proven.stars < best.stars:
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
@@ -159,23 +189,42 @@ class Domains:
 
 def solve(
     hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None,
-    domains: Domains | None = None,
+    domains: Domains | None = None, deadline: float | None = None,
 ) -> Solution:
     """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
 
-    `time_limit` (seconds) bounds `exact` (and the `exact` attempt of `auto`, AUTO_TIME_LIMIT by
-    default); on timeout the best solution found is returned with optimal=False and a proven
-    lower_bound.
+    `time_limit` (seconds from this call) and/or `deadline` (a time.perf_counter() value, e.g.
+    the statement's start plus its time_limit) bound the whole call for `auto` (its heuristics,
+    local search and exact attempt; exact gets AUTO_TIME_LIMIT seconds when neither is given),
+    `exact`, `lattice` and `gensup` (the lattice search stops with the best node found): the best
+    valid solution found by then is returned, with optimal=False (and, for exact, a proven
+    lower_bound when one is known). The other methods are single polynomial heuristics and run
+    to completion.
     """
+    if time_limit is not None:
+        limit_deadline = time.perf_counter() + float(time_limit)
+        deadline = limit_deadline if deadline is None else min(deadline, limit_deadline)
     total = hist.sa_counts.sum(axis=0)
     for model in models:
         model.check_feasible(total)
-    if hist.n_classes == 0:
-        solution = identity_solution(hist, method if method != "auto" else "mapprox")
-    elif method == "auto":
-        solution = _auto(hist, models, patterns, time_limit)
-    else:
-        solution = _run(method, hist, models, patterns, time_limit, domains)
+    memo = {}
+
+    def k_bound() -> int:  # computed once (it compares every small class with every class)
+        if "k" not in memo:
+            memo["k"] = k_anonymity_lower_bound(hist, _k_of(models))
+        return memo["k"]
+
+    with deadline_scope(deadline if method in BOUNDED else None):
+        left = seconds_left()
+        try:
+            if hist.n_classes == 0:
+                solution = identity_solution(hist, method if method != "auto" else "mapprox")
+            elif method == "auto":
+                solution = _auto(hist, models, patterns, left, k_bound)
+            else:
+                solution = _run(method, hist, models, patterns, left, domains)
+        except DeadlineExpired:  # (an enclosing deadline reached a heuristic run on its own)
+            solution = whole_table(hist)
 
     sizes = solution.group_sizes()
     used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
@@ -187,7 +236,7 @@ def solve(
         return solution
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if any(isinstance(m, KAnonymity) for m in models):
-        bounds.append(k_anonymity_lower_bound(hist, _k_of(models)))
+        bounds.append(k_bound())
     elif solution.stars == 0:
         bounds.append(0)
     solution.lower_bound = max(bounds) if bounds else None

@@ -611,7 +611,7 @@ def _grace(limit: float) -> float:
     return max(0.1 * limit, min(DEADLINE_GRACE, max(MIN_GRACE, limit)))
 
 
-def _milp(c, integrality, bounds, constraint, options):
+def _milp(c, integrality, bounds, constraint, options, max_grace: float | None = None):
     limit = options.get("time_limit")
     if limit is None:
         return _milp_inline(c, integrality, bounds, constraint, options)
@@ -627,7 +627,8 @@ def _milp(c, integrality, bounds, constraint, options):
     except (OSError, ValueError):  # no fork here: run inline, trusting HiGHS's own limit
         return _milp_inline(c, integrality, bounds, constraint, options)
     sender.close()
-    deadline = float(limit) + _grace(float(limit))
+    grace = _grace(float(limit)) if max_grace is None else min(_grace(float(limit)), max_grace)
+    deadline = float(limit) + grace
     try:
         if receiver.poll(deadline):
             message = receiver.recv()
@@ -722,7 +723,8 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
 
 
 def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
-                t_form: str = "closed", patterns=None, deadline: float | None = None) -> Solution:
+                t_form: str = "closed", patterns=None, deadline: float | None = None,
+                max_grace: float | None = None) -> Solution:
     """Solve a prepared model with HiGHS; see the module docstring for the result's fields.
 
     `incumbent` (a valid solution of model.hist; by default the best heuristic) gives HiGHS an
@@ -730,6 +732,8 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     incumbent optimal. (Not with user patterns, where the MILP objective counts pattern stars.)
     `deadline` (a time.perf_counter() value; by default now + time_limit) bounds the whole call:
     the heuristics' local search, the MILP and, with patterns, the published-star bound.
+    `max_grace` caps how long a HiGHS run that overruns its limit is waited for (auto under a
+    statement's time_limit: the incumbent is kept, only the MILP's answer is lost).
     """
     started = time.perf_counter()
     if deadline is None and time_limit is not None:
@@ -752,7 +756,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         if model.pattern_guided:
             left *= PATTERN_MILP_SHARE  # the rest is for the published-star bound
         options["time_limit"] = max(left, 0.05)
-    res = _milp(c, integrality, bounds, constraint, options)
+    res = _milp(c, integrality, bounds, constraint, options, max_grace)
     x_values = res.x
     solution = None
     objective = None

@@ -26,6 +26,13 @@ class FlatHierarchy:
         self.labels = [[str(i) for i in range(n_values)], [TOP]]
 
 
+def whole_domain(codes: np.ndarray, level: int) -> bool:
+    """Whether level `level` (> 0) of a bound hierarchy's `codes` has one label for every value
+    of the column: a cell published there is fully masked, whatever the label's text ('*',
+    '*****', 'Any', ...), and counts as a star."""
+    return level > 0 and len(codes) > 0 and bool((codes[:, level] == codes[0, level]).all())
+
+
 def _text(value) -> str:
     return "NULL" if value is None else str(value)
 
@@ -41,6 +48,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     node = search.node
     n_groups = len(node.sa_counts)
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
+    masked = np.zeros((n_groups, hist.m), dtype=bool)
     labels = []
     for j, (bound, level) in enumerate(zip(hierarchies, node.levels)):
         codes = bound.codes[hist.codes[:, j], level]
@@ -49,15 +57,18 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         names = bound.labels[level]
         shown = [names[c] for c in group_code.tolist()]
         group_rep[:, j] = np.where(np.array([s == TOP for s in shown], dtype=bool), STAR, group_code)
+        masked[:, j] = whole_domain(bound.codes, level)
         labels.append(shown if level > 0 else None)
     parts = _whole_class_parts(hist, node.member_of)
-    solution = Solution(*parts, group_rep=group_rep, method="lattice", optimal=True, group_labels=labels,
-                        dropped=~node.ok)
+    solution = Solution(*parts, group_rep=group_rep, method="lattice", optimal=search.optimal, group_labels=labels,
+                        dropped=~node.ok, masked=masked)
     solution.notes.update({
         "levels": list(node.levels), "metric": metric, "metric_value": search.value,
         "nodes_evaluated": search.evaluated, "lattice_nodes": search.nodes, "removed_rows": int(node.sa_counts[~node.ok].sum()),
         "optimal_for": f"{metric} among full-domain generalizations",
     })
+    if not search.optimal:
+        solution.notes["time_limit"] = "reached: the best node found so far, not proven optimal"
     return solution
 
 
@@ -187,7 +198,9 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
 def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric) -> Solution:
     from duckanon.solver import solve
 
-    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search()
+    # the violating rows are cell-suppressed below, not removed
+    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric,
+                     cell_suppression_after=True).search()
     node = search.node
     n_rolled = len(node.sa_counts)
     rolled_codes = np.zeros((n_rolled, hist.m), dtype=np.int64)
@@ -215,11 +228,13 @@ def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric) 
             names = bound.labels[level]
             labels.append([TOP if code == STAR else names[code] for code in rep.tolist()])
     group_rep = inner.group_rep.copy()
+    masked = np.zeros(group_rep.shape, dtype=bool)
     for j, shown in enumerate(labels):  # a label that is the top '*' counts as a star
         if shown is not None:
             group_rep[:, j] = np.where(np.array([x == TOP for x in shown], dtype=bool), STAR, group_rep[:, j])
+        masked[:, j] = whole_domain(hierarchies[j].codes, node.levels[j])  # one label for everything: a star
     parts = [np.asarray(a, dtype=np.int64) for a in (out_c, out_s, out_g, out_n)]
-    solution = Solution(*parts, group_rep=group_rep, method="gensup", group_labels=labels)
+    solution = Solution(*parts, group_rep=group_rep, method="gensup", group_labels=labels, masked=masked)
     solution.notes.update({"levels": list(node.levels), "metric": metric, "generalization_metric_value": search.value,
                            "cell_suppression": inner.method, "nodes_evaluated": search.evaluated})
     return solution

@@ -26,6 +26,7 @@ from itertools import combinations
 
 import numpy as np
 
+from duckanon.solver.deadline import check_deadline
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.models import LDiversity, TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, build_solution, solution_from_class_groups, take_rows
@@ -130,7 +131,9 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
     found = {tuple(range(m))} if alone.any() else set()
     pools = None if n <= NEIGHBOUR_ALL_LIMIT else _sorted_neighbourhoods(codes)
     everyone = np.arange(n)
-    for i in np.flatnonzero(~alone).tolist():
+    for step, i in enumerate(np.flatnonzero(~alone).tolist()):
+        if step % 64 == 0:
+            check_deadline()
         pool = everyone if pools is None else np.unique(pools[i])
         pool = pool[pool != i]
         if not len(pool):
@@ -201,6 +204,7 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         kept_sets = (tuple(j for j in range(m) if j not in s) for s in starred)
 
     for kept in kept_sets:
+        check_deadline()
         live = np.flatnonzero(remaining > 0)
         if remaining.sum() < k or len(live) == 0:
             break
@@ -241,6 +245,7 @@ def carve(counts: np.ndarray, models, min_size: int) -> np.ndarray:
     l_freq = max([m.l for m in models if isinstance(m, LDiversity) and m.variant == "frequency"], default=0)
     active = np.ones(len(x), dtype=bool)
     while active.any():
+        check_deadline()
         rows = np.flatnonzero(active)
         sizes = x[rows].sum(axis=1)
         small = sizes < min_size
@@ -293,6 +298,7 @@ def carving_greedy(hist: Histogram, models) -> Solution:
         return live, sizes[live], remaining[live]
 
     for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models):
+        check_deadline()
         sizes = remaining.sum(axis=1)
         live = np.flatnonzero(sizes > 0)
         if sizes.sum() < min_size or len(live) == 0:

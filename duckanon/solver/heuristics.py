@@ -1,14 +1,24 @@
-"""The heuristic portfolio shared by `auto` and by `exact` (whose MILP starts from the best of it)."""
+"""The heuristic portfolio shared by `auto` and by `exact` (whose MILP starts from the best of it).
+
+Under a deadline (solver/deadline.py: a statement's `time_limit`, or exact's share for its
+incumbent) every heuristic's loops check it; one interrupted is dropped (its partial state is no
+solution), the ones that finished compete, and the local search stops with the best valid
+partition it reached. When the deadline passes before any heuristic finished, the answer is the
+whole table as one group: valid whenever the request is feasible (solve checked that).
+"""
 
 from __future__ import annotations
+
+import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.greedy import EXACT_PATTERN_LIMIT, carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.mapprox import mapprox
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
-from duckanon.solver.partition import Solution
+from duckanon.solver.partition import Solution, solution_from_class_groups
 from duckanon.solver.repair import fold_outside_patterns, merge_classes, repair
+from duckanon.solver.deadline import DeadlineExpired, deadline_passed
 from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
 from duckanon.solver.topdown import topdown
 from duckanon.solver.tp import tp_solution
@@ -65,16 +75,44 @@ def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Soluti
     raise ValueError(f"not a heuristic: {method}")
 
 
+def whole_table(hist: Histogram) -> Solution:
+    """Every row in one group: valid for every feasible request (all models are closed under
+    merging and the whole table satisfies them); the answer when a deadline passes before any
+    heuristic finished."""
+    solution = solution_from_class_groups(hist, np.arange(hist.n_classes), np.zeros(hist.n_classes, dtype=np.int64),
+                                          hist.sizes, "whole table")
+    solution.notes["time_limit"] = "reached before any heuristic finished: the whole table is one group"
+    return solution
+
+
 def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
     """The fewest stars among the heuristics that apply (user patterns: greedy only; l-diversity:
-    TP+ too, and TP+ alone on large inputs)."""
+    TP+ too, and TP+ alone on large inputs). Under a deadline (module docstring): the best of
+    those that finished in time, improved locally while time is left."""
+    candidates: list[Solution] = []
+
+    def attempt(run) -> None:
+        if deadline_passed():
+            return
+        try:
+            candidates.append(run())
+        except DeadlineExpired:
+            pass  # interrupted: no valid solution from it
+
+    def best() -> Solution:
+        if not candidates:
+            return whole_table(hist)
+        return min(candidates, key=lambda s: s.stars)  # first wins ties
+
     diversity = patterns is None and any(isinstance(m, LDiversity) for m in models)
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
-        return tp_solution(hist, models, plus=True)
+        attempt(lambda: tp_solution(hist, models, plus=True))
+        return best()
     closeness = patterns is None and any(isinstance(m, TCloseness) for m in models)
     if closeness and hist.n_classes > T_FAST_CLASS_LIMIT:
-        candidates = [run_heuristic(name, hist, models) for name in ("carve", "topdown")]
-        return min(candidates, key=lambda s: s.stars)
+        for name in ("carve", "topdown"):
+            attempt(lambda name=name: run_heuristic(name, hist, models))
+        return best()
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT and not wide(hist):
         names.append("merge")
@@ -82,14 +120,17 @@ def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
         names += ["topdown", "carve"]
     elif patterns is None and wide(hist):
         names.append("topdown")
-    candidates = [run_heuristic(name, hist, models, patterns) for name in names]
-    if diversity:
-        candidates.insert(0, tp_solution(hist, models, plus=True))
+    if diversity:  # first: linear, with the (l*d) bound
+        attempt(lambda: tp_solution(hist, models, plus=True))
+    for name in names:
+        attempt(lambda name=name: run_heuristic(name, hist, models, patterns))
     if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
         # improve the best few starts by local moves (never worse than the start); on wide
         # tables the best only (the runner-up is far behind there and costs seconds to improve)
         for start in sorted(candidates, key=lambda s: s.stars)[:1 if wide(hist) else 2]:
-            improved = local_search(hist, start, models)
+            if deadline_passed():
+                break
+            improved = local_search(hist, start, models)  # stops at the deadline with a valid partition
             if improved is not None:
                 candidates.append(improved)
-    return min(candidates, key=lambda s: s.stars)  # first wins ties
+    return best()

@@ -14,17 +14,32 @@ enough to count classes with bincount instead of sorting. With k-anonymity alone
 by its suppressed-row count, computed from the weighted class counts only (no SA counts, no
 regrouping); the full grouping is built for solutions whose metric needs it and for the result.
 
+Removed rows cost what ARX charges for them (its metrics of the same names, gsFactor 0.5):
+  * entropy: ARX's default non-uniform entropy (Metric.createEntropyMetric(), the non-monotonic
+    variant): the precomputed entropy of the levels over every row, plus, per column, the
+    entropy of the removed rows' generalized values within the removed set,
+    sum_v c_v * log2(S / c_v) (S removed rows, c_v of them with value v at the node's level);
+    removing every row costs exactly as much as publishing the top label everywhere;
+  * loss, precision: 1 per removed cell (the most a cell can cost); stars: 1 per removed cell;
+  * discernibility: |T| per removed row (ARX's DM); aecs: |T| / (published classes + 1 when
+    rows are removed), the removed rows counting as one class.
+  A node that removes every row is never chosen while some node publishes rows; when none does,
+  the search fails with "would publish no rows".
+
 Search (branch and bound over the lattice, with Flash-style predictive tagging):
   * Monotonicity. With no suppression, if a node satisfies the models so does every coarser
     node (its classes are unions of satisfying classes, and all our models are closed under
     merging), and if a node fails so does every finer node. k-anonymity keeps this with a
     suppression limit too (coarser classes only grow). Failing nodes tag everything below them;
-    satisfying nodes tag everything above them when the metric is monotone in generalization.
-  * Bounds. Every metric is at least its value on the node computed as if nothing were
-    suppressed (suppressed records count as fully generalized, which costs at least as much),
-    and for the separable metrics (entropy, loss, precision) that bound needs no grouping at all.
-    Nodes are visited in increasing bound; the search stops when the next bound is no better
-    than the best solution found: that solution is optimal.
+    with no suppression limit, satisfying nodes tag everything above them (every metric is
+    monotone in generalization when nothing is removed). With a limit a metric is not monotone
+    (a coarser node removes fewer rows, which can cost less), so a solution tags only itself.
+  * Bounds. Every metric is at least its value on the node computed as if nothing were removed
+    (ARX's lower bound): each charge above is >= 0 on top of it (a removed cell's 1 is at least
+    its cost at any level, the removed rows' entropy is >= 0, |T| >= a class size). For the
+    separable metrics (entropy, loss, precision, stars) that bound needs no grouping at all; for
+    discernibility and aecs it is 0. Nodes are visited in increasing bound; the search stops
+    when the next bound is no better than the best solution found: that solution is optimal.
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ import numpy as np
 
 from duckanon import progress
 from duckanon.errors import AnonymizeError
+from duckanon.solver.deadline import deadline_passed
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import KAnonymity, all_satisfied
 
@@ -72,7 +88,10 @@ class Lattice:
     """
 
     def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
-                 metric: str = "entropy"):
+                 metric: str = "entropy", cell_suppression_after: bool = False):
+        """`cell_suppression_after` (gensup): the violating rows are not removed but cell-suppressed
+        afterwards, so entropy does not charge them and a node whose classes all violate is
+        allowed (at limit 1.0 the bottom node is cell suppression alone)."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
         self.hist = hist
@@ -81,6 +100,7 @@ class Lattice:
         self.models = models
         self.limit_rows = int(np.floor(suppression_limit * hist.n_rows + 1e-9))
         self.metric = metric
+        self.cell_suppression_after = cell_suppression_after
         self.sizes = hist.sizes
         self.n = hist.n_rows
         self.m = hist.m
@@ -169,15 +189,19 @@ class Lattice:
             return np.zeros(self.hist.n_classes, dtype=np.int64), 1
         return key, space
 
-    def suppressed_rows(self, levels) -> int:
-        """k-anonymity alone: the rows in classes of fewer than k rows at `levels`."""
+    def removed_classes(self, levels) -> np.ndarray:
+        """k-anonymity alone: per class whether it is in a class of fewer than k rows at `levels`."""
         if self.k <= 1 or not self.hist.n_classes:
-            return 0
+            return np.zeros(self.hist.n_classes, dtype=bool)
         key, space = self._keys(levels)
         if space > self.dense_limit:
             key, space = self._densify(key, space)
         counts = np.bincount(key, weights=self.float_sizes, minlength=space)
-        return int(round(self.float_sizes @ (counts[key] < self.k)))  # exact: integers < 2**53
+        return counts[key] < self.k
+
+    def suppressed_rows(self, levels) -> int:
+        """k-anonymity alone: the rows in classes of fewer than k rows at `levels`."""
+        return int(self.sizes[self.removed_classes(levels)].sum())
 
     # -- metrics -------------------------------------------------------------------------------
     def _row_costs(self, j: int) -> np.ndarray:
@@ -197,8 +221,8 @@ class Lattice:
                 out[:, h] = (leaves[g] - 1) / max(n_values - 1, 1)
             elif self.metric == "precision":  # Sweeney's precision: level / height
                 out[:, h] = h / max(codes.shape[1] - 1, 1)
-            elif self.metric == "stars":  # a cell published as the top '*'
-                out[:, h] = 1.0 if h == codes.shape[1] - 1 and len(np.unique(g)) == 1 else 0.0
+            elif self.metric == "stars":  # a cell published as one label for the whole domain (a star)
+                out[:, h] = 1.0 if h > 0 and len(np.unique(g)) == 1 else 0.0
         return out
 
     def bound(self, levels) -> float:
@@ -208,27 +232,39 @@ class Lattice:
             return float(sum(self.column_total[j][h] for j, h in enumerate(levels)))
         return 0.0
 
-    def value(self, node: NodeResult) -> float:
-        """The metric of publishing at `node` with its violating classes removed.
+    def removal_charge(self, levels, removed: np.ndarray) -> float:
+        """What the rows of the classes flagged in `removed` (per original class) cost on top of
+        `bound(levels)` for a separable metric (module docstring: ARX's charges)."""
+        which = np.flatnonzero(removed)
+        if not len(which):
+            return 0.0
+        weights = self.float_sizes[which]
+        if self.metric == "entropy":
+            if self.cell_suppression_after:
+                return 0.0
+            # one bincount over every column's generalized codes (offset per column)
+            offsets = np.cumsum([0] + [self.cardinality[j][h] for j, h in enumerate(levels)])
+            codes = np.concatenate([self.rolled[j][h][which] + offsets[j] for j, h in enumerate(levels)])
+            counts = np.bincount(codes, weights=np.tile(weights, len(levels)), minlength=int(offsets[-1]))
+            counts = counts[counts > 0]
+            return float((counts * np.log2(float(weights.sum()) / counts)).sum())
+        total = 0.0
+        for j, h in enumerate(levels):  # loss, precision, stars: a removed cell costs 1
+            costs = self.row_cost[j][self.hist.codes[which, j], h]
+            total += float((weights * (1.0 - costs)).sum())
+        return total
 
-        `entropy` is ARX's precomputed non-uniform entropy, which depends on the levels only
-        (removed records are reported, not charged); `loss`, `precision` and `stars` charge each
-        removed row the top level of every column; discernibility charges it |T|."""
+    def value(self, node: NodeResult) -> float:
+        """The metric of publishing at `node` with its violating classes removed (ARX's charges
+        for removed rows: see the module docstring)."""
         sizes = node.sa_counts.sum(axis=1)
         kept = node.ok
-        if self.metric == "discernibility":
+        if self.metric == "discernibility":  # ARX's DM: a removed row costs |T|
             return float((sizes[kept] ** 2).sum() + self.n * sizes[~kept].sum())
         if self.metric == "aecs":  # rows / published classes (removed rows count as one class)
             classes = int(kept.sum()) + (1 if (~kept).any() else 0)
             return float(self.n) / max(classes, 1)
-        total = self.bound(node.levels)
-        if self.metric == "entropy" or kept.all():
-            return total
-        removed = np.flatnonzero(~kept[node.member_of])
-        for j, h in enumerate(node.levels):
-            costs = self.row_cost[j][self.hist.codes[removed, j]]
-            total += float((self.sizes[removed] * (costs[:, -1] - costs[:, h])).sum())
-        return total
+        return self.bound(node.levels) + self.removal_charge(node.levels, ~kept[node.member_of])
 
     # -- nodes ---------------------------------------------------------------------------------
     def evaluate(self, levels: tuple[int, ...]) -> NodeResult:
@@ -260,7 +296,7 @@ class Lattice:
         status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
         strides = np.cumprod([1] + [h + 1 for h in self.heights[::-1]])[:-1][::-1]  # product order
         level_sum = nodes.sum(axis=1)
-        state = {"best": None, "value": np.inf, "evaluated": 0}
+        state = {"best": None, "value": np.inf, "evaluated": 0, "empty": None}
         monotone_metric = self.limit_rows == 0  # then a coarser node is never better
         # per column and level: which nodes are at most / at least that level (cone tagging)
         at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
@@ -278,10 +314,12 @@ class Lattice:
             key = tuple(int(x) for x in levels)
             node = None
             if self.k_only:  # decided by the suppressed-row count alone
-                suppressed = self.suppressed_rows(key)
+                removed = self.removed_classes(key)
+                suppressed = int(self.sizes[removed].sum())  # (no BLAS matmul: it spins threads)
             else:
                 node = self.evaluate(key)
                 suppressed = node.suppressed_rows
+                removed = ~node.ok[node.member_of]
             state["evaluated"] += 1
             if state["evaluated"] % 50 == 0:
                 progress.report("lattice search", nodes=state["evaluated"], of=len(nodes),
@@ -292,8 +330,15 @@ class Lattice:
                 else:
                     status[index] = -1
                 return False
-            if self.metric == "entropy":  # depends on the levels only
+            if suppressed >= self.n > 0 and not self.cell_suppression_after:
+                # publishes nothing: never the answer while a node publishes rows
+                state["empty"] = key
+                status[index] = 1
+                return True
+            if self.metric in SEPARABLE:  # no grouping needed beyond the removed classes
                 value = self.bound(key)
+                if value < state["value"]:  # else the charge (>= 0) cannot make it better
+                    value += self.removal_charge(key, removed)
             else:
                 node = node or self.evaluate(key)
                 value = node.value = self.value(node)
@@ -328,11 +373,23 @@ class Lattice:
                     low = mid + 1
         # 2. Close the gap: every node that could beat the best (bound below it) is decided,
         #    coarsest first, so a failure tags the most finer nodes at once.
+        optimal = True
         for pick in np.lexsort((bounds, -level_sum)).tolist():
-            if status[pick] == 0 and bounds[pick] < state["value"] - 1e-9 * max(1.0, abs(state["value"])):
+            best = state["value"]  # (inf while only empty publications were found)
+            if state["evaluated"] % 16 == 0 and state["best"] is not None and deadline_passed():
+                # the time limit: the best node found so far, optimal only if no undecided node
+                # could still beat it
+                optimal = not ((status == 0) & (bounds < best - 1e-9 * max(1.0, abs(best)))).any()
+                break
+            if status[pick] == 0 and (best == np.inf or bounds[pick] < best - 1e-9 * max(1.0, abs(best))):
                 visit(nodes[pick])
+        if state["best"] is None and state["empty"] is not None:
+            raise AnonymizeError(
+                f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
+                f"the suppression limit removes all {self.n} rows (give each QI a hierarchy whose top level is one "
+                f"label, so the whole table can be one class)")
         if state["best"] is None:
             raise AnonymizeError("no generalization satisfies the request within the suppression limit")
         best = self.evaluate(state["best"])
         best.value = state["value"]
-        return LatticeResult(best, self.metric, state["value"], True, state["evaluated"], len(nodes))
+        return LatticeResult(best, self.metric, state["value"], optimal, state["evaluated"], len(nodes))

@@ -11,56 +11,36 @@ and keeps all groups valid, so the search stops at a local optimum no worse than
 Deadline. The passes are quadratic (pair re-splitting runs one top-down split per pair of
 groups), which takes seconds on a few hundred classes. `local_search(..., deadline=t)` (a
 time.perf_counter() value), or a deadline set around a caller with `deadline_scope(t)` (how
-`exact` bounds the portfolio in heuristics.py, which calls local_search without one), stops the
-search at t: every state it passes through is a valid partition no worse than the start, so it
-returns the best one reached so far (the final top-down refinement is skipped once t is past).
+`solve` bounds a statement's `time_limit` and `exact` the portfolio in heuristics.py, which
+calls local_search without one), stops the search at t: every state it passes through is a valid
+partition no worse than the start, so it returns the best one reached so far (the final top-down
+refinement is skipped, or dropped, once t is past).
+
+The same scope bounds the constructive heuristics (greedy, carve, repair/merge, topdown, TP):
+their loops call `check_deadline()`, which raises DeadlineExpired once t is past; their partial
+state is not a valid solution, so the portfolio drops an interrupted heuristic and keeps the
+ones that finished (the whole table as one group when none did: valid whenever the request is).
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 import numpy as np
 
+from duckanon.solver.deadline import DeadlineExpired, deadline_scope, effective_deadline, expired
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
-from duckanon.solver.topdown import topdown
+from duckanon.solver.topdown import topdown, topdown_groups
 
 # Above this many classes the quadratic passes are skipped.
 LOCAL_SEARCH_CLASS_LIMIT = 3000
 PAIR_GROUP_LIMIT = 60  # pair re-splitting is quadratic in groups, each pair a top-down run
 
-# The deadline of the local searches started inside `deadline_scope` (None: no deadline).
-_DEADLINE: ContextVar[float | None] = ContextVar("duckanon_local_search_deadline", default=None)
-
-
-@contextmanager
-def deadline_scope(deadline: float | None):
-    """Local searches started inside this block stop at `deadline` (a time.perf_counter() value;
-    None: no deadline; a deadline already in force stays when it is earlier)."""
-    current = _DEADLINE.get()
-    if deadline is None or (current is not None and current <= deadline):
-        deadline = current
-    token = _DEADLINE.set(deadline)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-def _effective_deadline(deadline: float | None) -> float | None:
-    ambient = _DEADLINE.get()
-    if deadline is None:
-        return ambient
-    return deadline if ambient is None else min(deadline, ambient)
-
-
-def _expired(deadline: float | None) -> bool:
-    return deadline is not None and time.perf_counter() >= deadline
+# (kept here too: exact.py and older callers import them from this module)
+_effective_deadline = effective_deadline
+_expired = expired
 
 
 def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
@@ -82,6 +62,8 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
     sa = np.zeros((capacity, hist.sa_counts.shape[1]), dtype=np.int64)
     np.add.at(sizes, group_of, hist.sizes)
     np.add.at(sa, group_of, hist.sa_counts)
+    # per group and column: classes per code (codes with none are deleted, so len() is the
+    # number of distinct codes and a move is O(m), not O(distinct codes of the group))
     counters = [[Counter() for _ in range(hist.m)] for _ in range(capacity)]
     for c, g in enumerate(group_of.tolist()):
         for j, code in enumerate(hist.codes[c].tolist()):
@@ -90,8 +72,8 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
 
     def refresh(g: int) -> None:
         for j in range(hist.m):
-            keys = [code for code, n in counters[g][j].items() if n]
-            single[g, j] = keys[0] if len(keys) == 1 else -1
+            counter = counters[g][j]
+            single[g, j] = next(iter(counter)) if len(counter) == 1 else -1
 
     for g in range(n_groups):
         refresh(g)
@@ -111,10 +93,9 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
                 continue
             # stars of A without c
             rest_stars = 0
-            for j in range(hist.m):
+            for j, code in enumerate(code_c.tolist()):
                 counter = counters[a][j]
-                distinct = sum(1 for code, n in counter.items() if n - (code == code_c[j]) > 0)
-                rest_stars += distinct > 1
+                rest_stars += len(counter) - (counter[code] == 1) > 1
             gain_a = sizes[a] * stars(a) - rest_size * rest_stars
             alive = np.flatnonzero(sizes[:next_free] > 0)
             alive = alive[alive != a]
@@ -139,7 +120,10 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
             sizes[best_b] += s_c
             sa[best_b] += sa_c
             for j, code in enumerate(code_c.tolist()):
-                counters[a][j][code] -= 1
+                counter = counters[a][j]
+                counter[code] -= 1
+                if not counter[code]:
+                    del counter[code]
                 counters[best_b][j][code] += 1
             refresh(a)
             refresh(best_b)
@@ -175,14 +159,15 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
                 if _expired(deadline):
                     return groups
                 union = np.concatenate([groups[a], groups[b]])
-                parts = topdown(hist, models, roots=[union])
-                cost = parts.stars
+                try:  # the split's groups only: building a Solution over the whole histogram is O(classes)
+                    parts = [np.sort(members) for members in topdown_groups(hist, models, roots=[union])]
+                except DeadlineExpired:
+                    return groups
+                cost = sum(_cost(hist, members) for members in parts)
                 if cost < costs[a] + costs[b] and (best is None or cost - costs[a] - costs[b] < best[0]):
                     best = (cost - costs[a] - costs[b], b, parts)
             if best is not None:
-                _, b, parts = best
-                labels = class_groups(parts, hist.n_classes)
-                new = [np.flatnonzero(labels == g) for g in np.unique(labels[np.concatenate([groups[a], groups[b]])])]
+                _, b, new = best
                 done.update({a, b})
                 groups = [g for i, g in enumerate(groups) if i not in (a, b)] + new
                 done = {i for i in range(len(groups) - len(new), len(groups))}
@@ -204,15 +189,21 @@ def local_search(hist: Histogram, start: Solution, models, deadline: float | Non
     moved = solution_from_class_groups(hist, np.arange(hist.n_classes), group_of, hist.sizes, "local")
     roots = [np.flatnonzero(group_of == g) for g in np.unique(group_of)]
     if len(roots) <= PAIR_GROUP_LIMIT and not _expired(deadline):
-        roots = pair_rebuild(hist, roots, models, deadline=deadline)
-    if _expired(deadline):
+        with deadline_scope(deadline):  # (the top-down splits inside check it too)
+            roots = pair_rebuild(hist, roots, models, deadline=deadline)
+    refined = None
+    if not _expired(deadline):
+        try:
+            with deadline_scope(deadline):
+                refined = topdown(hist, models, roots=roots)
+        except DeadlineExpired:
+            refined = None
+    if refined is None:
         # no time for the top-down refinement: the best partition reached so far
         labels = np.empty(hist.n_classes, dtype=np.int64)
         for g, members in enumerate(roots):
             labels[members] = g
         refined = solution_from_class_groups(hist, np.arange(hist.n_classes), labels, hist.sizes, "local")
-    else:
-        refined = topdown(hist, models, roots=roots)
     best = refined if refined.stars <= moved.stars else moved
     best.method = f"{start.method}+local"
     return best

@@ -35,6 +35,11 @@ class Solution:
     # entirely by record suppression (not published, reported).
     group_labels: list | None = None
     dropped: np.ndarray | None = None
+    # Generalization: (G, m) cells published as a label that stands for every value of the
+    # column (a hierarchy level with one label for the whole domain: '*****', 'Any', ...). They
+    # are fully masked, so they count as stars (and their rows as suppressed rows) although the
+    # label is published as it is.
+    masked: np.ndarray | None = None
 
     @property
     def kept_groups(self) -> np.ndarray:
@@ -45,8 +50,14 @@ class Solution:
         return 0 if self.dropped is None else int(self.group_sizes()[self.dropped].sum())
 
     @property
+    def starred(self) -> np.ndarray:
+        """(G, m): the cells that count as stars: '*' and fully masked labels (`masked`)."""
+        starred = self.group_rep == STAR
+        return starred if self.masked is None else starred | self.masked
+
+    @property
     def group_stars(self) -> np.ndarray:
-        return (self.group_rep == STAR).sum(axis=1)
+        return self.starred.sum(axis=1)
 
     @property
     def stars(self) -> int:

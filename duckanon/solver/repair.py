@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from duckanon.solver.deadline import check_deadline
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, identity_solution
@@ -50,6 +51,7 @@ def repair(hist: Histogram, solution: Solution, models) -> Solution:
     label = np.arange(len(sizes))
     stars = (rep == STAR).sum(axis=1)
     while True:
+        check_deadline()
         bad = np.flatnonzero(alive & ~ok)
         if len(bad) == 0:
             break

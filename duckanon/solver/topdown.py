@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from duckanon.solver.deadline import check_deadline
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import TCloseness, all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
@@ -82,6 +83,17 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> S
     """Refine from the whole table, or from each of `roots` (valid groups of whole classes, e.g.
     another method's output): refining a valid group never adds stars, since every part
     publishes the meet of fewer rows."""
+    groups = topdown_groups(hist, models, roots)
+    labels = np.empty(hist.n_classes, dtype=np.int64)
+    for g, members in enumerate(groups):
+        labels[members] = g
+    classes = np.arange(hist.n_classes)
+    return solution_from_class_groups(hist, classes, labels, hist.sizes, "topdown")
+
+
+def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """The groups (class ids) `topdown` publishes, without building the Solution (for callers
+    that refine a few classes of a large histogram many times, as local search does)."""
     min_size = max([model.min_group_size() for model in models], default=1)
     groups: list[np.ndarray] = []
     # stack of (class ids, columns still starred and worth trying)
@@ -89,6 +101,7 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> S
         roots = [np.arange(hist.n_classes)]
     stack = [(members, tuple(j for j in range(hist.m) if len(np.unique(hist.codes[members, j])) > 1)) for members in roots]
     while stack:
+        check_deadline()
         members, starred = stack.pop()
         if len(members) == 0:
             continue
@@ -110,8 +123,4 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> S
             stack.append((part, rest))
         if len(remainder):
             stack.append((remainder, rest))
-    labels = np.empty(hist.n_classes, dtype=np.int64)
-    for g, members in enumerate(groups):
-        labels[members] = g
-    classes = np.arange(hist.n_classes)
-    return solution_from_class_groups(hist, classes, labels, hist.sizes, "topdown")
+    return groups

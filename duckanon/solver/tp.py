@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver.deadline import check_deadline
 from duckanon.solver.hilbert import hilbert_groups
 from duckanon.solver.models import LDiversity
 from duckanon.solver.partition import build_solution
@@ -143,7 +144,11 @@ def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
     heap = [(state.r[v], v) for v in range(state.n_values) if len(holders[v])]
     heapq.heapify(heap)
     q, r = state.q, state.r
+    steps = 0
     while state.r_size < state.l * state.r_height:
+        steps += 1
+        if steps % 256 == 0:
+            check_deadline()
         while heap:
             count, v = heap[0]
             if count != r[v]:  # stale: a fresher entry for v is in the heap
@@ -172,6 +177,7 @@ def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
 def _phase_three(state: _Phases, max_rounds: int) -> None:
     n_classes = len(state.q)
     for _ in range(max_rounds):
+        check_deadline()
         if state.r_eligible():
             return
         moved_before = state.r_size
@@ -251,6 +257,7 @@ def generic_tp(sa_counts: np.ndarray, model: LDiversity) -> TPResult:
     q = kept.tolist()
     r_list = r.tolist()
     while not model.ok(r_list, sum(r_list)):
+        check_deadline()
         order = sorted(range(n_values), key=lambda v: (r_list[v], v))
         moved = False
         for v in order:
