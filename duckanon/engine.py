@@ -189,7 +189,7 @@ def _build_cells(con, plan: Plan, cells_table: str):
     return solver_plan, build_cells(con, solver_plan, cells_table, budget)
 
 
-def _solve(con, plan: Plan, cells_table: str):
+def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
     """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution, and the
     plan they were built for (see _build_cells)."""
     statement = plan.statement
@@ -200,7 +200,10 @@ def _solve(con, plan: Plan, cells_table: str):
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
     domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
-    solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains)
+    # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
+    deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
+    solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
+                     deadline=deadline)
     if plan.sensitive is None and statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
     return plan, cells, hist, solution, models
@@ -276,6 +279,7 @@ def run_statement(con: duckdb.DuckDBPyConnection, text: str):
 
 
 def _run_statement(con, text: str):
+    started = time.perf_counter()
     statement = statement_for(text)
     if isinstance(statement, ReportStatement) or statement.report:
         extras.require("matplotlib")  # before anything runs, so nothing is published without its report
@@ -292,7 +296,6 @@ def _run_statement(con, text: str):
         return run_explain(con, statement)
     if statement.report:
         _check_file_access(con, statement.report)  # before anything is published
-    started = time.perf_counter()
     plan = bind(con, statement)
     return _publish(con, plan, started)
 
@@ -310,7 +313,7 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
     pending_report = None
     own_transaction = _begin(con)
     try:
-        solver_plan, cells, hist, solution, _ = _solve(con, plan, cells_table)
+        solver_plan, cells, hist, solution, _ = _solve(con, plan, cells_table, started)
         progress.report(f"publishing {plan.target.sql()}", rows=hist.n_rows)
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
@@ -444,7 +447,7 @@ def _dry_run(con, statement):
     cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
     own_transaction = _begin(con)
     try:
-        _, _, hist, solution, models = _solve(con, plan, cells_table)
+        _, _, hist, solution, models = _solve(con, plan, cells_table, started)
     finally:
         _abort(con, own_transaction, cells_table)
     return plan, hist, solution, models, time.perf_counter() - started
