@@ -26,6 +26,7 @@ from duckanon.plan import Plan, bind, one_line
 from duckanon import extras, hierarchy, progress
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.partition import STAR as STAR_CODE
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import ReportStatement, bind_report, bind_statement, parse_statement
 from duckanon.sql.parser import Report
@@ -204,6 +205,9 @@ def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
     deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
                      deadline=deadline)
+    if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
+        labelled = (solution.masked & (solution.group_rep != STAR_CODE)).sum(axis=1) * solution.kept_groups
+        solution.notes["whole_domain_cells"] = int((solution.part_count * labelled[solution.part_group]).sum())
     if plan.sensitive is None and statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
     return plan, cells, hist, solution, models

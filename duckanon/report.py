@@ -241,9 +241,14 @@ def _header(published, original, params, summary, details, utility, release, qi,
             summary.pop("report", None)
         parts += ["<h2>ANONYMIZE summary</h2>", _table(["field", "value"], summary.items()),
                   f"<p class=\"optimality\">{_optimality(summary, release)}</p>"]
-        if summary.get("stars") is not None and summary["stars"] != utility["stars"]:
+        whole_domain = int((details or {}).get("whole_domain_cells", 0) or 0)
+        if summary.get("stars") is not None and summary["stars"] != utility["stars"] + whole_domain:
             parts.append(f"<p class=\"bad\">The summary reports {_e(summary['stars'])} stars but "
-                         f"the published table holds {_e(utility['stars'])}.</p>")
+                         f"the published table holds {_e(utility['stars'] + whole_domain)}.</p>")
+        elif whole_domain:
+            parts.append(f"<p class=\"note\">The summary's {_e(summary['stars'])} stars include {_e(whole_domain)} "
+                         "cells published as a hierarchy label that covers every value of its column "
+                         "(fully masked, like '*'); the tables below list them as generalized cells.</p>")
         if details:
             pretty = json.dumps(_finite(details), indent=2, sort_keys=True, default=str)
             parts.append(f"<details><summary>solver details</summary><pre>{_e(pretty)}</pre></details>")

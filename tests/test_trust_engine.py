@@ -46,3 +46,18 @@ def test_published_and_removed_rows_add_up_to_the_source(con):
     published = con.duckdb.execute("SELECT count(*) FROM hospital_anon").fetchone()[0]
     assert result["published_rows"] == published
     assert result["published_rows"] + result["removed_rows"] == result["rows"] == 10
+
+
+def test_whole_domain_labels_are_stars_in_the_summary_and_explained_in_the_report(con, tmp_path):
+    path = tmp_path / "r.html"
+    result = summary(con, f"ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
+                          f"method = lattice, hierarchies = (zipcode = 'prefix'), report = '{path}')")
+    details = __import__("json").loads(result["details"])
+    literal = con.duckdb.execute("SELECT count(*) FILTER (WHERE zipcode = '*') + count(*) FILTER (WHERE age = '*') "
+                                 "FROM hospital_anon").fetchone()[0]
+    assert result["stars"] == literal + details["whole_domain_cells"]
+    assert details["whole_domain_cells"] > 0  # every hospital zipcode starts with 9: '9****' covers the column
+    page = path.read_text()
+    assert "class=\"bad\"" not in page
+    assert (f"The summary's {result['stars']} stars include {details['whole_domain_cells']} cells published as a "
+            "hierarchy label that covers every value of its column") in page
