@@ -19,13 +19,13 @@ from sqlglot import exp
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
+from duckanon import macros
 from duckanon.engine import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError
 from duckanon.plan import one_line
 from duckanon.sql import AnonDialect, split_statements
 from duckanon.sql.parser import strip_explain
 
-_SQL_DIR = Path(__file__).resolve().parent / "_sql"
 _REGISTERED_UDF = "__duckanon_anonymize"
 # A failed run comes back from the Python UDF as this prefix + the message, and the `anonymize`
 # macro turns it into DuckDB's error(): a Python exception raised inside a UDF would reach the
@@ -39,10 +39,6 @@ _ANONYMIZE_MACRO = (
 )
 IN_TRANSACTION = ("anonymize() cannot run inside an open transaction: run ANONYMIZE through duckanon's "
                   "connection.execute, or COMMIT first")
-
-
-def macro_files() -> list[Path]:
-    return sorted(_SQL_DIR.glob("*.sql"))
 
 
 # --- parameters of our statements -------------------------------------------------------------
@@ -317,10 +313,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     duckanon's `execute`/`sql` (and the shell) it is refused inside an open transaction. A plain
     DuckDB connection's own `execute` cannot be checked: there, call it outside BEGIN ... COMMIT.
     """
-    for path in macro_files():
-        # the files create TEMP macros: per connection, so they work on read-only databases, never
-        # write into the user's file, and connections (or cursors, or threads) never conflict
-        con.execute(path.read_text())
+    macros.install(con)
     try:
         con.remove_function(_REGISTERED_UDF)
     except Exception:

@@ -23,7 +23,8 @@ from duckanon.classes import HistogramTooLarge, build_cells, sa_values
 from duckanon.errors import AnonymizeError
 from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind, one_line
-from duckanon import extras, hierarchy, progress
+from duckanon import backends, extras, hierarchy, progress
+from duckanon._version import __version__
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.partition import STAR as STAR_CODE
@@ -291,11 +292,9 @@ def _run_statement(con, text: str):
         return run_report(con, statement)
     if statement.engine == "spark":
         extras.require("pyspark")
-    if statement.engine == "spark" and not hasattr(con, "spark"):
-        # the same pipeline on Spark: its SQL is transpiled, the source read from Spark's catalog
-        from duckanon.spark import SparkConnection, session
-
-        con = SparkConnection(session(statement.spark_master))
+    if statement.engine != "duckdb" and not hasattr(con, "spark"):
+        # the same pipeline on another engine: its SQL is transpiled, the source read from its catalog
+        con = backends.connect(statement.engine, statement)
     if statement.explain:
         return run_explain(con, statement)
     if statement.report:
@@ -386,9 +385,7 @@ def _describe_target(con, plan: Plan, summary: Summary) -> None:
 
 
 def _version() -> str:
-    import duckanon
-
-    return getattr(duckanon, "__version__", "unknown")
+    return __version__
 
 
 def published_provenance(con, table) -> dict | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import importlib.metadata
 import io
 import json
 import math
@@ -26,6 +25,9 @@ import duckdb
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from duckanon import macros
+from duckanon._version import __version__
 
 TOP_CLASSES = 30     # classes shown in the SA plot: more bars would be unreadable
 TOP_SA_VALUES = 10   # SA values with their own colour; the rest are pooled as "other"
@@ -132,10 +134,8 @@ def at_risk_sql_threshold(threshold: float) -> float:
 def _duckdb_connection(con) -> duckdb.DuckDBPyConnection:
     # Our queries are plain DuckDB SQL: skip duckanon's statement splitter and talk to DuckDB.
     db = getattr(con, "duckdb", con)
-    installed = db.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anon_utility'")
-    if installed.fetchone()[0] == 0:
-        from duckanon.connection import register
-        register(db)
+    if not macros.installed(db):  # the report reads through the SQL macros only
+        macros.install(db)
     return db
 
 
@@ -724,6 +724,4 @@ def _e(value) -> str:
 
 
 def _duckanon_version() -> str:
-    import duckanon
-    version = getattr(duckanon, "__version__", None)
-    return version or importlib.metadata.version("duckanon")
+    return __version__

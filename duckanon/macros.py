@@ -1,0 +1,26 @@
+"""The SQL macros of sql/*.sql (checks, risk, hierarchical t), installed into a DuckDB connection.
+
+The files create TEMP macros: per connection, so they work on read-only databases, never write
+into the user's file, and connections (or cursors, or threads) never conflict installing them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+SQL_DIR = Path(__file__).resolve().parent / "_sql"
+
+
+def macro_files() -> list[Path]:
+    return sorted(SQL_DIR.glob("*.sql"))
+
+
+def install(con: duckdb.DuckDBPyConnection) -> None:
+    for path in macro_files():
+        con.execute(path.read_text())
+
+
+def installed(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anon_utility'").fetchone()[0] > 0
