@@ -21,8 +21,7 @@ from sqlglot.tokens import TokenType
 
 from duckanon import macros
 from duckanon.engine import Summary, run_anonymize, run_statement
-from duckanon.errors import AnonymizeError
-from duckanon.plan import one_line
+from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql import AnonDialect, split_statements
 from duckanon.sql.parser import strip_explain
 

@@ -20,9 +20,9 @@ import duckdb
 from sqlglot import exp
 
 from duckanon.classes import HistogramTooLarge, build_cells, sa_values
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, one_line
 from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
-from duckanon.plan import Plan, bind, one_line
+from duckanon.plan import Plan, bind
 from duckanon import backends, extras, hierarchy, progress
 from duckanon._version import __version__
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve

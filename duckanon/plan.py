@@ -9,7 +9,7 @@ import duckdb
 from sqlglot import exp
 
 from duckanon import hierarchy
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql.statement import AnonymizeStatement, TableName
 
 
@@ -38,11 +38,6 @@ class Plan:
         """Published columns in source order; every other column is dropped (privacy by default)."""
         chosen = {c.lower() for c in self.qi + self.keep + ([self.sensitive] if self.sensitive else [])}
         return [c for c in self.columns if c.lower() in chosen]
-
-
-def one_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 def _table_columns(con: duckdb.DuckDBPyConnection, table: TableName) -> list[str]:

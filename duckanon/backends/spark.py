@@ -22,7 +22,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, one_line
 
 
 class _Result:
@@ -61,7 +61,7 @@ class SparkConnection:
         self.registered: set[str] = set()
 
     def _error(self, error: Exception) -> duckdb.Error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        message = one_line(error)
         if "TABLE_OR_VIEW_NOT_FOUND" in message or "Table or view not found" in message:
             return duckdb.CatalogException(message)
         return duckdb.Error(f"Spark: {message}")
@@ -152,7 +152,7 @@ def session(master: str | None = None):
         spark = (SparkSession.builder.master(master).appName("duckanon")
                  .config("spark.ui.enabled", "false").getOrCreate())
     except Exception as error:  # no Java, bad master URL, ...
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        first = one_line(error)
         raise AnonymizeError(f"could not start Spark on {master}: {first} (Spark needs Java 17: java -version)") from None
     spark.sparkContext.setLogLevel("ERROR")
     return spark

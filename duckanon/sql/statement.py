@@ -15,7 +15,6 @@ from duckanon.sql.parser import Anonymize, AnonOption, Report, position_error
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
 ENGINES = ("duckdb", "spark")
-RISK_THRESHOLD = 0.2  # a record is at risk when 1 / (its class size) exceeds this: classes below 5 rows
 
 
 @dataclass(frozen=True)
@@ -372,7 +371,7 @@ class ReportStatement:
     t: float | None = None
     l_variant: str | None = None
     t_distance: str | None = None
-    risk_threshold: float | None = None  # None: 1/k when k is known, else RISK_THRESHOLD
+    risk_threshold: float | None = None  # None: 1/k when k is known, else report.RISK_THRESHOLD
     given: set = field(default_factory=set)  # the options written in the statement
     text: str = ""
 
