@@ -80,38 +80,9 @@ def _tokenize(text: str):
     return AnonDialect().tokenize(text)
 
 
-def _split_plain(text: str) -> list[str]:
-    """Split SQL at ';' tokens (not inside strings or comments); comment-only pieces are dropped."""
-    from sqlglot.errors import TokenError
-    from sqlglot.tokens import TokenType
-
-    try:
-        tokens = _tokenize(text)
-    except TokenError:
-        stripped = text.strip()
-        return [stripped] if stripped else []  # let DuckDB report what it cannot read
-    pieces: list[str] = []
-    begin = 0
-    seen_token = False
-    for token in list(tokens) + [None]:
-        if token is None or token.token_type == TokenType.SEMICOLON:
-            end = token.start if token is not None else len(text)
-            piece = text[begin:end].strip()
-            if piece and seen_token:
-                pieces.append(piece)
-            begin = end + 1
-            seen_token = False
-        else:
-            seen_token = True
-    return pieces
-
-
 def split_script(text: str) -> list[str]:
     """The statements of `text`, in order, each without its terminating ';'."""
-    pieces = split_statements(text)
-    if any(ours for _, ours in pieces):
-        return [piece for piece, _ in pieces]
-    return _split_plain(text)
+    return [piece.strip() for piece, _ in split_statements(text, always=True) if piece.strip()]
 
 
 def is_complete(text: str) -> bool:

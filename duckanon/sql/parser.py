@@ -439,14 +439,15 @@ def strip_explain(text: str) -> tuple[bool, str]:
     return True, text[:explain.start] + " " * (explain.end + 1 - explain.start) + text[explain.end + 1:]
 
 
-def split_statements(sql: str) -> list[tuple[str, bool]]:
+def split_statements(sql: str, always: bool = False) -> list[tuple[str, bool]]:
     """Split a script into (statement text, is_ours) pairs, keeping other statements' text verbatim.
 
-    Splitting uses sqlglot's tokenizer, so a ';' inside a string or comment does not split. Text
-    that does not mention ANONYMIZE at all is returned whole and untouched, as is text the
+    Splitting uses sqlglot's tokenizer, so a ';' inside a string or comment does not split, and
+    comment-only pieces are dropped. Text that does not mention ANONYMIZE at all is returned whole
+    and untouched (unless `always`: the shell prints each statement's result), as is text the
     tokenizer cannot read (DuckDB then reports its own error).
     """
-    if not any(word.lower() in sql.lower() for word in OUR_KEYWORDS):
+    if not always and not any(word.lower() in sql.lower() for word in OUR_KEYWORDS):
         return [(sql, False)]
     try:
         tokens = AnonDialect().tokenize(sql)
