@@ -23,7 +23,7 @@ from duckanon.classes import HistogramTooLarge, build_cells, sa_values
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
 from duckanon.plan import Plan, bind
-from duckanon import backends, extras, hierarchy, progress
+from duckanon import backends, extras, hierarchy, methods, progress
 from duckanon._version import __version__
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
@@ -123,7 +123,7 @@ def column_domains(con, plan: Plan, cells) -> Domains:
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
-    if statement.method in ("lattice", "gensup"):
+    if methods.spec(statement.method).takes_hierarchies:
         specs = statement.hierarchies
         if isinstance(specs, dict):
             qi_lower = {c.lower(): c for c in plan.qi}
@@ -499,10 +499,8 @@ def run_explain(con, statement) -> Table:
     published = solution.published_classes()
     min_size = max([m.min_group_size() for m in models], default=1)  # the models the dry run used
     cells_total = hist.n_rows * hist.m
-    why = {
-        "auto": "auto: matching when it applies, else the heuristic portfolio (with l: TP+; with t: carve), "
-                "then exact when its model is small enough",
-    }.get(statement.method, f"requested method = {statement.method}")
+    why = (f"auto: {methods.spec('auto').summary}" if statement.method == "auto"
+           else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
     proof = "yes: proven optimal" if solution.optimal else (
         f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
         "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else
@@ -593,7 +591,7 @@ GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 def release_parameters(statement) -> dict:
     params = {name: getattr(statement, name) for name in RELEASE_PARAMETERS if getattr(statement, name) is not None}
-    if statement.method in ("lattice", "gensup"):  # hierarchies = None means "none given": shown as such
+    if methods.spec(statement.method).takes_hierarchies:  # hierarchies = None means "none given": shown as such
         params.update({name: getattr(statement, name) for name in GENERALIZATION_PARAMETERS})
     return params
 

@@ -9,6 +9,7 @@ import duckdb
 from sqlglot import exp
 
 from duckanon import hierarchy
+from duckanon import methods
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql.statement import AnonymizeStatement, TableName
 
@@ -314,7 +315,7 @@ def _scanned_as(con, target: CatalogObject) -> str | None:
 
 def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
     """(QI column, table name) of every `table(name)` hierarchy the statement names."""
-    if statement.method not in ("lattice", "gensup") or statement.hierarchies is None:
+    if not methods.spec(statement.method).takes_hierarchies or statement.hierarchies is None:
         return []
     specs = statement.hierarchies
     by_column = ({c: specs for c in qi} if isinstance(specs, str)

@@ -26,13 +26,13 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from duckanon import macros
+from duckanon import macros, methods
 from duckanon._version import __version__
 
 TOP_CLASSES = 30     # classes shown in the SA plot: more bars would be unreadable
 TOP_SA_VALUES = 10   # SA values with their own colour; the rest are pooled as "other"
 RISK_THRESHOLD = 0.2  # the default "at risk" threshold when k is unknown: classes of fewer than 5 rows
-LATTICE_LIKE = ("lattice", "gensup")  # the methods that take hierarchies, suppression_limit and metric
+LATTICE_LIKE = methods.names(takes_hierarchies=True)  # hierarchies, suppression_limit and metric apply
 
 _CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1000px; margin: 2em auto; padding: 0 1em;

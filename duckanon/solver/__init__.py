@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.deadline import DeadlineExpired, deadline_passed, deadline_scope, seconds_left
@@ -83,41 +84,63 @@ def _k_of(models) -> int:
     return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
 
 
-def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domains=None) -> Solution:
-    if method in GENERALIZING:
+def _generalizing(run):
+    """A generalizing method's runner: no star patterns, and the columns' domains are required."""
+    def checked(method, hist, models, patterns, time_limit, domains):
         if patterns is not None:  # they generalize: star patterns do not apply
             raise AnonymizeError(f"method {method} does not take patterns")
         if domains is None:
             raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
-        if method == "lattice":
-            return lattice_solution(hist, domains.hierarchies, models, domains.suppression_limit, domains.metric)
-        if method == "gensup":
-            return gensup_solution(hist, domains.hierarchies, models, domains.suppression_limit or 0.05, domains.metric)
-        return mondrian_solution(hist, models, domains.values, domains.numeric)
-    if method in HEURISTICS:
-        return run_heuristic(method, hist, models, patterns)
-    if method == "exact":
-        return exact(hist, models, patterns, time_limit=time_limit)
-    if method == "dp":
-        return dp(hist, models, patterns)
-    if method == "matching":
-        return matching(hist, models, patterns)
-    if patterns is not None and method in ("tp", "tp+", "hilbert"):
-        raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
-    if method in ("tp", "tp+"):
-        return tp_solution(hist, models, plus=method == "tp+")
-    if method == "hilbert":
-        solution = repair(hist, hilbert_solution(hist, models), models)
-        solution.method = "hilbert"
-        return solution
-    raise AnonymizeError(f"unknown method '{method}'")
+        return run(hist, models, domains)
+    return checked
 
 
-METHODS = ("auto", "mapprox", "greedy", "merge", "exact", "dp", "matching", "tp", "tp+", "hilbert", "topdown", "carve",
-           "lattice", "mondrian", "gensup")
-GENERALIZING = ("lattice", "mondrian", "gensup")
+def _no_patterns(run):
+    def checked(method, hist, models, patterns, time_limit, domains):
+        if patterns is not None:
+            raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
+        return run(hist, models)
+    return checked
+
+
+def _hilbert(hist, models):
+    solution = repair(hist, hilbert_solution(hist, models), models)
+    solution.method = "hilbert"
+    return solution
+
+
+# name -> run(method, hist, models, patterns, time_limit, domains); `auto` is solve's own (below).
+# Every name of duckanon.methods but auto has a runner (checked at import).
+RUNNERS = {
+    **{name: (lambda method, hist, models, patterns, time_limit, domains: run_heuristic(method, hist, models, patterns))
+       for name in HEURISTICS},
+    "exact": lambda method, hist, models, patterns, time_limit, domains: exact(hist, models, patterns, time_limit=time_limit),
+    "dp": lambda method, hist, models, patterns, time_limit, domains: dp(hist, models, patterns),
+    "matching": lambda method, hist, models, patterns, time_limit, domains: matching(hist, models, patterns),
+    "tp": _no_patterns(lambda hist, models: tp_solution(hist, models, plus=False)),
+    "tp+": _no_patterns(lambda hist, models: tp_solution(hist, models, plus=True)),
+    "hilbert": _no_patterns(_hilbert),
+    "lattice": _generalizing(lambda hist, models, domains: lattice_solution(
+        hist, domains.hierarchies, models, domains.suppression_limit, domains.metric)),
+    "gensup": _generalizing(lambda hist, models, domains: gensup_solution(
+        hist, domains.hierarchies, models, domains.suppression_limit or 0.05, domains.metric)),
+    "mondrian": _generalizing(lambda hist, models, domains: mondrian_solution(
+        hist, models, domains.values, domains.numeric)),
+}
+assert set(RUNNERS) | {"auto"} == set(methods.NAMES), "every registered method needs a runner"
+
+
+def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domains=None) -> Solution:
+    runner = RUNNERS.get(method)
+    if runner is None:
+        raise AnonymizeError(f"unknown method '{method}'")
+    return runner(method, hist, models, patterns, time_limit, domains)
+
+
+METHODS = methods.NAMES
+GENERALIZING = methods.names(generalizes=True)
 # The methods a time_limit bounds (solve's docstring).
-BOUNDED = ("auto", "exact", "lattice", "gensup")
+BOUNDED = methods.names(time_bounded=True)
 
 
 def _auto(hist: Histogram, models, patterns, time_limit, k_bound=None) -> Solution:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.solver.greedy import EXACT_PATTERN_LIMIT, carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
@@ -31,10 +32,10 @@ TP_ONLY_CLASS_LIMIT = 20_000
 # With t-closeness and more classes than this, the portfolio is carve and topdown: greedy's
 # repair merges are quadratic in the groups it leaves violating.
 T_FAST_CLASS_LIMIT = 3000
-HEURISTICS = ("mapprox", "greedy", "merge", "topdown", "carve")
+HEURISTICS = methods.names(heuristic=True)
 # The heuristics that honour user patterns (every published class stars a subset of a pattern,
 # except one fully suppressed leftover group); the others refuse them.
-TAKE_PATTERNS = ("mapprox", "greedy")
+TAKE_PATTERNS = methods.names(heuristic=True, takes_patterns=True)
 
 
 def wide(hist: Histogram) -> bool:

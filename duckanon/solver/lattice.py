@@ -50,12 +50,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from duckanon import progress
+from duckanon.methods import LATTICE_METRICS
 from duckanon.errors import AnonymizeError
 from duckanon.solver.deadline import deadline_passed
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import KAnonymity, all_satisfied
 
-METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
+METRICS = LATTICE_METRICS
 SEPARABLE = ("entropy", "loss", "precision", "stars")
 
 

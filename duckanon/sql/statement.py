@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from duckanon.errors import AnonymizeError
-from duckanon.solver import METHODS
-from duckanon.solver.lattice import METRICS
+from duckanon import methods
+from duckanon.methods import LATTICE_METRICS as METRICS
 from duckanon.sql.parser import Anonymize, AnonOption, Report, position_error
 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
@@ -264,7 +264,7 @@ _OPTIONS = {
     "qi": lambda v: _names(v, "qi"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),
-    "method": lambda v: _word(v, "method", METHODS),
+    "method": lambda v: _word(v, "method", methods.NAMES),
     "seed": lambda v: _integer(v, "seed", 0),
     "time_limit": _time_limit,
     "patterns": _patterns,
@@ -324,15 +324,15 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
         raise AnonymizeError("option c applies only to l_variant = recursive")
-    generalizing = statement.method in ("lattice", "mondrian", "gensup")
-    lattice_like = statement.method in ("lattice", "gensup")
+    method = methods.spec(statement.method)
+    generalizing, lattice_like = method.generalizes, method.takes_hierarchies
     if statement.hierarchies is not None and not lattice_like:
         raise AnonymizeError("option hierarchies needs method = 'lattice' (or 'gensup')")
     if "suppression_limit" in seen and not lattice_like:
         raise AnonymizeError("option suppression_limit needs method = 'lattice' (or 'gensup')")
     if "metric" in seen and not lattice_like:
         raise AnonymizeError("option metric needs method = 'lattice' (or 'gensup')")
-    if generalizing and statement.patterns is not None:
+    if statement.patterns is not None and not method.takes_patterns and generalizing:
         raise AnonymizeError(f"method {statement.method} does not take patterns")
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is None:
         raise AnonymizeError("t_distance = hierarchical needs sa_hierarchy = '<ARX hierarchy CSV of the sensitive column>'")
