@@ -8,7 +8,9 @@ The SQL is built as sqlglot expressions so that another engine can run it by cha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import uuid
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import numpy as np
@@ -17,6 +19,7 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError
 from duckanon.plan import Plan
 from duckanon.solver.histogram import Histogram
+from duckanon.sql.statement import TableName
 
 STAR = "*"
 
@@ -33,7 +36,156 @@ def code_alias(j: int) -> str:
     return f"c{j}"
 
 
-SA_ALIAS, SA_CODE, COUNT, CELL_ID = "s", "s_code", "n", "cell_id"
+def key_alias(j: int) -> str:
+    return f"k{j}"
+
+
+SA_ALIAS, SA_KEY, SA_CODE, COUNT, CELL_ID = "s", "sk", "s_code", "n", "cell_id"
+
+# ------------------------------------------------------------------------------ the class key
+#
+# A published QI cell is text, so a class is a set of rows with the same published text, whatever
+# the column's type. GROUP BY groups by `=`, which for many types is coarser than the text: a
+# collation ('Ann' = 'ann' under NOCASE, or under SET default_collation), INTERVAL ('1 month' =
+# '30 days'), -0.0 = 0.0, 'nan' = '-nan', nested values holding any of these. Grouping those by
+# value would publish each row's own spelling inside one class: classes smaller than k, and the
+# spelling telling rows apart. So each column is grouped by a key whose equality is exactly the
+# equality of the published text:
+#
+#   VALUE   types whose `=` is equality of their text (integers, DECIMAL of one scale, DATE, TIME,
+#           TIMESTAMP, UUID, BLOB, BIT, ENUM, ..., and VARCHAR compared byte by byte: no collation
+#           of its own and no default_collation): the value itself (the fastest GROUP BY and join);
+#   STRING  VARCHAR under a collation, JSON: the string with the binary collation; one spelling of
+#           the class is kept as its value, with the column's own collation (kept by the output);
+#   TYPED   types with a coarser `=` whose text still determines the value (FLOAT, DOUBLE, INTERVAL,
+#           TIMESTAMPTZ, TIMETZ): the text with the binary collation; one value of the class is
+#           kept to order the codes (Mondrian's ranges stay numeric), and its text to publish;
+#   TEXT    everything else (LIST, ARRAY, STRUCT, MAP, UNION, types of extensions): the text with
+#           the binary collation, and the text as the class's value (MAP{'a=b': 'c'} and
+#           MAP{'a': 'b=c'} print alike: one published string, one class).
+#
+# What is published is never the key itself: its collation (c) would clash with the collations
+# of other columns wherever DuckDB combines them (a UNPIVOT, a join, hash()).
+#
+# The binary collation is explicit (COLLATE c), so neither a column's collation nor the session's
+# default_collation can merge two spellings again. The join back to the source compares the same
+# key computed on the source row. The sensitive column is keyed the same way (each spelling is
+# published as it is), but its codes, which the privacy models count, follow `=`: 'Flu' and 'flu'
+# in a NOCASE column are one sensitive value, never two.
+#
+# A window's ORDER BY column comes out of DuckDB 1.5 normalized (-0.0 as 0.0), so a value that is
+# published is never a window's sort column when its type has such values: a TYPED column
+# publishes its text p{j}, and the sensitive codes of a TYPED column sort a copy of the value.
+
+VALUE, STRING, TYPED, TEXT = "value", "string", "typed", "text"
+VALUE_TYPES = {
+    "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+    "UHUGEINT", "DATE", "TIME", "TIME_NS", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "UUID", "BLOB",
+    "BIT", "BIGNUM", "VARINT",
+}
+STRING_TYPES = {"VARCHAR", "JSON"}
+TYPED_TYPES = {"FLOAT", "DOUBLE", "INTERVAL", "TIMESTAMP WITH TIME ZONE", "TIME WITH TIME ZONE"}
+BINARY_COLLATION = "c"  # DuckDB's name for byte-wise comparison (also "binary", "posix")
+
+
+def type_kind(type_name: str) -> str:
+    """How a column of this DuckDB type (as DESCRIBE writes it) is keyed: VALUE, STRING, TYPED or TEXT."""
+    name = type_name.strip().upper()
+    if name in VALUE_TYPES or name.startswith("DECIMAL(") or name.startswith("ENUM("):
+        return VALUE
+    if name in STRING_TYPES:
+        return STRING
+    if name in TYPED_TYPES:
+        return TYPED
+    return TEXT
+
+
+def text_of(value: exp.Expr) -> exp.Expr:
+    """The published text of a value, compared byte by byte."""
+    return exp.Collate(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")),
+                       expression=exp.Var(this=BINARY_COLLATION))
+
+
+def key_of(kind: str, value: exp.Expr) -> exp.Expr:
+    """The class key of a source value (see above): equal exactly when the published texts are."""
+    return value if kind == VALUE else text_of(value)
+
+
+def kinds_of(plan: Plan) -> dict[str, str]:
+    """The kind of each published column (lower-case name -> kind), as build_cells found them.
+    Before build_cells (and on engines other than DuckDB) every column is keyed by value."""
+    return getattr(plan, "column_kinds", None) or {}
+
+
+def kind_of(plan: Plan, column: str) -> str:
+    return kinds_of(plan).get(column.lower(), VALUE)
+
+
+def binary_text(plan: Plan, value: exp.Expr) -> exp.Expr:
+    """A VARCHAR compared and hashed byte by byte whatever its collation (DuckDB's COLLATE c;
+    another engine's strings compare byte by byte already). Also what lets VARCHARs of different
+    collations meet in one hash(): DuckDB refuses to combine them."""
+    if not getattr(plan, "collations", False):
+        return value
+    return exp.Collate(this=value, expression=exp.Var(this=BINARY_COLLATION))
+
+
+def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
+    """A published value of `column` as it enters a hash() of the published order: by value where
+    equal values print alike (a VARCHAR byte by byte), else by its text byte by byte (a collation
+    would hash 'Ann' and 'ann' alike)."""
+    if kind_of(plan, column) != VALUE:
+        return text_of(value)
+    return binary_text(plan, value) if column.lower() in getattr(plan, "string_columns", ()) else value
+
+
+BINARY_COLLATIONS = {"", "binary", "c", "posix"}
+
+
+def column_kinds(con, plan: Plan) -> tuple[dict[str, str], set[str]]:
+    """The kind of every published column (lower-case name -> kind), from the types DuckDB binds
+    for the source (with their collations), and the columns that are strings (VARCHAR, JSON). A
+    type that has no text (no cast to VARCHAR) cannot be published as text: refused, naming it."""
+    columns = plan.published
+    if not isinstance(con, duckdb.DuckDBPyConnection) or not columns:
+        return {c.lower(): VALUE for c in columns}, set()  # Spark: its `=` on these types is the text's
+    probe = exp.select(*[qcol(c) for c in columns]).from_(plan.source.table.copy()).limit(0)
+    types = [row[1] for row in con.execute("DESCRIBE " + probe.sql(dialect="duckdb")).fetchall()]
+    kinds = {c.lower(): type_kind(t) for c, t in zip(columns, types)}
+    string_columns = {c.lower() for c, t in zip(columns, types) if t.strip().upper() in STRING_TYPES}
+    strings = [c for c, t in zip(columns, types) if t.strip().upper() == "VARCHAR"]
+    if strings:
+        collations = _collations(con, plan, strings)
+        default = str(con.execute("SELECT current_setting('default_collation')").fetchone()[0] or "")
+        for column in strings:
+            collation = collations.get(column)
+            binary = collation.lower() in BINARY_COLLATIONS if collation else default.lower() in BINARY_COLLATIONS
+            kinds[column.lower()] = VALUE if binary else STRING
+    for column, type_name in zip(columns, types):
+        if kinds[column.lower()] in (TYPED, TEXT):
+            try:
+                con.execute("DESCRIBE " + exp.select(text_of(qcol(column))).from_(plan.source.table.copy()).limit(0)
+                            .sql(dialect="duckdb")).fetchall()
+            except duckdb.Error:
+                raise AnonymizeError(f"column '{column}' has type {type_name}, which has no text form "
+                                     "(no cast to VARCHAR): duckanon cannot publish it") from None
+    return kinds, string_columns
+
+
+def _collations(con, plan: Plan, columns: list[str]) -> dict[str, str]:
+    """The explicit collation of each VARCHAR column of the source (absent: none). DESCRIBE does
+    not show collations; the CREATE statement DuckDB writes for an empty copy does."""
+    name = f"__duckanon_probe_{uuid.uuid4().hex[:12]}"
+    copy = exp.select(*[exp.alias_(qcol(c), f"c{i}", quoted=True) for i, c in enumerate(columns)]).from_(
+        plan.source.table.copy()).limit(0)
+    con.execute(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", expression=copy,
+                           properties=exp.Properties(expressions=[exp.TemporaryProperty()])).sql(dialect="duckdb"))
+    try:
+        sql = con.execute("SELECT sql FROM duckdb_tables() WHERE temporary AND table_name = ?", [name]).fetchone()[0]
+    finally:
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+    found = {i: name.strip('"') for i, name in re.findall(r'"?c(\d+)"? VARCHAR COLLATE ([^,)\s]+)', sql)}
+    return {c: found[str(i)] for i, c in enumerate(columns) if str(i) in found}
 
 
 class HistogramTooLarge(AnonymizeError):
@@ -47,8 +199,9 @@ class Cells:
     table: str  # temp table name in DuckDB
     histogram: Histogram
     cell_class: np.ndarray
-    cell_sa: np.ndarray
+    cell_sa: np.ndarray  # the SA code: several cells of one class may share it (spellings of one value)
     cell_count: np.ndarray
+    kinds: dict = field(default_factory=dict)  # lower-case column -> VALUE / STRING / TYPED / TEXT (see above)
 
 
 def _ascending(column: str) -> exp.Ordered:
@@ -56,30 +209,92 @@ def _ascending(column: str) -> exp.Ordered:
     return exp.Ordered(this=qcol(column), desc=False, nulls_first=False)
 
 
-def _dense_code(column: str) -> exp.Expr:
-    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[_ascending(column)]))
+def _dense_code(*columns: str) -> exp.Expr:
+    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[_ascending(c) for c in columns]))
     return exp.Sub(this=window, expression=exp.Literal.number(1))
 
 
+def _any_value(value: exp.Expr) -> exp.Expr:
+    return exp.Anonymous(this="any_value", expressions=[value])
+
+
+SA_ORDER = "so"
+
+
+def shown_alias(j: int) -> str:
+    return f"p{j}"
+
+
+def qi_order(plan: Plan, j: int) -> list[str]:
+    """The cells-table columns that order QI j's codes: its value, then (when keyed by text) the
+    key, so two spellings equal under `=` get two codes, next to each other."""
+    return [qi_alias(j)] if kind_of(plan, plan.qi[j]) == VALUE else [qi_alias(j), key_alias(j)]
+
+
+def qi_key(plan: Plan, j: int) -> str:
+    """The cells-table column holding QI j's class key."""
+    return qi_alias(j) if kind_of(plan, plan.qi[j]) == VALUE else key_alias(j)
+
+
+def qi_shown(plan: Plan, j: int) -> str:
+    """The cells-table column whose text QI j publishes: the class's text, with the column's own
+    collation (a string) or none, and never a window's sort column (see above)."""
+    return shown_alias(j) if kind_of(plan, plan.qi[j]) == TYPED else qi_alias(j)
+
+
+def sa_key(plan: Plan) -> str:
+    """The cells-table column holding the sensitive column's key."""
+    return SA_ALIAS if kind_of(plan, plan.sensitive) == VALUE else SA_KEY
+
+
+def _sa_code_order(plan: Plan) -> list[str]:
+    """What orders the sensitive codes (by `=`: ties are one value) and, with the key, the cells."""
+    kind = kind_of(plan, plan.sensitive)
+    return {VALUE: [SA_ALIAS], STRING: [SA_ALIAS], TYPED: [SA_ORDER], TEXT: [SA_KEY]}[kind]
+
+
 def cells_select(plan: Plan) -> exp.Select:
-    """SELECT <QI values>, <SA>, count, codes, cell id FROM (GROUP BY QI, SA)."""
-    grouped_columns = [exp.alias_(qcol(c), qi_alias(j), quoted=True) for j, c in enumerate(plan.qi)]
+    """SELECT <QI values and keys>, <SA value and key>, count, codes, cell id FROM (GROUP BY the
+    keys). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
+    above): q{j} is its QI j value (the key itself for a VALUE column), k{j} the key of the others,
+    p{j} the text of a TYPED column; s the sensitive value published, sk its key where it is not
+    the value, so a copy of a TYPED value that its codes sort."""
+    keys, values = [], []
+    for j, column in enumerate(plan.qi):
+        kind = kind_of(plan, column)
+        if kind == VALUE:
+            keys.append(exp.alias_(qcol(column), qi_alias(j), quoted=True))
+            continue
+        # the key; one value of the class: its spelling (STRING), its value for the order of the
+        # codes (TYPED, beside its text), or its text (TEXT); the texts with no collation of ours
+        keys.append(exp.alias_(key_of(kind, qcol(column)), key_alias(j), quoted=True))
+        text = exp.Cast(this=qcol(column), to=exp.DataType.build("VARCHAR"))
+        values.append(exp.alias_(_any_value(text if kind == TEXT else qcol(column)), qi_alias(j), quoted=True))
+        if kind == TYPED:
+            values.append(exp.alias_(_any_value(text), shown_alias(j), quoted=True))
     if plan.sensitive:
-        grouped_columns.append(exp.alias_(qcol(plan.sensitive), SA_ALIAS, quoted=True))
-    keys = [exp.Literal.number(i + 1) for i in range(len(grouped_columns))]
+        kind = kind_of(plan, plan.sensitive)
+        if kind == VALUE:
+            keys.append(exp.alias_(qcol(plan.sensitive), SA_ALIAS, quoted=True))
+        else:  # the value published (its own type), and the key its spellings are told apart by
+            keys.append(exp.alias_(key_of(kind, qcol(plan.sensitive)), SA_KEY, quoted=True))
+            values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ALIAS, quoted=True))
+            if kind == TYPED:
+                values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ORDER, quoted=True))
+    group_by = [exp.Literal.number(i + 1) for i in range(len(keys))]
     grouped = (
-        exp.select(*grouped_columns, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True))
+        exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True))
         .from_(plan.source.table.copy())
-        .group_by(*keys)
+        .group_by(*group_by)
     )
     outer = [exp.Star()]
-    outer += [exp.alias_(_dense_code(qi_alias(j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
+    outer += [exp.alias_(_dense_code(*qi_order(plan, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
+    cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, j)]
     if plan.sensitive:
-        outer.append(exp.alias_(_dense_code(SA_ALIAS), SA_CODE, quoted=True))
+        outer.append(exp.alias_(_dense_code(*_sa_code_order(plan)), SA_CODE, quoted=True))
+        cell_order += list(dict.fromkeys(_sa_code_order(plan) + [sa_key(plan)]))
     # cell ids numbered in value order, so every engine numbers the cells alike
-    cell_order = exp.Order(expressions=[_ascending(a) for a in [qi_alias(j) for j in range(len(plan.qi))]
-                                        + ([SA_ALIAS] if plan.sensitive else [])])
-    row_number = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), order=cell_order)
+    row_number = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), order=exp.Order(expressions=[_ascending(c) for c in cell_order]))
     outer.append(exp.alias_(exp.Sub(this=row_number, expression=exp.Literal.number(1)), CELL_ID, quoted=True))
     return exp.select(*outer).from_(grouped.subquery("g"))
 
@@ -138,6 +353,10 @@ def fetch_arrow(con, query: str):
 
 
 def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
+    """The cells table `table` and the histogram. Records on `plan` how each column is keyed
+    (`plan.column_kinds`), which the publishing step (materialize) reads from the same plan."""
+    plan.column_kinds, plan.string_columns = column_kinds(con, plan)
+    plan.collations = isinstance(con, duckdb.DuckDBPyConnection)  # COLLATE c exists (see binary_text)
     create = exp.Create(
         this=exp.to_table(table, quoted=True), kind="TABLE", expression=cells_select(plan),
         properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
@@ -164,15 +383,15 @@ def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_b
     sa_counts = np.zeros((len(class_codes), n_sa), dtype=np.int64)
     np.add.at(sa_counts, (cell_class, cell_sa), cell_count)
     histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
-    return Cells(table, histogram, cell_class, cell_sa, cell_count)
+    return Cells(table, histogram, cell_class, cell_sa, cell_count, dict(plan.column_kinds))
 
 
 def _reject_star_values(con, plan: Plan, table: str) -> None:
-    """A source value '*' would be indistinguishable from a suppressed cell: refuse it."""
-    checks = [
-        exp.EQ(this=exp.Cast(this=qcol(qi_alias(j)), to=exp.DataType.build("VARCHAR")), expression=exp.Literal.string(STAR))
-        for j in range(len(plan.qi))
-    ]
+    """A source value published as '*' would be indistinguishable from a suppressed cell: refuse it."""
+    checks = []
+    for j, column in enumerate(plan.qi):
+        text = exp.Cast(this=qcol(qi_shown(plan, j)), to=exp.DataType.build("VARCHAR"))  # the text published
+        checks.append(exp.EQ(this=text, expression=exp.Literal.string(STAR)))
     condition = exp.or_(*checks) if len(checks) > 1 else checks[0]
     query = exp.select(*[exp.alias_(exp.func("bool_or", c), f"x{j}", quoted=True) for j, c in enumerate(checks)]).from_(
         exp.to_table(table, quoted=True)).where(condition)
@@ -185,6 +404,72 @@ def _reject_star_values(con, plan: Plan, table: str) -> None:
 
 
 def sa_values(con: duckdb.DuckDBPyConnection, cells: Cells) -> list:
-    """The sensitive values in SA-code order (code s is the s-th value; NULL sorts last)."""
-    query = f'SELECT DISTINCT "{SA_CODE}", "{SA_ALIAS}" FROM "{cells.table}" ORDER BY 1'
+    """The sensitive values in SA-code order (code s is the s-th value; NULL sorts last). A code
+    with several spellings (a NOCASE 'Flu' and 'flu') is named by its first spelling in byte order."""
+    if _has_column(con, cells.table, SA_KEY):
+        query = f'SELECT "{SA_CODE}", arg_min("{SA_ALIAS}", "{SA_KEY}") FROM "{cells.table}" GROUP BY 1 ORDER BY 1'
+    else:
+        query = f'SELECT DISTINCT "{SA_CODE}", "{SA_ALIAS}" FROM "{cells.table}" ORDER BY 1'
     return [value for _, value in con.execute(query).fetchall()]
+
+
+def _has_column(con, table: str, column: str) -> bool:
+    return column in [d[0] for d in con.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
+
+
+# ------------------------------------------------------------------------------ one read of the source
+#
+# The histogram comes from one read of the source and, with `keep` columns, the published rows
+# from a second (the join back); the report reads it again. Inside the statement's transaction a
+# DuckDB base table reads the same every time (MVCC), but a view, an attached database's table, a
+# file or a generated column is computed again at each read: a view with USING SAMPLE or random()
+# gives other rows each time, and rows would be lost or classes fall below k. Such a source is
+# copied once (its published columns only) into a temp table that every step then reads.
+
+
+def source_is_stable(con, plan: Plan) -> bool:
+    """Whether every read of the source inside one transaction sees the same rows: it is exactly
+    one DuckDB base table (no view, nothing attached from another system, no replacement scan of a
+    file) and none of the columns read is generated (computed at each read)."""
+    parts = [part.name for part in plan.source.table.parts]
+    found = con.execute(
+        "SELECT t.database_name, t.schema_name, t.table_name, 'table', d.type, t.sql FROM duckdb_tables() AS t "
+        "JOIN duckdb_databases() AS d USING (database_name) WHERE lower(t.table_name) = lower($1) "
+        "UNION ALL SELECT database_name, schema_name, view_name, 'view', NULL, NULL FROM duckdb_views() "
+        "WHERE lower(view_name) = lower($1) AND NOT internal", [parts[-1]]).fetchall()
+    if len(parts) >= 3:
+        found = [f for f in found if (f[0].lower(), f[1].lower()) == (parts[-3].lower(), parts[-2].lower())]
+    elif len(parts) == 2:
+        found = [f for f in found if parts[0].lower() in (f[0].lower(), f[1].lower())]
+    if len(found) != 1:  # nothing (a file, a DataFrame) or more than one object the name could mean
+        return False
+    database, schema, table, what, database_type, sql = found[0]
+    if what != "table" or (database_type or "").lower() != "duckdb":
+        return False
+    read = {c.lower() for c in plan.published}
+    where = "database_name = $1 AND schema_name = $2 AND table_name = $3"
+    try:
+        generated = con.execute(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND is_generated",
+                                [database, schema, table]).fetchall()
+    except duckdb.Error:  # DuckDB 1.5 has no is_generated: a column with an expression in a table that has generated ones
+        generated = con.execute(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND column_default IS NOT NULL",
+                                [database, schema, table]).fetchall() if "GENERATED ALWAYS" in (sql or "").upper() else []
+    return not any(name.lower() in read for (name,) in generated)
+
+
+def snapshot_source(con, plan: Plan, name: str) -> Plan:
+    """The plan to publish from: `plan` itself when the source is read once (no `keep` columns,
+    no report) or reads the same every time (source_is_stable); else a plan reading the temp table
+    `name`, created here with the published columns of one read of the source. Call it right
+    after BEGIN; drop `name` after the report (a ROLLBACK drops it too)."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        return plan  # Spark: no transactions and no temp tables that stay put
+    if not (plan.keep or plan.statement.report) or source_is_stable(con, plan):
+        return plan
+    snapshot = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
+                                   catalog=exp.to_identifier("temp", quoted=True)))
+    copy = exp.select(*[qcol(c) for c in plan.published]).from_(plan.source.table.copy())
+    create = exp.Create(this=snapshot.table.copy(), kind="TABLE", expression=copy,
+                        properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
+    con.execute(create.sql(dialect="duckdb"))
+    return replace(plan, source=snapshot, columns=list(plan.published))

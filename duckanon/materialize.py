@@ -1,20 +1,33 @@
 """Step 4 of the pipeline: write the published table inside DuckDB.
 
-A small "keyed" table holds, per cell (distinct QI vector + SA value), the published QI strings:
-the value cast to VARCHAR, or '*' where the cell's group is suppressed. The source is joined to
-it on the QI and SA values (NULL-safe), so the only per-row work is one hash join. Cells whose
-rows go to groups with different patterns ("split" cells) get one keyed row per part with a rank
-range, and only their rows are numbered by a window. Rows are written in a seeded pseudo-random
-order (a hash of the published row and the seed), never in source order, and without row ids.
+A small "keyed" table holds, per cell (distinct published QI texts + SA text), the published QI
+strings: the class's text, or '*' where the cell's group is suppressed, or the group's label. The
+source is joined to it on the same class keys the histogram was grouped by (classes.key_of,
+NULL-safe), so the only per-row work is one hash join. Cells whose rows go to groups with different
+patterns ("split" cells) get one keyed row per part with a rank range, and only their rows are
+numbered by a window.
+
+Row order. The published rows are in a seeded pseudo-random order that depends on the published
+values and the seed alone: hash(seed, published columns). Never on source values a row no longer
+shows (a suppressed value, the spelling of a generalized one), never on the source order, and
+without row ids: the same published multiset with the same seed comes out in the same order,
+whatever the source was.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+import duckdb
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from duckanon.classes import CELL_ID, COUNT, SA_ALIAS, STAR, Cells, qcol, qi_alias
+from duckanon.classes import (
+    CELL_ID, SA_ALIAS, SA_KEY, STAR, Cells, binary_text, hashable, kind_of, key_of, qcol, qi_alias, qi_key, qi_shown,
+    sa_key,
+)
+from duckanon.errors import AnonymizeError
 from duckanon.plan import Plan
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
@@ -26,21 +39,41 @@ def out_alias(j: int) -> str:
 
 
 def cell_parts(cells: Cells, solution: Solution):
-    """Per part of a cell: (cell id, first rank, last rank, suppressed mask (m,))."""
-    n_sa = cells.histogram.sa_counts.shape[1]
-    cell_of = np.full(cells.histogram.n_classes * n_sa, -1, dtype=np.int64)
-    cell_of[cells.cell_class * n_sa + cells.cell_sa] = np.arange(len(cells.cell_class))
-    part_cell = cell_of[solution.part_class * n_sa + solution.part_sa]
-    order = np.lexsort((solution.part_group, part_cell))
-    part_cell, part_group, part_count = part_cell[order], solution.part_group[order], solution.part_count[order]
-    hi = np.cumsum(part_count)
-    first = np.ones(len(part_cell), dtype=bool)
-    first[1:] = part_cell[1:] != part_cell[:-1]
-    cell_start = np.maximum.accumulate(np.where(first, hi - part_count, 0))
-    lo = hi - part_count - cell_start + 1
-    hi = hi - cell_start
+    """Per part of a cell: (cell id, first rank, last rank, suppressed mask (m,), group).
+
+    The solver's parts name rows by (class, SA code) only. Several cells may share one (class,
+    SA code): the spellings of one sensitive value ('Flu' and 'flu' in a NOCASE column), which the
+    models count as one value. Their rows are interchangeable to the solver, so the cells of a
+    (class, SA code) are laid end to end, the parts too, and each overlap of a cell with a part is
+    one keyed row: a range of ranks within that cell."""
+    n_cells = len(cells.cell_class)
+    if n_cells == 0 or len(solution.part_class) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, np.zeros((0, solution.group_rep.shape[1]), dtype=bool), empty
+    n_sa = max(int(cells.cell_sa.max()), int(solution.part_sa.max())) + 1
+    cell_order = np.argsort(cells.cell_class * n_sa + cells.cell_sa, kind="stable")  # then by cell id
+    part_order = np.lexsort((solution.part_group, solution.part_class * n_sa + solution.part_sa))
+    cell_end = np.cumsum(cells.cell_count[cell_order])
+    part_end = np.cumsum(solution.part_count[part_order])
+    if cell_end[-1] != part_end[-1]:
+        raise AnonymizeError("internal error: the solution does not place every row of the histogram")
+    # every row boundary of either, in order ((class, SA code) pairs end at the same place in both);
+    # two sorted runs, so the stable sort merges them in linear time
+    ends = np.sort(np.concatenate([cell_end, part_end]), kind="stable")
+    ends = ends[np.concatenate([[True], ends[1:] != ends[:-1]])]
+    starts = np.concatenate([[0], ends[:-1]])
+    in_cell = np.searchsorted(cell_end, ends, side="left")
+    in_part = np.searchsorted(part_end, ends, side="left")
+    cell_start = cell_end[in_cell] - cells.cell_count[cell_order][in_cell]
+    part_cell = cell_order[in_cell]
+    part_group = solution.part_group[part_order][in_part]
+    if not (np.array_equal(cells.cell_class[part_cell], solution.part_class[part_order][in_part])
+            and np.array_equal(cells.cell_sa[part_cell], solution.part_sa[part_order][in_part])):
+        raise AnonymizeError("internal error: the solution's rows do not match the histogram's cells")
+    lo = starts - cell_start + 1
+    hi = ends - cell_start
     masks = solution.group_rep[part_group] == STAR_CODE
-    return part_cell, lo, hi, masks, part_group
+    return part_cell.astype(np.int64), lo.astype(np.int64), hi.astype(np.int64), masks, part_group.astype(np.int64)
 
 
 def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
@@ -67,40 +100,61 @@ def _table(name: str, alias: str) -> exp.Expr:
     return exp.alias_(exp.to_table(name, quoted=True), alias, table=True)
 
 
+def _varchar(value: exp.Expr) -> exp.Expr:
+    return exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
+
+
+def _key_aliases(plan: Plan) -> list[str]:
+    """The keyed table's columns holding the class keys: one per QI, and the SA's."""
+    return [qi_key(plan, j) for j in range(len(plan.qi))] + ([sa_key(plan)] if plan.sensitive else [])
+
+
+def _sa_text(plan: Plan, table: str | None = None) -> exp.Expr:
+    """The published sensitive value of a keyed row, as something that differs exactly when the
+    published values do (the value, or its text where spellings differ)."""
+    if sa_key(plan) == SA_ALIAS:
+        return hashable(plan, plan.sensitive, qcol(SA_ALIAS, table))
+    return qcol(SA_KEY, table)
+
+
 def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> exp.Select:
     """Cells joined with their parts; the published QI strings are computed here, once per part:
-    '*' where suppressed, the generalized label for the columns in `labelled`, else the value."""
+    '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
+    text (every value of a class prints as that text: see classes.key_of).
+
+    Stored in the published order: by hash(seed, published strings, published SA), then by those
+    values (a total order of the distinct published rows; equal published rows are identical), so
+    the histogram-only path publishes in this order. Nothing else enters the order."""
     c, p = "c", "p"
     outputs = []
     for j in range(len(plan.qi)):
-        shown = exp.Cast(this=qcol(qi_alias(j), c), to=exp.DataType.build("VARCHAR"))
+        shown = _varchar(qcol(qi_shown(plan, j), c))
         if j in labelled:
             shown = exp.If(this=qcol(f"l{j}", p), true=qcol(f"g{j}", p), false=shown)
         published = exp.If(this=qcol(f"m{j}", p), true=exp.Literal.string(STAR), false=shown)
         outputs.append(exp.alias_(published, out_alias(j), quoted=True))
-    values = [qcol(name, c) for name in _value_aliases(plan)]
+    # the class keys (the join back matches on them), every QI value and the SA value (published)
+    values = [qi_alias(j) for j in range(len(plan.qi))] + ([SA_ALIAS] if plan.sensitive else [])
+    keys = [qcol(name, c) for name in dict.fromkeys(values + _key_aliases(plan))]
     parts_per_cell = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[qcol(CELL_ID, p)])
     split = exp.alias_(exp.GT(this=parts_per_cell, expression=exp.Literal.number(1)), "split", quoted=True)
-    # Stored in seeded pseudo-random order: the histogram-only path publishes in this order.
-    order = exp.func("hash", exp.Literal.number(plan.statement.seed), *values, qcol(LO, p))
+    shown_values = [binary_text(plan, out.this.copy()) for out in outputs] + ([_sa_text(plan, c)] if plan.sensitive else [])
+    order = [exp.func("hash", exp.Literal.number(plan.statement.seed), *shown_values), *[v.copy() for v in shown_values]]
     return (
-        exp.select(*values, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split)
+        exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split)
         .from_(_table(cells_table, c))
         .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)))
-        .order_by(order)
+        .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order])
     )
 
 
-def _value_aliases(plan: Plan) -> list[str]:
-    return [qi_alias(j) for j in range(len(plan.qi))] + ([SA_ALIAS] if plan.sensitive else [])
-
-
 def _match(plan: Plan, source: str, keyed: str) -> exp.Expr:
-    """NULL-safe equality of the source's QI and SA values with a keyed row's."""
+    """A source row belongs to a keyed row: the same class keys (NULL-safe), computed on the
+    source row the way the histogram computed them (classes.key_of)."""
     columns = plan.qi + ([plan.sensitive] if plan.sensitive else [])
     return exp.and_(*[
-        exp.NullSafeEQ(this=qcol(col, source), expression=qcol(alias, keyed))
-        for col, alias in zip(columns, _value_aliases(plan))
+        exp.NullSafeEQ(this=key_of(kind_of(plan, col), qcol(col, source)), expression=qcol(alias, keyed))
+        for col, alias in zip(columns, _key_aliases(plan))
     ])
 
 
@@ -120,7 +174,9 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
 
     Used when nothing per-row is published (no `keep` columns): then every row of a part is
     identical in the output, so the source need not be read again. Rows come out in the keyed
-    table's stored (seeded pseudo-random) order, identical rows next to each other.
+    table's stored order (keyed_select: by the published values and the seed), identical rows
+    next to each other. DuckDB keeps that order only while preserve_insertion_order is on: run
+    both CREATEs inside `insertion_order_kept`.
     """
     copies = exp.Unnest(expressions=[exp.func("range", exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1)))])
     qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
@@ -133,7 +189,8 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
 
 
 def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
-    """The published rows: the source joined to the keyed table, in seeded hash order."""
+    """The published rows: the source joined to the keyed table, in the seeded hash order of the
+    published values."""
     seed = exp.Literal.number(plan.statement.seed)
     body = (
         exp.select(*_projection(plan, "k", "src"))
@@ -143,12 +200,16 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
     if any_split:
         body = body.where(exp.Not(this=qcol("split", "k")))
         # Rows of split cells: numbered within their cell in seeded order, then matched to the
-        # part whose rank range holds them.
+        # part whose rank range holds them. The order hashes only what the row publishes besides
+        # its QIs (its SA and kept values, equal for every spelling of the cell), never the QI
+        # values the parts may suppress.
         split_cells = (
-            exp.select(*[qcol(a) for a in _value_aliases(plan)], qcol(CELL_ID))
+            exp.select(*[qcol(a) for a in _key_aliases(plan)], qcol(CELL_ID))
             .from_(exp.to_table(keyed_table, quoted=True)).where(qcol("split")).distinct()
         )
-        row_order = exp.func("hash", seed, *[qcol(c, "src") for c in plan.published])
+        qi_lower = {c.lower() for c in plan.qi}
+        per_row = [hashable(plan, c, qcol(c, "src")) for c in plan.published if c.lower() not in qi_lower]
+        row_order = exp.func("hash", seed, *per_row)
         rank = exp.Window(
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
             order=exp.Order(expressions=[exp.Ordered(this=row_order)]),
@@ -172,17 +233,128 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
             .join(_table(keyed_table, "p"), on=in_range)
         )
         body = exp.union(body, parts, distinct=False)
-    order = exp.func("hash", seed, *[qcol(c) for c in plan.published])
+    qi_lower = {c.lower() for c in plan.qi}
+    shown = [binary_text(plan, qcol(c)) if c.lower() in qi_lower else hashable(plan, c, qcol(c)) for c in plan.published]
+    order = exp.func("hash", seed, *shown)
     return exp.select(exp.Star()).from_(body.subquery("published")).order_by(order)
 
 
+@contextmanager
+def insertion_order_kept(con):
+    """Run the CREATEs of the keyed and published tables with preserve_insertion_order on: with it
+    off, DuckDB stores a CREATE TABLE AS's rows in any order, ORDER BY or not, and that order comes
+    from the source's (the GROUP BY's hash table, the join's input). The setting is restored after."""
+    if not isinstance(con, duckdb.DuckDBPyConnection):
+        yield
+        return
+    kept = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
+    if kept:
+        yield
+        return
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        yield
+    finally:
+        con.execute("SET preserve_insertion_order = false")
+
+
+def check_published_rows(con, plan: Plan, expected: int, keyed_table: str | None = None) -> None:
+    """Before COMMIT: the published table holds the rows the solution published. A source that
+    changes between its reads (a view with USING SAMPLE or random() that snapshot_source did not
+    copy) would lose rows, add some, or move them to other classes; refuse it then, before anything
+    is committed. Checked: the row count and, given the keyed table (DuckDB), the multiset of
+    published QI vectors, as a sum of their hashes (one pass over the published rows, no grouping)."""
+    target = plan.target.sql()
+    if keyed_table is None or not isinstance(con, duckdb.DuckDBPyConnection):
+        got = con.execute(f"SELECT count(*) FROM {target}").fetchone()[0]
+        checksums = None
+    else:
+        qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
+        shown = [c for c in plan.published if c.lower() in qi_index]  # published order = o{j} order below
+        published = ", ".join(binary_text(plan, qcol(out_alias(qi_index[c.lower()]))).sql(dialect="duckdb") for c in shown)
+        columns = ", ".join(binary_text(plan, qcol(c)).sql(dialect="duckdb") for c in shown)
+        got, checksum = con.execute(f"SELECT count(*), coalesce(sum(hash({columns})::HUGEINT), 0) FROM {target}").fetchone()
+        wanted = con.execute(f'SELECT coalesce(sum(("{HI}" - "{LO}" + 1)::HUGEINT * hash({published})), 0) '
+                             f'FROM "{keyed_table}"').fetchone()[0]
+        checksums = (checksum, wanted)
+    if got != expected or (checksums is not None and checksums[0] != checksums[1]):
+        what = f"{got} rows would be published instead of {expected}" if got != expected else \
+            "its rows would be published in other classes than the ones checked"
+        raise AnonymizeError(
+            f"the source changed while it was read ({what}): nothing was published; "
+            "copy it into a table first (CREATE TABLE ... AS SELECT ...)")
+
+
+# ------------------------------------------------------------------------------ loss per column
+
+
+def label_extents(j: int, hist, solution: Solution, domains=None) -> np.ndarray:
+    """Per group, how many of column j's distinct values (its domain: the values in the source,
+    NULL included) the group's published cell stands for: 1 for a value shown as it is; for a
+    generalized label its whole extent in the domain, not only the values of the group's rows:
+    a hierarchy node's leaves among the column's values (lattice, gensup), every value in a
+    Mondrian range [lo, hi], the members of a Mondrian set. ('*' stands for all of them.)"""
+    n_groups = len(solution.group_rep)
+    extent = np.ones(n_groups, dtype=np.int64)
+    labels = solution.group_labels[j] if solution.group_labels else None
+    if labels is None or not len(solution.part_class):
+        return extent
+    generalized = np.array([label != SHOW_VALUE for label in labels], dtype=bool)
+    codes = hist.codes[solution.part_class, j]
+    groups = solution.part_group
+    levels = solution.notes.get("levels")
+    hierarchies = getattr(domains, "hierarchies", None)
+    if hierarchies is not None and levels is not None:  # lattice, gensup: the node's leaves
+        level_codes = np.asarray(hierarchies[j].codes)[:, levels[j]]
+        leaves = np.bincount(level_codes)
+        node = np.zeros(n_groups, dtype=np.int64)
+        node[groups] = level_codes[codes]  # a group's rows share the node (else the cell is '*')
+        return np.where(generalized, leaves[node], 1)
+    numeric = domains.numeric[j] if domains is not None else all(
+        str(label).startswith("[") for label, flag in zip(labels, generalized) if flag)
+    if levels is None and numeric:  # a Mondrian range: every value from its lowest to its highest
+        low = np.full(n_groups, np.iinfo(np.int64).max)
+        high = np.full(n_groups, -1)
+        np.minimum.at(low, groups, codes)
+        np.maximum.at(high, groups, codes)
+        return np.where(generalized & (high >= low), high - low + 1, 1)
+    if levels is not None:  # a full-domain level without its hierarchy: every value under the label
+        by_label = {}
+        for g, code in set(zip(groups.tolist(), codes.tolist())):
+            by_label.setdefault(labels[g], set()).add(code)
+        return np.array([len(by_label[labels[g]]) if generalized[g] and labels[g] in by_label else 1
+                         for g in range(n_groups)], dtype=np.int64)
+    members = np.unique(np.stack([groups, codes], axis=1), axis=0)  # a Mondrian set: its members
+    return np.where(generalized, np.bincount(members[:, 0], minlength=n_groups), 1)
+
+
+def column_loss(qi: list[str], hist, solution: Solution, domains=None) -> dict[str, float]:
+    """Per QI column, the mean loss per source row (Iyengar's loss metric on the column's domain):
+    a published cell costs (d_L - 1) / (d - 1), where d is the number of distinct values of the
+    column in the source (NULL counts as one) and d_L how many of them its label stands for
+    (label_extents): 0 for a value shown as it is, 1 for '*', in between for a generalized label.
+    A removed row costs 1 in every column. `domains` (engine.column_domains) gives the
+    hierarchies of lattice and gensup; without them a label's extent is read from the solution."""
+    rows = max(hist.n_rows, 1)
+    sizes = solution.group_sizes()
+    kept = solution.kept_groups & (sizes > 0)
+    starred = solution.starred  # '*', and labels that stand for the whole column
+    loss = {}
+    for j, column in enumerate(qi):
+        d = int(hist.codes[:, j].max()) + 1 if hist.n_classes else 0
+        extent = label_extents(j, hist, solution, domains)
+        cost = np.where(starred[:, j], 1.0, 0.0 if d <= 1 else (np.minimum(extent, d) - 1) / (d - 1))
+        total = float((sizes[kept] * cost[kept]).sum()) + solution.removed_rows
+        loss[column] = round(total / rows, 6)
+    return loss
+
+
 def column_loss_select(n_qi: int, keyed_table: str, cells_table: str) -> str:
-    """Per QI column j, the summed loss of the published rows: a row costs (d_L - 1) / (d - 1)
-    where d_L is the number of distinct original values published as the same string L in that
-    column and d the column's number of distinct values: 0 for an unchanged value, 1 for '*',
-    in between for a generalized label (Iyengar's loss metric, counted on the values present in
-    the data rather than on a hierarchy's leaves, so it applies to every method). NULL counts as
-    a value. Only our own aliases (q{j}, o{j}) and temp table names appear here."""
+    """Superseded by column_loss (which counts a label's whole extent, not only the values of
+    the rows published under it); kept until the engine calls column_loss. Per QI column j, the
+    summed loss of the published rows: a row costs (d_L - 1) / (d - 1) where d_L is the number of
+    distinct original values published as the same string L in that column and d the column's
+    number of distinct values. Only our own aliases (q{j}, o{j}) and temp table names appear here."""
     def distinct(column: str) -> str:
         return f'(count(DISTINCT "{column}") + bool_or("{column}" IS NULL)::INT)'
 
