@@ -19,9 +19,12 @@ from pathlib import Path
 import duckdb
 from sqlglot import exp
 
-from duckanon.classes import HistogramTooLarge, build_cells, sa_values
+from duckanon.classes import HistogramTooLarge, build_cells, sa_values, snapshot_source
 from duckanon.errors import AnonymizeError, one_line
-from duckanon.materialize import column_loss_select, histogram_publish_select, keyed_arrow, keyed_select, publish_select
+from duckanon.materialize import (
+    check_published_rows, column_loss, histogram_publish_select, insertion_order_kept, keyed_arrow, keyed_select,
+    publish_select,
+)
 from duckanon.plan import Plan, bind
 from duckanon import backends, extras, hierarchy, methods, progress
 from duckanon._version import __version__
@@ -211,7 +214,7 @@ def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
         solution.notes["whole_domain_cells"] = int((solution.part_count * labelled[solution.part_group]).sum())
     if plan.sensitive is None and statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
-    return plan, cells, hist, solution, models
+    return plan, cells, hist, solution, models, domains
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -312,11 +315,15 @@ def run_anonymize(con: duckdb.DuckDBPyConnection, text: str) -> Summary:
 
 def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summary:
     suffix = uuid.uuid4().hex[:12]
-    cells_table, parts_view, keyed_table = (f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed"))
+    cells_table, parts_view, keyed_table, source_table = (
+        f"__duckanon_{name}_{suffix}" for name in ("cells", "parts", "keyed", "source"))
     pending_report = None
     own_transaction = _begin(con)
     try:
-        solver_plan, cells, hist, solution, _ = _solve(con, plan, cells_table, started)
+        # a source that could read differently twice (a view with random() or USING SAMPLE) is
+        # copied once; a base table reads the same within our transaction
+        read_plan = snapshot_source(con, plan, source_table)
+        solver_plan, cells, hist, solution, _, domains = _solve(con, read_plan, cells_table, started)
         progress.report(f"publishing {plan.target.sql()}", rows=hist.n_rows)
         con.register(parts_view, keyed_arrow(cells, solution))
         create_keyed = exp.Create(
@@ -324,26 +331,29 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
             expression=keyed_select(solver_plan, cells_table, parts_view, labelled=_labelled(solution)),
             properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
         )
-        con.execute(create_keyed.sql(dialect="duckdb"))
-        con.unregister(parts_view)
-        if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-            any_split = con.execute(f'SELECT bool_or(split) FROM "{keyed_table}"').fetchone()[0] or False
-            published = publish_select(solver_plan, keyed_table, any_split)
-        else:  # every published row is determined by its cell: no second pass over the source
-            published = histogram_publish_select(solver_plan, keyed_table)
-        create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
-        con.execute(create_target.sql(dialect="duckdb"))
-        solution.notes["column_loss"] = _column_loss(con, plan, keyed_table, cells_table, hist, solution)
+        with insertion_order_kept(con):  # the published order is the keyed table's (seeded) order
+            con.execute(create_keyed.sql(dialect="duckdb"))
+            con.unregister(parts_view)
+            if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
+                any_split = con.execute(f'SELECT bool_or(split) FROM "{keyed_table}"').fetchone()[0] or False
+                published = publish_select(solver_plan, keyed_table, any_split)
+            else:  # every published row is determined by its cell: no second pass over the source
+                published = histogram_publish_select(solver_plan, keyed_table)
+            create_target = exp.Create(this=plan.target.table.copy(), kind="TABLE", replace=True, expression=published)
+            con.execute(create_target.sql(dialect="duckdb"))
+        solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
         summary = _summary(hist, solution, started, plan)
+        check_published_rows(con, plan, summary.published_rows, keyed_table)  # before anything is committed
         _describe_target(con, plan, summary)
         _drop_temp_tables(con, cells_table, keyed_table)
-        pending_report = _render_report(con, plan, summary) if plan.statement.report else None
+        pending_report = _render_report(con, plan, summary, read_plan) if plan.statement.report else None
+        _drop_temp_tables(con, source_table)
         if plan.statement.report:
             summary.report = str(plan.statement.report)
         if own_transaction:
             con.execute("COMMIT")
     except BaseException as error:
-        _abort(con, own_transaction, cells_table, keyed_table, parts_view)
+        _abort(con, own_transaction, cells_table, keyed_table, parts_view, source_table)
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
         if isinstance(error, duckdb.Error):
@@ -354,14 +364,6 @@ def _publish(con: duckdb.DuckDBPyConnection, plan: Plan, started: float) -> Summ
     if pending_report is not None:
         summary.report = _place_report(pending_report, plan.statement.report)
     return summary
-
-
-def _column_loss(con, plan: Plan, keyed_table: str, cells_table: str, hist, solution) -> dict[str, float]:
-    """Per QI column, the mean loss per source row (0 kept, 1 '*' or removed row, a fraction for
-    a generalized label): see materialize.column_loss_select."""
-    summed = con.execute(column_loss_select(len(plan.qi), keyed_table, cells_table)).fetchall()
-    rows = max(hist.n_rows, 1)
-    return {plan.qi[j]: round((float(loss) + solution.removed_rows) / rows, 6) for j, loss in summed}
 
 
 def _describe_target(con, plan: Plan, summary: Summary) -> None:
@@ -407,7 +409,7 @@ def _is_ctrl_c(error: BaseException) -> bool:
 
 def _abort(con, own_transaction: bool, *temp: str) -> None:
     """Undo everything of a failed or dry run: roll back, or drop our temp tables."""
-    cells_table, keyed_table, parts_view = (list(temp) + [None, None, None])[:3]
+    cells_table, keyed_table, parts_view, source_table = (list(temp) + [None, None, None, None])[:4]
     if own_transaction:
         try:
             con.execute("ROLLBACK")
@@ -415,7 +417,7 @@ def _abort(con, own_transaction: bool, *temp: str) -> None:
             pass
     else:
         try:
-            _drop_temp_tables(con, *[t for t in (cells_table, keyed_table) if t])
+            _drop_temp_tables(con, *[t for t in (cells_table, keyed_table, source_table) if t])
         except duckdb.Error:
             pass
     if parts_view:
@@ -448,7 +450,7 @@ def _dry_run(con, statement):
     cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
     own_transaction = _begin(con)
     try:
-        _, _, hist, solution, models = _solve(con, plan, cells_table, started)
+        _, _, hist, solution, models, _ = _solve(con, plan, cells_table, started)
     finally:
         _abort(con, own_transaction, cells_table)
     return plan, hist, solution, models, time.perf_counter() - started
@@ -596,7 +598,7 @@ def release_parameters(statement) -> dict:
     return params
 
 
-def _render_report(con, plan: Plan, summary: Summary) -> Path | None:
+def _render_report(con, plan: Plan, summary: Summary, read_plan: Plan | None = None) -> Path | None:
     """Write the report of the release being published, inside the publishing transaction, so a
     report that cannot be written fails the statement before the commit. A regular file is written
     to a temporary file beside it and renamed into place after the commit (see _place_report); a
@@ -614,8 +616,10 @@ def _render_report(con, plan: Plan, summary: Summary) -> Path | None:
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
     pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        write_report(con, plan.target.sql(), plan.source.sql(), plan.qi, plan.sensitive, pending,
-                     summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold)
+        # the rows as they were read (the snapshot of a changing source), named as the user wrote it
+        write_report(con, plan.target.sql(), (read_plan or plan).source.sql(), plan.qi, plan.sensitive, pending,
+                     summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold,
+                     original_shown=plan.source_shown)
     except OSError as error:
         if not special:
             pending.unlink(missing_ok=True)

@@ -55,7 +55,8 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 
 def write_report(con, published: str, original: str, qi: list[str], sa: str | None, path,
                  summary: dict | None = None, params: dict | None = None,
-                 sweep: list[dict] | None = None, risk_threshold: float | None = None) -> Path:
+                 sweep: list[dict] | None = None, risk_threshold: float | None = None,
+                 original_shown: str | None = None) -> Path:
     """Write the HTML report comparing table `published` with `original` to `path`; return it.
 
     `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
@@ -85,7 +86,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     utility = _utility(db, published, original, qi, sa, k)
     release = _release(params, summary, details, counts)
     sections = [
-        _header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why),
+        _header(published, original_shown or original, params, summary, details, utility, release, qi, threshold,
+                threshold_why),
         _class_size_section(db, published, original, qi, k),
         _column_section(qi, columns, details.get("column_loss")),
     ]
