@@ -1,12 +1,5 @@
-"""ANONYMIZE on Apache Spark: the same pipeline, its SQL transpiled from DuckDB's dialect to Spark's.
-
-The pipeline builds all its SQL as sqlglot expressions and runs it through a small connection
-interface (`execute`, `register`, `unregister`, fetch methods). `SparkConnection` implements
-that interface on a SparkSession: every statement is transpiled with sqlglot (duckdb -> spark)
-and run with `spark.sql`; temp tables become cached temp views; the small mapping table goes to
-Spark as a DataFrame (broadcast-joined by Spark); the target is written with CREATE TABLE AS
-(a managed Parquet table). The class histogram is computed by Spark's GROUP BY and only it
-comes back to the driver; the solver is unchanged.
+"""ANONYMIZE on Apache Spark from Python: the same pipeline on the Spark backend
+(`duckanon.backends.spark`, which says how the SQL is transpiled and what runs where).
 
     from duckanon.spark import anonymize, execute
     execute(spark, "ANONYMIZE patients WITH (k = 3, qi = (zipcode, age), sensitive = disease)")

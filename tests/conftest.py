@@ -129,3 +129,23 @@ def publish_and_check(con, statement: str, rows, m: int, **checks):
     assert problems == [], (statement, problems)
     assert (stars, suppressed) == (summary[3], summary[4])
     return summary, published
+
+
+def table_rows(page: str) -> dict[str, list[str]]:
+    """Every HTML table row with data cells of a report, keyed by its first cell (later tables win)."""
+    import html
+    import re
+
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S):
+        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        if cells:
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def section(page: str, heading: str) -> str:
+    """A report's section, from its <h2> heading to the next."""
+    start = page.index(f"<h2>{heading}")
+    end = page.find("<h2>", start + 1)
+    return page[start:end if end >= 0 else None]

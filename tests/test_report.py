@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import html
 import re
 import subprocess
 from pathlib import Path
@@ -19,7 +18,7 @@ import matplotlib.image  # noqa: E402
 import duckanon  # noqa: E402
 from duckanon.report import write_report  # noqa: E402
 
-from conftest import HOSPITAL  # noqa: E402
+from conftest import HOSPITAL, section, table_rows  # noqa: E402
 if not HOSPITAL.exists():  # a checkout elsewhere: the data sit next to the repository
     HOSPITAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]
@@ -48,22 +47,6 @@ def report(hospital, tmp_path_factory):
     path = write_report(hospital, "hospital_anon", "hospital", QI, "disease",
                         tmp_path_factory.mktemp("report") / "report.html", summary=summary, params=PARAMS)
     return summary, path, path.read_text(encoding="utf-8")
-
-
-def table_rows(page: str) -> dict[str, list[str]]:
-    """Every HTML table row with data cells, keyed by its first cell (later tables win)."""
-    rows = {}
-    for row in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S):
-        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
-        if cells:
-            rows[cells[0]] = cells[1:]
-    return rows
-
-
-def section(page: str, heading: str) -> str:
-    start = page.index(f"<h2>{heading}")
-    end = page.find("<h2>", start + 1)
-    return page[start:end if end >= 0 else None]
 
 
 def test_report_is_self_contained_with_plots_parameters_and_versions(report):

@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib")  # the report's optional dependency
 import duckanon  # noqa: E402
 from duckanon.report import at_risk_sql_threshold, smallest_safe_size, write_report  # noqa: E402
 
-from conftest import HOSPITAL, SHARED  # noqa: E402
+from conftest import HOSPITAL, SHARED, section, table_rows  # noqa: E402
 
 ADULT = SHARED / "adult"
 ADULT_QI = ["sex", "age", "race", "marital-status", "education"]
@@ -44,21 +44,6 @@ def plain(page: str) -> str:
     """The page's text as a reader sees it: no style, images or tags; entities decoded, spaces collapsed."""
     page = re.sub(r"<style>.*?</style>|<img[^>]*>", " ", page, flags=re.S)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page))).replace(" :", ":").replace(" .", ".")
-
-
-def table_rows(page: str) -> dict[str, list[str]]:
-    rows = {}
-    for row in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S):
-        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
-        if cells:
-            rows[cells[0]] = cells[1:]
-    return rows
-
-
-def section(page: str, heading: str) -> str:
-    start = page.index(f"<h2>{heading}")
-    end = page.find("<h2>", start + 1)
-    return page[start:end if end >= 0 else None]
 
 
 def bare_infinity(text: str) -> list[str]:
