@@ -18,12 +18,9 @@ from pathlib import Path
 import numpy as np
 
 import duckanon
-from duckanon.classes import build_cells
-from duckanon.engine import column_domains, models_for
-from duckanon.plan import bind
+from duckanon.engine import prepare
 from duckanon.solver import solve
 from duckanon.solver.generalize import generalization_loss
-from duckanon.sql import bind_statement, parse_statement
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult"
@@ -40,16 +37,12 @@ def main() -> None:
             text = (f"ANONYMIZE adult WITH (k = {k}, qi = ({', '.join(chr(34) + c + chr(34) for c in QI)}), "
                     f"method = '{'lattice' if method == 'auto' else method}', suppression_limit = 0.05, "
                     f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
-            plan = bind(con, bind_statement(parse_statement(text), text))
-            cells = build_cells(con, plan, "__cells")
-            domains = column_domains(con, plan, cells)
-            con.execute('DROP TABLE "__cells"')
-            models = models_for(plan, cells.histogram.sa_counts.sum(axis=0))
+            problem = prepare(con, text)
             started = time.perf_counter()
-            solution = solve(cells.histogram, models, method, domains=domains)
+            solution = solve(problem.histogram, problem.models, method, domains=problem.domains)
             seconds = time.perf_counter() - started
             levels = solution.notes.get("levels", [0] * len(QI))
-            value = generalization_loss(cells.histogram, domains.hierarchies, solution, levels)
+            value = generalization_loss(problem.histogram, problem.domains.hierarchies, solution, levels)
             lines.append(f"| {k} | {method} | {value:.4f} | {solution.stars} | {solution.removed_rows} | {seconds:.2f} |")
             print(lines[-1])
     (ROOT / "benchmarks" / "results" / "bench_gensup.md").write_text("\n".join(lines) + "\n")

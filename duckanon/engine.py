@@ -32,7 +32,7 @@ from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TClos
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.partition import STAR as STAR_CODE
 from duckanon.solver.generalize import FlatHierarchy
-from duckanon.sql import ReportStatement, bind_report, bind_statement, parse_statement
+from duckanon.sql import AnonymizeStatement, ReportStatement, bind_report, bind_statement, parse_statement
 from duckanon.sql.parser import Report
 from duckanon.sql.parser import strip_explain
 
@@ -194,17 +194,56 @@ def _build_cells(con, plan: Plan, cells_table: str):
     return solver_plan, build_cells(con, solver_plan, cells_table, budget)
 
 
-def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
-    """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution, and the
-    plan they were built for (see _build_cells)."""
+@dataclass
+class Problem:
+    """What the solver receives for one statement: the bound plan, the class histogram, the
+    privacy models, the user's patterns (column indexes) and, for generalizing methods, the
+    columns' domains. `solve(problem.histogram, problem.models, method, problem.patterns,
+    domains=problem.domains)` is what ANONYMIZE runs."""
+
+    plan: Plan
+    histogram: object
+    models: list
+    patterns: list | None
+    domains: Domains | None
+
+
+def _problem(con, plan: Plan, cells_table: str):
+    """The histogram built in DuckDB (a temp table) and the solver's input, and the cells and plan
+    they were built for (see _build_cells)."""
     statement = plan.statement
     progress.report("building the class histogram (GROUP BY)")
     plan, cells = _build_cells(con, plan, cells_table)
     hist = cells.histogram
-    progress.report(f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(con, cells) if needs_values else None)
     domains = column_domains(con, plan, cells) if statement.method in GENERALIZING else None
+    return cells, Problem(plan, hist, models, plan.patterns, domains)
+
+
+def prepare(con, text: str) -> Problem:
+    """The solver's input for an ANONYMIZE text, built exactly as the statement builds it, with
+    nothing written: for benchmarks and tests that call the solver themselves."""
+    con = getattr(con, "duckdb", con)  # the histogram is read through a DuckDB relation
+    statement = statement_for(text)
+    if not isinstance(statement, AnonymizeStatement) or statement.explain:
+        raise AnonymizeError("prepare() takes one ANONYMIZE statement")
+    plan = bind(con, statement)
+    cells_table = f"__duckanon_cells_{uuid.uuid4().hex[:12]}"
+    own_transaction = _begin(con)
+    try:
+        return _problem(con, plan, cells_table)[1]
+    finally:
+        _abort(con, own_transaction, cells_table)
+
+
+def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
+    """Classes and solver: the histogram built in DuckDB (a temp table) and the Solution, and the
+    plan they were built for (see _build_cells)."""
+    statement = plan.statement
+    cells, problem = _problem(con, plan, cells_table)
+    plan, hist, models, domains = problem.plan, problem.histogram, problem.models, problem.domains
+    progress.report(f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
     # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
     deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,

@@ -180,12 +180,9 @@ def test_hierarchy_missing_value_is_an_error(con, tmp_path):
 def test_gensup_is_valid_and_never_worse_than_either_alone(adult):
     """Generalize then suppress: checked independently, and on ARX's loss scale no worse than
     generalization alone (lattice) or cell suppression alone (its candidates include both ends)."""
-    from duckanon.classes import build_cells
-    from duckanon.engine import column_domains, models_for
-    from duckanon.plan import bind
+    from duckanon.engine import prepare
     from duckanon.solver import solve
     from duckanon.solver.generalize import generalization_loss
-    from duckanon.sql import bind_statement, parse_statement
 
     qi = '(sex, race, "marital-status", education)'
     text = (f"ANONYMIZE adult WITH (k = 10, qi = {qi}, method = 'gensup', suppression_limit = 0.05, "
@@ -194,15 +191,10 @@ def test_gensup_is_valid_and_never_worse_than_either_alone(adult):
     published = adult.execute('SELECT sex, race, "marital-status", education FROM adult_anon').fetchall()
     _, _, problems = check_published(published, [0, 1, 2, 3], k=10)
     assert problems == [] and len(published) == 30162
-    raw = adult.duckdb  # build_cells reads Arrow through a DuckDB relation
-    plan = bind(raw, bind_statement(parse_statement(text), text))
-    cells = build_cells(raw, plan, "__cells")
-    domains = column_domains(raw, plan, cells)
-    raw.execute('DROP TABLE "__cells"')
-    models = models_for(plan, cells.histogram.sa_counts.sum(axis=0))
+    problem = prepare(adult, text)
     loss = {}
     for method in ("lattice", "auto"):
-        solution = solve(cells.histogram, models, method, domains=domains)
-        loss[method] = generalization_loss(cells.histogram, domains.hierarchies, solution,
+        solution = solve(problem.histogram, problem.models, method, domains=problem.domains)
+        loss[method] = generalization_loss(problem.histogram, problem.domains.hierarchies, solution,
                                            solution.notes.get("levels", [0] * 4))
     assert details(row)["loss"] <= min(loss.values()) + 1e-12

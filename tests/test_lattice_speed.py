@@ -9,13 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from duckanon.classes import build_cells
-from duckanon.engine import column_domains, models_for
-from duckanon.plan import bind
+from duckanon.engine import prepare
 from duckanon.solver.histogram import group_keys
 from duckanon.solver.lattice import METRICS, Lattice
 from duckanon.solver.models import all_satisfied
-from duckanon.sql import bind_statement, parse_statement
 
 ADULT = SHARED / "adult"
 COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
@@ -27,16 +24,8 @@ def setup(con, columns, options="k = 5"):
     qi = ", ".join(f'"{c}"' for c in columns)
     text = (f"ANONYMIZE adult WITH ({options}, qi = ({qi}), method = 'lattice', "
             f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
-    con = getattr(con, "duckdb", con)  # the DuckDB connection (build_cells reads Arrow through a relation)
-    plan = bind(con, bind_statement(parse_statement(text), text))
-    cells = build_cells(con, plan, "__cells")
-    try:
-        hist = cells.histogram
-        domains = column_domains(con, plan, cells)
-        models = models_for(plan, hist.sa_counts.sum(axis=0))
-    finally:
-        con.execute('DROP TABLE "__cells"')
-    return hist, [h.codes for h in domains.hierarchies], models
+    problem = prepare(con, text)
+    return problem.histogram, [h.codes for h in problem.domains.hierarchies], problem.models
 
 
 def independent(hist, codes, models, levels):
