@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver.emd import check_tree
 
 __all__ = [
     "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
@@ -599,25 +600,7 @@ def read_sa_hierarchy(con, path: str) -> list[list[str]]:
     rows are for `SAHierarchy.from_rows`."""
     rows, lines = _file_rows(path, con)
     kept = [(row, line) for row, line in zip(rows, lines) if any(cell.strip() for cell in row)]
-    if not kept:
-        raise AnonymizeError(f"hierarchy {path} is empty")
-    first, first_line = kept[0]
-    for row, line in kept:
-        if len(row) != len(first):
-            raise AnonymizeError(
-                f"hierarchy {path} has rows with different numbers of levels: line {first_line} has "
-                f"{len(first)} columns, line {line} has {len(row)}"
-            )
-    for level in range(len(first) - 1):
-        parent_of: dict[str, tuple[str, int]] = {}
-        for row, line in kept:
-            parent, seen_line = parent_of.setdefault(row[level], (row[level + 1], line))
-            if parent != row[level + 1]:
-                what = "value" if level == 0 else f"node at level {level}"
-                raise AnonymizeError(
-                    f"hierarchy {path} is not a tree: lines {seen_line} and {line} give the same {what} "
-                    f"different parents at level {level + 1}"
-                )
+    check_tree([row for row, _ in kept], path, [line for _, line in kept], unit="lines")
     return [row for row, _ in kept]
 
 

@@ -112,6 +112,28 @@ class HierarchyIndex:
         return differing / self.height
 
 
+def check_tree(rows, source: str, numbers: list[int], unit: str = "lines") -> None:
+    """Refuse rows of labels (leaf first) that are not one tree: no rows, rows of different
+    lengths, or a node (a label at a level; for level 0 a value) with two parents. Messages name
+    rows by `numbers` (file lines or row numbers), never their labels: they may be data values.
+    One check for every hierarchy source (files read by DuckDB, rows, tables)."""
+    if not rows:
+        raise AnonymizeError(f"hierarchy {source} is empty")
+    first = len(rows[0])
+    for row, number in zip(rows, numbers):
+        if len(row) != first:
+            raise AnonymizeError(f"hierarchy {source} has rows with different numbers of levels: "
+                                 f"{unit[:-1]} {numbers[0]} has {first} columns, {unit[:-1]} {number} has {len(row)}")
+    for level in range(first - 1):
+        parent_of: dict[str, tuple[str, int]] = {}
+        for row, number in zip(rows, numbers):
+            parent, seen = parent_of.setdefault(row[level], (row[level + 1], number))
+            if parent != row[level + 1]:
+                what = "value" if level == 0 else f"node at level {level}"
+                raise AnonymizeError(f"hierarchy {source} is not a tree: {unit} {seen} and {number} give the same "
+                                     f"{what} different parents at level {level + 1}")
+
+
 class SAHierarchy:
     """A generalization tree over sensitive values, as in ARX hierarchy CSV files.
 
@@ -146,30 +168,9 @@ class SAHierarchy:
     def from_rows(cls, rows, source: str = "<rows>") -> SAHierarchy:
         """Build from rows of labels (leaf first); blank rows and repeated rows are ignored."""
         rows = [tuple(map(str, row)) for row in rows]
-        rows = [row for row in rows if any(cell.strip() for cell in row)]
-        if not rows:
-            raise AnonymizeError(f"hierarchy {source} is empty")
-        widths = sorted({len(row) for row in rows})
-        if len(widths) > 1:
-            bad = next(row for row in rows if len(row) != len(rows[0]))
-            raise AnonymizeError(
-                f"hierarchy {source} has rows with different numbers of levels "
-                f"({', '.join(map(str, widths))} columns), e.g. {';'.join(rows[0])!r} and {';'.join(bad)!r}"
-            )
-        # A tree: each node (label at level i) has one parent at level i + 1. For leaves
-        # (level 0) this also refuses a value listed twice with different ancestors.
-        for level in range(widths[0] - 1):
-            parent_of: dict[str, str] = {}
-            for row in rows:
-                node, parent = row[level], row[level + 1]
-                seen = parent_of.setdefault(node, parent)
-                if seen != parent:
-                    what = "value" if level == 0 else f"node at level {level}"
-                    raise AnonymizeError(
-                        f"hierarchy {source} is not a tree: {what} {node!r} has two parents, "
-                        f"{seen!r} and {parent!r}"
-                    )
-        return cls({row[0]: row[1:] for row in rows}, source)
+        kept = [(row, number) for number, row in enumerate(rows, 1) if any(cell.strip() for cell in row)]
+        check_tree([row for row, _ in kept], source, [number for _, number in kept], unit="rows")
+        return cls({row[0]: row[1:] for row, _ in kept}, source)
 
     def for_values(self, values, null_label: str | None = None) -> HierarchyIndex:
         """Bind the tree to a table's distinct SA values, given as strings in SA-code order.
