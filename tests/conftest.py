@@ -51,6 +51,15 @@ def con():
 
 
 @pytest.fixture(scope="module")
+def hospital_module():
+    """The hospital table on one connection shared by the tests of a module (reports)."""
+    connection = duckanon.connect()
+    connection.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    yield connection
+    connection.close()
+
+
+@pytest.fixture(scope="module")
 def adult():
     """Adult (30,162 rows) as table `adult`, one connection shared by the tests of a module."""
     connection = duckanon.connect()

@@ -18,7 +18,7 @@ import matplotlib.image  # noqa: E402
 import duckanon  # noqa: E402
 from duckanon.report import write_report  # noqa: E402
 
-from conftest import HOSPITAL, section, table_rows  # noqa: E402
+from conftest import HOSPITAL, hospital_module as hospital, section, table_rows  # noqa: E402
 if not HOSPITAL.exists():  # a checkout elsewhere: the data sit next to the repository
     HOSPITAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]
@@ -30,14 +30,6 @@ def anonymize(con, k: int, into: str = "hospital_anon") -> dict:
     cursor = con.execute(f"ANONYMIZE hospital INTO {into} WITH (k = {k}, qi = (zipcode, age, education), "
                          "sensitive = disease)")
     return dict(zip([d[0] for d in cursor.description], cursor.fetchone()))
-
-
-@pytest.fixture(scope="module")
-def hospital():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    yield con
-    con.close()
 
 
 @pytest.fixture(scope="module")

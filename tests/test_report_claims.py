@@ -18,7 +18,7 @@ pytest.importorskip("matplotlib")  # the report's optional dependency
 import duckanon  # noqa: E402
 from duckanon.report import at_risk_sql_threshold, smallest_safe_size, write_report  # noqa: E402
 
-from conftest import HOSPITAL, SHARED, section, table_rows  # noqa: E402
+from conftest import HOSPITAL, SHARED, hospital_module as hospital, section, table_rows  # noqa: E402
 
 ADULT = SHARED / "adult"
 ADULT_QI = ["sex", "age", "race", "marital-status", "education"]
@@ -49,14 +49,6 @@ def plain(page: str) -> str:
 def bare_infinity(text: str) -> list[str]:
     """'inf', 'Infinity', 'nan' as words (not 'information')."""
     return re.findall(r"(?<![A-Za-z])(?:inf|infinity|nan)(?![A-Za-z])", text, flags=re.I)
-
-
-@pytest.fixture(scope="module")
-def hospital():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    yield con
-    con.close()
 
 
 @pytest.fixture(scope="module")
