@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
@@ -114,7 +114,7 @@ def key_of(kind: str, value: exp.Expr) -> exp.Expr:
 def kinds_of(plan: Plan) -> dict[str, str]:
     """The kind of each published column (lower-case name -> kind), as build_cells found them.
     Before build_cells (and on engines other than DuckDB) every column is keyed by value."""
-    return getattr(plan, "column_kinds", None) or {}
+    return plan.column_kinds
 
 
 def kind_of(plan: Plan, column: str) -> str:
@@ -125,7 +125,7 @@ def binary_text(plan: Plan, value: exp.Expr) -> exp.Expr:
     """A VARCHAR compared and hashed byte by byte whatever its collation (DuckDB's COLLATE c;
     another engine's strings compare byte by byte already). Also what lets VARCHARs of different
     collations meet in one hash(): DuckDB refuses to combine them."""
-    if not getattr(plan, "collations", False):
+    if not plan.collations:
         return value
     return exp.Collate(this=value, expression=exp.Var(this=BINARY_COLLATION))
 
@@ -136,7 +136,7 @@ def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
     would hash 'Ann' and 'ann' alike)."""
     if kind_of(plan, column) != VALUE:
         return text_of(value)
-    return binary_text(plan, value) if column.lower() in getattr(plan, "string_columns", ()) else value
+    return binary_text(plan, value) if column.lower() in plan.string_columns else value
 
 
 BINARY_COLLATIONS = {"", "binary", "c", "posix"}
@@ -201,7 +201,6 @@ class Cells:
     cell_class: np.ndarray
     cell_sa: np.ndarray  # the SA code: several cells of one class may share it (spellings of one value)
     cell_count: np.ndarray
-    kinds: dict = field(default_factory=dict)  # lower-case column -> VALUE / STRING / TYPED / TEXT (see above)
 
 
 def _ascending(column: str) -> exp.Ordered:
@@ -383,7 +382,7 @@ def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_b
     sa_counts = np.zeros((len(class_codes), n_sa), dtype=np.int64)
     np.add.at(sa_counts, (cell_class, cell_sa), cell_count)
     histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
-    return Cells(table, histogram, cell_class, cell_sa, cell_count, dict(plan.column_kinds))
+    return Cells(table, histogram, cell_class, cell_sa, cell_count)
 
 
 def _reject_star_values(con, plan: Plan, table: str) -> None:

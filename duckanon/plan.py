@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 from sqlglot import exp
@@ -27,6 +27,12 @@ class Plan:
     # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
     # access rules apply) and checked; for duckanon.solver.emd.SAHierarchy.from_rows
     sa_hierarchy_rows: list[list[str]] | None = None
+    # How each published column is keyed and published (classes.column_kinds: lower-case name ->
+    # VALUE / STRING / TYPED / TEXT), which columns are strings, and whether the engine has
+    # COLLATE c: set by classes.build_cells from the source's bound types, read by materialize.
+    column_kinds: dict[str, str] = field(default_factory=dict)
+    string_columns: set[str] = field(default_factory=set)
+    collations: bool = False
 
     @property
     def source_shown(self) -> str:
