@@ -30,7 +30,6 @@ from duckanon import backends, extras, hierarchy, methods, progress
 from duckanon._version import __version__
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
-from duckanon.solver.partition import STAR as STAR_CODE
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, ReportStatement, bind_report, bind_statement, parse_statement
 from duckanon.sql.parser import Report
@@ -249,8 +248,7 @@ def _solve(con, plan: Plan, cells_table: str, started: float | None = None):
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
                      deadline=deadline)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
-        labelled = (solution.masked & (solution.group_rep != STAR_CODE)).sum(axis=1) * solution.kept_groups
-        solution.notes["whole_domain_cells"] = int((solution.part_count * labelled[solution.part_group]).sum())
+        solution.notes["whole_domain_cells"] = solution.whole_domain_cells
     if plan.sensitive is None and statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
     return plan, cells, hist, solution, models, domains
@@ -332,8 +330,6 @@ def _run_statement(con, text: str):
         extras.require("matplotlib")  # before anything runs, so nothing is published without its report
     if isinstance(statement, ReportStatement):
         return run_report(con, statement)
-    if statement.engine == "spark":
-        extras.require("pyspark")
     if statement.engine != "duckdb" and not hasattr(con, "spark"):
         # the same pipeline on another engine: its SQL is transpiled, the source read from its catalog
         con = backends.connect(statement.engine, statement)
@@ -409,24 +405,14 @@ def _describe_target(con, plan: Plan, summary: Summary) -> None:
     """The published table's comment says how it was made (parameters and result, never the
     source's name or values), so REPORT and a privacy officer can read its provenance later."""
     statement = plan.statement
-    provenance = {"duckanon": _version(), "qi": plan.qi, "sensitive": plan.sensitive}
+    provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
     provenance.update(release_parameters(statement))
-    if statement.l is None:  # the variants only where they apply
-        provenance.pop("l_variant", None)
-        provenance.pop("c", None)
-    if statement.t is None:
-        for name in ("t_distance", "sa_hierarchy", "sa_order"):
-            provenance.pop(name, None)
     provenance["summary"] = {name: value for name, value in asdict(summary).items()
                              if name not in ("details", "target", "report")}
     provenance["summary"]["details"] = json.loads(summary.details)
     text = "duckanon " + json.dumps(provenance, default=str, sort_keys=True)
     con.execute(exp.Comment(this=plan.target.table.copy(), kind="TABLE",
                             expression=exp.Literal.string(text)).sql(dialect="duckdb"))
-
-
-def _version() -> str:
-    return __version__
 
 
 def published_provenance(con, table) -> dict | None:
@@ -631,7 +617,14 @@ GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 
 def release_parameters(statement) -> dict:
+    """The options that shaped the release: the variants only with the model they qualify."""
     params = {name: getattr(statement, name) for name in RELEASE_PARAMETERS if getattr(statement, name) is not None}
+    if statement.l is None:
+        params.pop("l_variant", None)
+        params.pop("c", None)
+    if statement.t is None:
+        for name in ("t_distance", "sa_hierarchy", "sa_order"):
+            params.pop(name, None)
     if methods.spec(statement.method).takes_hierarchies:  # hierarchies = None means "none given": shown as such
         params.update({name: getattr(statement, name) for name in GENERALIZATION_PARAMETERS})
     return params

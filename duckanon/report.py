@@ -230,7 +230,7 @@ def _release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
 def _header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why) -> str:
     parts = [f"<h1>duckanon report: <code>{_e(published)}</code></h1>",
              f"<p>Published table <code>{_e(published)}</code>, compared with the original table "
-             f"<code>{_e(original)}</code>. duckanon {_e(_duckanon_version())}, "
+             f"<code>{_e(original)}</code>. duckanon {_e(__version__)}, "
              f"DuckDB {_e(duckdb.__version__)}.</p>",
              f"<p class=\"removed\">{_e(removed_sentence(release))}</p>"]
     rows = _parameter_rows(params, summary, release, qi, threshold, threshold_why)
@@ -723,7 +723,3 @@ def _finite(value):
 
 def _e(value) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _duckanon_version() -> str:
-    return __version__

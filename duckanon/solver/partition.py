@@ -65,6 +65,14 @@ class Solution:
         return int((self.part_count * stars[self.part_group]).sum())
 
     @property
+    def whole_domain_cells(self) -> int:
+        """Of `stars`, the cells published as a whole-domain label ('*****') rather than '*'."""
+        if self.masked is None:
+            return 0
+        labelled = (self.masked & (self.group_rep != STAR)).sum(axis=1) * self.kept_groups
+        return int((self.part_count * labelled[self.part_group]).sum())
+
+    @property
     def suppressed_rows(self) -> int:
         starred = (self.group_stars > 0) & self.kept_groups
         return int(self.part_count[starred[self.part_group]].sum())
