@@ -42,30 +42,38 @@ def qident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-@pytest.fixture
-def con():
+def result_row(con, statement: str) -> dict:
+    """Run one statement on a duckanon connection; its result row by column name."""
+    row = con.execute(statement).fetchone()
+    return dict(zip([d[0] for d in con.description], row))
+
+
+def connection_with(create: str):
+    """A duckanon connection on an in-memory database after running `create`; closed after use."""
     connection = duckanon.connect()
-    connection.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    connection.execute(create)
     yield connection
     connection.close()
+
+
+HOSPITAL_TABLE = f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')"
+
+
+@pytest.fixture
+def con():
+    yield from connection_with(HOSPITAL_TABLE)
 
 
 @pytest.fixture(scope="module")
 def hospital_module():
     """The hospital table on one connection shared by the tests of a module (reports)."""
-    connection = duckanon.connect()
-    connection.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    yield connection
-    connection.close()
+    yield from connection_with(HOSPITAL_TABLE)
 
 
 @pytest.fixture(scope="module")
 def adult():
     """Adult (30,162 rows) as table `adult`, one connection shared by the tests of a module."""
-    connection = duckanon.connect()
-    connection.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
-    yield connection
-    connection.close()
+    yield from connection_with(f"CREATE TABLE adult AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
 
 
 def hospital_digits_sql(name: str = "hospital_digits") -> str:

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import duckanon
+from conftest import result_row
 from duckanon import extras
 
 STATEMENT = "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease{})"
@@ -78,13 +79,11 @@ def test_ctrl_c_while_rendering_the_report_publishes_nothing(con, tmp_path, monk
 
 def test_the_result_row_names_the_target_and_the_report(con, tmp_path):
     path = tmp_path / "r.html"
-    row = con.execute(STATEMENT.format(f", report = '{path}'")).fetchone()
-    names = [d[0] for d in con.description]
-    summary = dict(zip(names, row))
+    summary = result_row(con, STATEMENT.format(f", report = '{path}'"))
     assert summary["target"] == "memory.main.hospital_anon" and summary["report"] == str(path)
     assert path.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
-    assert dict(zip(names, con.execute(STATEMENT.format("")).fetchone()))["report"] is None
+    assert result_row(con, STATEMENT.format(""))["report"] is None
 
 
 def test_a_report_that_cannot_be_moved_into_place_after_commit_is_not_a_failure(con, tmp_path, monkeypatch):
@@ -94,8 +93,7 @@ def test_a_report_that_cannot_be_moved_into_place_after_commit_is_not_a_failure(
         raise OSError("simulated")
 
     monkeypatch.setattr(engine.os, "replace", refuse)
-    row = con.execute(STATEMENT.format(f", report = '{tmp_path / 'r.html'}'")).fetchone()
-    summary = dict(zip([d[0] for d in con.description], row))
+    summary = result_row(con, STATEMENT.format(f", report = '{tmp_path / 'r.html'}'"))
     assert "hospital_anon" in tables(con)  # committed
     left = [p for p in tmp_path.iterdir()]
     assert len(left) == 1 and summary["report"] == str(left[0]) and left[0].name.startswith(".r.html.")

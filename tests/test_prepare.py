@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import duckanon
+from conftest import result_row
 from duckanon.engine import prepare
 from duckanon.solver import solve
 
@@ -23,8 +24,7 @@ def test_prepare_gives_what_anonymize_solves_and_writes_nothing(con):
     assert [type(m).__name__ for m in problem.models] == ["KAnonymity", "LDiversity"]
     assert problem.patterns is None and problem.domains is None
     solution = solve(problem.histogram, problem.models, "exact", problem.patterns, domains=problem.domains)
-    row = con.execute(STATEMENT).fetchone()
-    summary = dict(zip([d[0] for d in con.description], row))
+    summary = result_row(con, STATEMENT)
     assert (solution.stars, solution.optimal) == (summary["stars"], summary["optimal"]) == (summary["stars"], True)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import duckanon
+from conftest import result_row
 
 
 def test_sa_order_message_counts_missing_values_without_quoting_them(con):
@@ -21,19 +22,14 @@ def test_sa_order_message_counts_missing_values_without_quoting_them(con):
     assert con.duckdb.execute(query).fetchall() == [("Viral Infection",)]
 
 
-def summary(con, statement: str) -> dict:
-    row = con.execute(statement).fetchone()
-    return dict(zip([d[0] for d in con.description], row))
-
-
 def test_optimal_for_names_what_is_proven(con):
-    exact = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
+    exact = result_row(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
                          "method = exact)")
     assert exact["optimal"] and exact["optimal_for"] == "stars"
-    heuristic = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
+    heuristic = result_row(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
                              "method = mapprox)")
     assert heuristic["optimal_for"] is None or heuristic["optimal"]
-    lattice = summary(con, "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), sensitive = disease, "
+    lattice = result_row(con, "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), sensitive = disease, "
                            "method = lattice, hierarchies = (zipcode = 'prefix'), suppression_limit = 0.2)")
     assert lattice["optimal"]
     assert lattice["optimal_for"] == ("entropy among full-domain generalizations of the given hierarchies "
@@ -41,7 +37,7 @@ def test_optimal_for_names_what_is_proven(con):
 
 
 def test_published_and_removed_rows_add_up_to_the_source(con):
-    result = summary(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
+    result = result_row(con, "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
                           "method = lattice, hierarchies = (zipcode = 'prefix'), suppression_limit = 0.3)")
     published = con.duckdb.execute("SELECT count(*) FROM hospital_anon").fetchone()[0]
     assert result["published_rows"] == published
@@ -50,7 +46,7 @@ def test_published_and_removed_rows_add_up_to_the_source(con):
 
 def test_whole_domain_labels_are_stars_in_the_summary_and_explained_in_the_report(con, tmp_path):
     path = tmp_path / "r.html"
-    result = summary(con, f"ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
+    result = result_row(con, f"ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age), sensitive = disease, "
                           f"method = lattice, hierarchies = (zipcode = 'prefix'), report = '{path}')")
     details = __import__("json").loads(result["details"])
     literal = con.duckdb.execute("SELECT count(*) FILTER (WHERE zipcode = '*') + count(*) FILTER (WHERE age = '*') "

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import HOSPITAL, SHARED, qident
+from conftest import HOSPITAL, SHARED, qident, result_row
 from duckanon.plan import _resolve_read, _Session, resolved
 from duckanon.sql import split_statements
 from duckanon.sql.parser import parse_statement
@@ -150,8 +150,7 @@ def test_different_objects_of_one_name_are_published(db, setup, statement, publi
     for sql in setup:
         raw.execute(sql)
     source_rows = sorted(map(repr, raw.execute(f"SELECT * FROM {source}").fetchall()))
-    row = db.execute(statement).fetchone()
-    summary = dict(zip([d[0] for d in db.description], row))
+    summary = result_row(db, statement)
     assert summary["target"] == published
     assert sorted(map(repr, raw.execute(f"SELECT * FROM {source}").fetchall())) == source_rows  # untouched
     assert raw.execute(f"SELECT count(*) FROM {published}").fetchone()[0] == summary["rows"] == 10
@@ -167,8 +166,7 @@ def test_a_source_found_on_the_search_path_is_read_from_where_it_was_found(db):
     raw = db.duckdb
     raw.execute("DELETE FROM d2.main.t WHERE age < 30")  # d2's copy differs from the others
     raw.execute("SET search_path = 'memory.main,d2.main'")
-    row = db.execute(f"ANONYMIZE t INTO memory.t {K2}").fetchone()
-    summary = dict(zip([d[0] for d in db.description], row))
+    summary = result_row(db, f"ANONYMIZE t INTO memory.t {K2}")
     rows = raw.execute("SELECT count(*) FROM d2.main.t").fetchone()[0]
     assert summary["target"] == "memory.main.t" and summary["rows"] == rows
     assert raw.execute("SELECT count(*) FROM memory.main.t").fetchone()[0] == rows
@@ -190,8 +188,7 @@ def test_resolved_names_the_object_a_select_reads(db):
 def test_a_temp_table_of_the_target_name_gets_no_comment(con):
     raw = con.duckdb
     raw.execute("CREATE TEMP TABLE hospital_anon AS SELECT 1 AS raw_value")
-    row = con.execute(f"ANONYMIZE hospital {K2}").fetchone()
-    summary = dict(zip([d[0] for d in con.description], row))
+    summary = result_row(con, f"ANONYMIZE hospital {K2}")
     assert summary["target"] == "memory.main.hospital_anon"
     comments = dict(((d, s), c) for d, s, c in raw.execute(
         "SELECT database_name, schema_name, comment FROM duckdb_tables() WHERE table_name = 'hospital_anon'").fetchall())
@@ -208,8 +205,7 @@ def test_a_temp_table_of_the_target_name_gets_no_comment(con):
 def test_the_published_table_is_written_where_the_summary_says(db):
     raw = db.duckdb
     raw.execute("USE d2.s")
-    row = db.execute(f"ANONYMIZE memory.hospital INTO pub {K2}").fetchone()
-    summary = dict(zip([d[0] for d in db.description], row))
+    summary = result_row(db, f"ANONYMIZE memory.hospital INTO pub {K2}")
     assert summary["target"] == "d2.s.pub"
     assert raw.execute("SELECT database_name, schema_name FROM duckdb_tables() WHERE table_name = 'pub'"
                        ).fetchall() == [("d2", "s")]

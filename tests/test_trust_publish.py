@@ -617,22 +617,16 @@ def test_loss_of_mondrian_on_adult_counts_whole_ranges(adult_db):
     assert expected["age"] == pytest.approx(0.0192, abs=5e-4)  # the range's whole extent, not 0.0101
 
 
-def test_loss_of_lattice_on_adult_counts_hierarchy_leaves(adult_db):
-    qi = ADULT_8
+@pytest.mark.parametrize("qi, options", [
+    (ADULT_8, "k = 5, method = lattice, suppression_limit = 0.05, metric = loss"),
+    (["age", "education", "marital-status", "race"], "k = 10, method = gensup"),
+], ids=["lattice", "gensup"])
+def test_loss_on_adult_counts_hierarchy_leaves(adult_db, qi, options):
     columns = ", ".join(q(c) for c in qi)
-    statement = (f"ANONYMIZE adult INTO l_out WITH (k = 5, qi = ({columns}), keep = id, method = lattice, "
-                 f"suppression_limit = 0.05, metric = loss, hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
-    hierarchies = {c: _arx_hierarchy(c) for c in qi}
-    _compare(adult_db, statement, "l_out", "adult", qi, numeric=set(), hierarchies=hierarchies)
-
-
-def test_loss_of_gensup_on_adult_counts_hierarchy_leaves(adult_db):
-    qi = ["age", "education", "marital-status", "race"]
-    columns = ", ".join(q(c) for c in qi)
-    statement = (f"ANONYMIZE adult INTO g_out WITH (k = 10, qi = ({columns}), keep = id, method = gensup, "
+    statement = (f"ANONYMIZE adult INTO h_out WITH ({options}, qi = ({columns}), keep = id, "
                  f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
     hierarchies = {c: _arx_hierarchy(c) for c in qi}
-    _compare(adult_db, statement, "g_out", "adult", qi, numeric=set(), hierarchies=hierarchies)
+    _compare(adult_db, statement, "h_out", "adult", qi, numeric=set(), hierarchies=hierarchies)
 
 
 def test_loss_of_lattice_on_cup_counts_hierarchy_leaves(db):
