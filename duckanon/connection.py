@@ -20,7 +20,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 from duckanon import macros
-from duckanon.engine import Summary, run_anonymize, run_statement
+from duckanon.engine import Summary, in_explicit_transaction, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql import AnonDialect, split_statements
 from duckanon.sql.parser import strip_explain
@@ -192,11 +192,8 @@ def _calls_anonymize(text: str) -> bool:
 
 
 def _in_open_transaction(con) -> bool:
-    """Whether `con` has an explicit transaction open: in autocommit mode every statement is its
-    own transaction, so two txid_current() differ; inside BEGIN ... they are equal."""
     try:
-        first = con.execute("SELECT txid_current()").fetchall()[0][0]
-        return con.execute("SELECT txid_current()").fetchall()[0][0] == first
+        return in_explicit_transaction(con)
     except duckdb.Error:  # e.g. an aborted transaction: the statement itself then gets DuckDB's error
         return False
 

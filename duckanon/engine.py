@@ -148,20 +148,19 @@ def column_domains(con, plan: Plan, cells) -> Domains:
     return Domains(values, numeric, hierarchies, statement.suppression_limit, statement.metric)
 
 
-def _begin(con) -> bool:
-    """Start our own transaction unless the caller already has one open.
-
-    A failed BEGIN inside the caller's transaction would abort it, so probe first: in autocommit
-    mode every statement is its own transaction (two txid_current() differ); inside an explicit
-    transaction they are equal. The caller then owns COMMIT and ROLLBACK.
-    """
+def in_explicit_transaction(con) -> bool:
+    """Whether the caller has a transaction open on `con`: in autocommit mode every statement is
+    its own transaction (two txid_current() differ); inside an explicit one they are equal."""
     if hasattr(con, "in_transaction"):  # another engine (Spark) says for itself
-        if con.in_transaction():
-            return False
-        con.execute("BEGIN TRANSACTION")
-        return True
+        return con.in_transaction()
     first = con.execute("SELECT txid_current()").fetchone()[0]
-    if con.execute("SELECT txid_current()").fetchone()[0] == first:
+    return con.execute("SELECT txid_current()").fetchone()[0] == first
+
+
+def _begin(con) -> bool:
+    """Start our own transaction unless the caller already has one open (a failed BEGIN inside the
+    caller's transaction would abort it, so probe first). The caller then owns COMMIT and ROLLBACK."""
+    if in_explicit_transaction(con):
         return False
     con.execute("BEGIN TRANSACTION")
     return True
