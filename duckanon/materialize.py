@@ -347,24 +347,3 @@ def column_loss(qi: list[str], hist, solution: Solution, domains=None) -> dict[s
         total = float((sizes[kept] * cost[kept]).sum()) + solution.removed_rows
         loss[column] = round(total / rows, 6)
     return loss
-
-
-def column_loss_select(n_qi: int, keyed_table: str, cells_table: str) -> str:
-    """Superseded by column_loss (which counts a label's whole extent, not only the values of
-    the rows published under it); kept until the engine calls column_loss. Per QI column j, the
-    summed loss of the published rows: a row costs (d_L - 1) / (d - 1) where d_L is the number of
-    distinct original values published as the same string L in that column and d the column's
-    number of distinct values. Only our own aliases (q{j}, o{j}) and temp table names appear here."""
-    def distinct(column: str) -> str:
-        return f'(count(DISTINCT "{column}") + bool_or("{column}" IS NULL)::INT)'
-
-    parts = []
-    for j in range(n_qi):
-        parts.append(
-            f"SELECT {j} AS j, coalesce(sum((k.hi - k.lo + 1) * CASE WHEN k.o = '*' THEN 1.0 WHEN d.d <= 1 THEN 0.0 "
-            f"ELSE (cov.covered - 1) / (d.d - 1) END), 0.0) AS loss "
-            f'FROM (SELECT "{out_alias(j)}" AS o, "{LO}" AS lo, "{HI}" AS hi FROM "{keyed_table}") AS k '
-            f'JOIN (SELECT "{out_alias(j)}" AS o, {distinct(qi_alias(j))} AS covered FROM "{keyed_table}" GROUP BY 1) AS cov '
-            f"ON cov.o IS NOT DISTINCT FROM k.o, "
-            f'(SELECT {distinct(qi_alias(j))} AS d FROM "{cells_table}") AS d')
-    return " UNION ALL ".join(parts) + " ORDER BY j"

@@ -9,7 +9,6 @@ its rows grouped by the published strings, byte by byte) and plain Python over t
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import random
 import re
@@ -30,12 +29,6 @@ from duckanon.errors import AnonymizeError
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ADULT = SHARED / "adult"
 
-# The engine calls these once the lead wires them in (see duckanon/engine.py): until then the
-# end-to-end tests of items 3 and of the insertion-order setting are skipped, and the loss tests
-# check materialize.column_loss directly (and the reported details.column_loss once it is wired).
-_ENGINE = inspect.getsource(engine)
-ONE_READ = pytest.mark.skipif("snapshot_source" not in _ENGINE, reason="engine does not call snapshot_source yet")
-ORDER_KEPT = pytest.mark.skipif("insertion_order_kept" not in _ENGINE, reason="engine does not call insertion_order_kept yet")
 
 
 @pytest.fixture
@@ -146,7 +139,6 @@ def test_spellings_of_one_value_do_not_tie_the_order(db):
     assert orders[0] == orders[1]
 
 
-@ORDER_KEPT
 @pytest.mark.parametrize("keep", [False, True])
 def test_the_order_holds_without_preserve_insertion_order(db, keep):
     con, raw = db
@@ -416,7 +408,6 @@ def changing(db):
     return con, raw
 
 
-@ONE_READ
 @pytest.mark.parametrize("source, keep", [("sampled", "rid"), ("rows_sampled", "rid"), ("coin", "rid"),
                                           ("coin", "education"), ("generated", "rid")])
 def test_a_source_that_changes_between_reads_is_read_once(changing, source, keep):
@@ -431,7 +422,6 @@ def test_a_source_that_changes_between_reads_is_read_once(changing, source, keep
     assert raw.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
 
 
-@ONE_READ
 def test_the_snapshot_is_dropped_in_the_callers_transaction(changing):
     con, raw = changing
     raw.execute("BEGIN TRANSACTION")
@@ -441,7 +431,6 @@ def test_the_snapshot_is_dropped_in_the_callers_transaction(changing):
     assert smallest_class(raw, "out", ["zipcode", "age"]) >= 3
 
 
-@ONE_READ
 def test_without_the_snapshot_the_check_refuses_a_changed_source(changing, monkeypatch):
     """The check before COMMIT alone (no snapshot): every run either refuses, leaving the target
     as it was, or publishes a table that is right (count, classes of at least k rows)."""
@@ -570,9 +559,7 @@ def _solver_loss(con, statement: str) -> dict[str, float]:
     plan = bind(raw, engine.statement_for(statement))
     raw.execute("BEGIN TRANSACTION")
     try:
-        result = engine._solve(raw, plan, "__loss_cells")
-        plan, cells, hist, solution = result[:4]
-        domains = engine.column_domains(raw, plan, cells)
+        plan, _, hist, solution, _, domains = engine._solve(raw, plan, "__loss_cells")
         return column_loss(plan.qi, hist, solution, domains)
     finally:
         raw.execute("ROLLBACK")
@@ -602,10 +589,9 @@ def _compare(con, statement: str, table: str, source_table: str, qi, **independe
     computed = _solver_loss(con, statement)
     for column in qi:
         assert computed[column] == pytest.approx(expected[column], abs=2e-6), (column, computed, expected)
-    if "column_loss_select" not in _ENGINE:  # the engine reports the same
-        reported = json.loads(summary["details"])["column_loss"]
-        for column in qi:
-            assert reported[column] == pytest.approx(expected[column], abs=2e-6), (column, reported, expected)
+    reported = json.loads(summary["details"])["column_loss"]  # the engine reports the same
+    for column in qi:
+        assert reported[column] == pytest.approx(expected[column], abs=2e-6), (column, reported, expected)
     return expected
 
 
