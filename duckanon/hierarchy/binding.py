@@ -1,0 +1,114 @@
+"""A hierarchy and its binding to one column's distinct values as integer codes per level."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+
+
+class MissingValues(AnonymizeError):
+    """Values a hierarchy does not cover (raised inside `bind`, which words the message)."""
+
+    def __init__(self, values: list):
+        super().__init__(f"{len(values)} values are missing from the hierarchy")
+        self.values = values
+
+
+class BoundHierarchy:
+    """A hierarchy applied to one column's distinct values.
+
+    `codes[v, h]` is the dense code of value v's generalization at level h; codes run 0..n_h-1 at
+    each level, in the hierarchy's natural order (file order, numeric, chronological, declared
+    order; lexicographic for `prefix`). Level 0 is the identity. `labels[h][c]` is the text of code
+    c at level h (None for the NULL group, which is published as NULL). Labels are made on first
+    use, so binding a million values stays numpy-only.
+    """
+
+    def __init__(self, values: list, codes: np.ndarray, label_makers: list[Callable[[], list]], column=None):
+        self.values = values
+        self.codes = codes
+        self.column = column
+        self._label_makers = [lambda: [None if v is None else str(v) for v in values], *label_makers]
+        self._labels: dict[int, list] = {}
+
+    @property
+    def height(self) -> int:
+        return self.codes.shape[1] - 1
+
+    def level_labels(self, level: int) -> list:
+        """The text of each code of `level`."""
+        if level not in self._labels:
+            self._labels[level] = list(self._label_makers[level]())
+        return self._labels[level]
+
+    @property
+    def labels(self) -> list[list]:
+        """Per level, the text of each code; level 0 is `str(value)` (None for NULL)."""
+        return [self.level_labels(h) for h in range(self.height + 1)]
+
+    def n_groups(self, level: int) -> int:
+        return int(self.codes[:, level].max()) + 1 if len(self.values) else 0
+
+    def group_sizes(self, level: int) -> np.ndarray:
+        """How many of the bound values each code of `level` covers (its leaves), indexed by code."""
+        return np.bincount(self.codes[:, level], minlength=self.n_groups(level))
+
+    def loss(self, level: int) -> np.ndarray:
+        """ARX's loss of one cell per code of `level`: (leaves - 1) / (values - 1), in [0, 1]."""
+        n = len(self.values)
+        return (self.group_sizes(level) - 1) / max(n - 1, 1)
+
+    def rows(self) -> list[list]:
+        """The ARX rows for the bound values: [value, level 1 label, ..., level H label]."""
+        columns = [[labels[c] for c in self.codes[:, h].tolist()] for h, labels in enumerate(self.labels)]
+        return [list(row) for row in zip(*columns)]
+
+
+class Hierarchy:
+    """A generalization hierarchy. Subclasses say how values generalize; `bind` codes them."""
+
+    name = "hierarchy"  # how error messages name it: the file, the table or the builder call
+    height: int | None = None  # known before binding except for `prefix()` without a width
+
+    def bind(self, values: Sequence, column: str | None = None, source: str | None = None) -> BoundHierarchy:
+        """Code `values` (the distinct values of `column`, read from the table `source`). A value
+        the hierarchy does not cover is an error that counts them and gives the SQL that lists
+        them (from `source`, or `<table>` when it is not given), never a value itself."""
+        values = list(values)
+        try:
+            codes, label_makers = self._code_levels(values, column)
+        except MissingValues as missing:
+            raise AnonymizeError(self._missing_message(missing.values, column, source)) from None
+        n = len(values)
+        matrix = np.empty((n, len(codes) + 1), dtype=np.int64)
+        matrix[:, 0] = np.arange(n)
+        for h, level_codes in enumerate(codes, start=1):
+            matrix[:, h] = level_codes
+        return BoundHierarchy(values, matrix, label_makers, column)
+
+    def _code_levels(self, values: list, column: str | None) -> tuple[list[np.ndarray], list[Callable]]:
+        """Per level >= 1: the dense codes of the values, and a function making the codes' labels."""
+        raise NotImplementedError
+
+    def _missing(self, values: list, missing: np.ndarray | list, column: str | None) -> AnonymizeError:
+        """The error for values the hierarchy does not cover; `bind` turns it into its message."""
+        return MissingValues([values[i] for i in missing])
+
+    def _missing_message(self, missing: list, column: str | None, source: str | None) -> str:
+        """How many values are missing and the query that lists them; no value is quoted (an error
+        message travels to logs and screens the data must not reach)."""
+        n = len(missing)
+        where = f" of column {column}" if column else ""
+        message = f"{n} value{'s' if n != 1 else ''}{where} {'are' if n != 1 else 'is'} missing from hierarchy {self.name}"
+        query = self._listing(missing, column, source) if column else None
+        return f"{message}; list {'them' if n != 1 else 'it'} with: {query}" if query else message
+
+    def _listing(self, missing: list, column: str, source: str | None) -> str | None:
+        """A query listing the values of `column` in `source` this hierarchy lacks, or None."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<Hierarchy {self.name}>"

@@ -1,0 +1,170 @@
+"""Hierarchies of numbers (`intervals`) and of dates (`dates`): nested ranges computed with numpy."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+from duckanon.hierarchy.binding import Hierarchy
+from duckanon.hierarchy.builders import BuiltHierarchy
+
+
+def _kind_of(value) -> str:
+    """A value's type in user terms, for messages that must not show the value."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "blob"
+    if isinstance(value, datetime):
+        return "timestamp"
+    if isinstance(value, date):
+        return "date"
+    if isinstance(value, (int, np.integer)):
+        return "integer"
+    if isinstance(value, (float, Decimal, np.floating)):
+        return "number"
+    return type(value).__name__
+
+
+def _values_of(column: str | None) -> str:
+    return f"column {column}" if column else "the column"
+
+
+class _Intervals(BuiltHierarchy):
+    def __init__(self, widths: Sequence):
+        if not widths:
+            raise AnonymizeError("intervals: give at least one width")
+        for w in widths:
+            if not isinstance(w, (int, float)) or isinstance(w, bool) or not w > 0 or w != w or w == float("inf"):
+                raise AnonymizeError(f"intervals: widths must be positive numbers, got {w!r}")
+        self.ratios = []
+        for smaller, larger in zip(widths, widths[1:]):
+            ratio = larger / smaller
+            if ratio <= 1 or abs(ratio - round(ratio)) > 1e-9:
+                # An interval of the finer level would straddle two of the coarser one.
+                raise AnonymizeError(
+                    f"intervals: each width must be a larger multiple of the previous one, got {smaller} then {larger}"
+                )
+            self.ratios.append(round(ratio))
+        self.widths = list(widths)
+        self.height = len(widths) + 1
+        self.name = f"intervals({', '.join(map(str, widths))})"
+
+    def _keys(self, values, column):
+        numbers = np.asarray(values)
+        if numbers.dtype.kind not in "iuf" or numbers.dtype.kind == "b":
+            try:
+                if any(isinstance(v, (str, bool, bytes)) for v in values):
+                    raise TypeError
+                numbers = numbers.astype(np.float64)  # Decimal, mixed int/float
+            except (TypeError, ValueError):
+                numeric = (int, float, Decimal)
+                bad = next((v for v in values if not isinstance(v, numeric) or isinstance(v, bool)), values[0])
+                raise AnonymizeError(f"intervals need numbers; {_values_of(column)} holds {_kind_of(bad)} values"
+                                     ) from None
+        if numbers.dtype.kind == "f" and not np.isfinite(numbers).all():
+            n = int((~np.isfinite(numbers)).sum())
+            where = f" of column {column}" if column else ""
+            raise AnonymizeError(f"intervals need finite numbers; {n} value{'s' if n != 1 else ''}{where} "
+                                 f"{'are' if n != 1 else 'is'} NaN or infinite")
+        first = self.widths[0]
+        if numbers.dtype.kind in "iu" and isinstance(first, int):
+            keys = numbers.astype(np.int64) // first
+        else:
+            # Snap quotients within 1e-9 of a boundary onto it: 0.3 / 0.1 is 2.9999999999999996.
+            keys = np.floor(np.round(numbers / first, 9)).astype(np.int64)
+        levels = []
+        for width, ratio in zip(self.widths, [1, *self.ratios]):
+            keys = keys // ratio  # derived from the finer level, so the nesting is exact
+            levels.append((keys, lambda ks, w=width: [f"[{_number(k * w)}, {_number(k * w + w)})" for k in ks.tolist()]))
+        return levels
+
+
+class _Dates(BuiltHierarchy):
+    # unit -> (key of a datetime64[D] array, label of a key); listed from fine to coarse
+    UNITS: dict[str, tuple[Callable, Callable]] = {
+        "day": (lambda d: d.astype(np.int64), lambda k: str(np.datetime64(k, "D"))),
+        "month": (lambda d: _months(d), lambda k: f"{k // 12:04d}-{k % 12 + 1:02d}"),
+        "quarter": (lambda d: _months(d) // 3, lambda k: f"{k // 4:04d}-Q{k % 4 + 1}"),
+        "year": (lambda d: _months(d) // 12, lambda k: f"{k:04d}"),
+        "decade": (lambda d: _months(d) // 120, lambda k: f"{k * 10:04d}s"),
+    }
+
+    def __init__(self, levels: Sequence[str]):
+        levels = [str(u).strip().lower() for u in levels]
+        order = list(self.UNITS)
+        if not levels:
+            raise AnonymizeError(f"dates: give at least one level of {', '.join(order)}")
+        for unit in levels:
+            if unit not in self.UNITS:
+                raise AnonymizeError(f"dates: unknown level {unit!r}; use {', '.join(order)}")
+        ranks = [order.index(u) for u in levels]
+        if any(a >= b for a, b in zip(ranks, ranks[1:])):
+            raise AnonymizeError(
+                f"dates: levels must go from fine to coarse ({', '.join(order)}), got {', '.join(levels)}"
+            )
+        self.levels = levels
+        self.height = len(levels) + 1
+        self.name = f"dates({', '.join(levels)})"
+
+    def _keys(self, values, column):
+        # numpy would read an integer as days since 1970: accept dates and ISO strings only
+        bad = next((v for v in values if not isinstance(v, (date, str, np.datetime64))), None)
+        try:
+            if bad is not None:
+                raise ValueError
+            # datetime.date() keeps the wall-clock date, also for time-zone-aware timestamps
+            days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
+        except (TypeError, ValueError):
+            if bad is not None:
+                raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {_values_of(column)} holds "
+                                     f"{_kind_of(bad)} values") from None
+            n = sum(1 for v in values if not _is_iso_date(v))
+            where = f" of column {column}" if column else ""
+            raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {n} text value{'s' if n != 1 else ''}{where} "
+                                 f"{'are' if n != 1 else 'is'} not a date (YYYY-MM-DD)") from None
+        levels = []
+        for unit in self.levels:
+            key, label = self.UNITS[unit]
+            levels.append((key(days), lambda ks, f=label: [f(k) for k in ks.tolist()]))
+        return levels
+
+
+def _is_iso_date(value) -> bool:
+    try:
+        np.datetime64(value, "D")
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _months(days: np.ndarray) -> np.ndarray:
+    """Months since year 0 (so year = months // 12 and decades divide evenly)."""
+    return days.astype("datetime64[M]").astype(np.int64) + 1970 * 12
+
+
+def _number(x) -> str:
+    """39 for integral numbers, 2.5 otherwise; 12 significant digits hide float noise (0.1 * 3)."""
+    return str(x) if isinstance(x, int) else f"{x:.12g}"
+
+
+def intervals(*widths: int | float) -> Hierarchy:
+    """Numbers: level i groups values into [lo, lo + widths[i]) with lo a multiple of widths[i]
+    (label `[35, 40)`); the widths increase and each is a multiple of the previous; the top is `*`."""
+    if len(widths) == 1 and isinstance(widths[0], (list, tuple)):
+        widths = tuple(widths[0])
+    return _Intervals(widths)
+
+
+def dates(levels: Sequence[str] = ("month", "year", "decade")) -> Hierarchy:
+    """DATE/TIMESTAMP values (or ISO strings): levels among day (`2024-03-05`), month (`2024-03`),
+    quarter (`2024-Q1`), year (`2024`), decade (`2020s`), from fine to coarse; the top is `*`."""
+    if isinstance(levels, str):
+        levels = (levels,)
+    return _Dates(levels)

@@ -1,0 +1,150 @@
+"""Hierarchies given as explicit rows `[value, level 1 label, ..., level H label]`, whatever their
+source (an ARX CSV file, Python rows, a DuckDB table): checked once here, then looked up per value."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from collections.abc import Sequence
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+from duckanon.hierarchy.binding import Hierarchy
+from duckanon.hierarchy.missing import missing_query, sql_column, sql_string
+
+NULL_SPELLINGS = ("", "NULL")  # how a hierarchy file or table writes the NULL value
+_NULL = object()  # index key of the NULL row; no str() can collide with it
+
+
+class TableHierarchy(Hierarchy):
+    """Explicit rows (ARX CSV, Python rows, a DuckDB table): a dict lookup per distinct value."""
+
+    def __init__(self, rows: Sequence[Sequence], name: str = "rows", lines: Sequence[int] | None = None,
+                 origin: tuple[str, str] | None = None):
+        """`lines`: the file line of each row, named by error messages (else the row number); no
+        message quotes a row's text (a hierarchy's values are the column's values, and a file read
+        for a SQL user may hold what that user must not see). `origin`: where the rows came from,
+        ('file', path) or ('table', name, first column), for the query that lists missing values."""
+        self.name = name
+        self._lines = list(lines) if lines is not None else None
+        self._origin = origin
+        rows = [row if isinstance(row, list) else list(row) for row in rows]
+        if not rows:
+            raise AnonymizeError(f"hierarchy {name} is empty")
+        width = len(rows[0])
+        if len({len(row) for row in rows}) > 1:
+            i = next(i for i, row in enumerate(rows) if len(row) != width)
+            raise AnonymizeError(
+                f"hierarchy {name} is inconsistent: {self._at(i)} has {len(rows[i]) - 1} levels, "
+                f"{self._at(0)} has {width - 1}"
+            )
+        if width < 2:
+            raise AnonymizeError(f"hierarchy {name} has one column and no levels (is it ';'-separated?)")
+        self.height = width - 1
+        self._rows = rows
+        keys = [_NULL if row[0] is None or row[0] in NULL_SPELLINGS else str(row[0]) for row in rows]
+        self._index: dict = dict(zip(keys, range(len(rows))))
+        if len(self._index) < len(rows):
+            seen: dict = {}
+            for i, key in enumerate(keys):
+                if seen.setdefault(key, i) != i:
+                    raise AnonymizeError(f"hierarchy {name}: {self._at(seen[key], i)} have the same value")
+        self._numbers: dict | None = None
+        # Group ids per level, numbered by first appearance so codes keep the file's order.
+        self._group_codes = np.empty((len(rows), width), dtype=np.int64)
+        self._group_codes[:, 0] = np.arange(len(rows))
+        self._group_labels: list[list[str]] = [[]]
+        for h in range(1, width):
+            labels = [row[h] for row in rows]
+            if None in labels:
+                raise AnonymizeError(f"hierarchy {name}: {self._at(labels.index(None))} has no label (NULL) at level {h}")
+            labels = np.array([label if isinstance(label, str) else str(label) for label in labels], dtype=object)
+            distinct, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+            in_file_order = np.empty(len(first), dtype=np.int64)
+            in_file_order[np.argsort(first)] = np.arange(len(first))
+            self._group_codes[:, h] = in_file_order[inverse.reshape(-1)]
+            self._group_labels.append(labels[np.sort(first)].tolist())
+        self._check_monotone()
+
+    def rows(self) -> list[list]:
+        """The rows as given: [value, level 1 label, ..., level H label]."""
+        return self._rows
+
+    def _check_monotone(self) -> None:
+        """Two values in one group at level h must share their group at level h + 1."""
+        codes = self._group_codes
+        for h in range(1, self.height):
+            lower, upper = codes[:, h], codes[:, h + 1]
+            parent = np.empty(len(self._group_labels[h]), dtype=np.int64)
+            parent[lower] = upper  # the last row of each group wins; every other row must agree
+            bad = np.nonzero(parent[lower] != upper)[0]
+            if bad.size:
+                a = bad[0]
+                b = np.nonzero((lower == lower[a]) & (upper != upper[a]))[0][-1]
+                first, second = sorted((int(a), int(b)))
+                raise AnonymizeError(
+                    f"hierarchy {self.name} is not monotone: {self._at(first, second)} "
+                    f"have the same label at level {h} but different labels at level {h + 1}"
+                )
+
+    def _at(self, i: int, j: int | None = None) -> str:
+        """`line 3` / `row 3` (rows of Python or of a table), or `lines 1 and 3` for two rows."""
+        def number(k: int) -> int:
+            return self._lines[k] if self._lines is not None else k + 1
+        what = "line" if self._lines is not None else "row"
+        if j is None:
+            return f"{what} {number(i)}"
+        return f"{what}s {number(i)} and {number(j)}"
+
+    def _listing(self, missing, column, source):
+        if self._origin is None:
+            return None
+        if self._origin[0] == "file":
+            known = (f"SELECT coalesce(column0, 'NULL') FROM read_csv({sql_string(self._origin[1])}, delim = ';', "
+                     "header = false, quote = '\"', all_varchar = true)")
+        else:
+            known = (f"SELECT coalesce(CAST({sql_column(self._origin[2])} AS VARCHAR), 'NULL') "
+                     f"FROM query_table({sql_string(self._origin[1])})")
+        numeric = any(isinstance(v, (int, float, Decimal, np.number)) and not isinstance(v, bool) for v in missing)
+        return missing_query(column, source, known, numeric)
+
+    def _row_of(self, value) -> int | None:
+        row = self._index.get(_NULL if value is None else str(value))
+        if row is None and isinstance(value, (int, float, Decimal, np.number)) and not isinstance(value, bool):
+            row = self._numeric_index().get(float(value))
+        return row
+
+    def _rows_of(self, values: list) -> list:
+        get = self._index.get
+        rows = [get(s) for s in map(str, values)]  # str(None) is 'None': NULLs are redone below
+        return [self._row_of(v) if row is None or v is None else row for v, row in zip(values, rows)]
+
+    def _numeric_index(self) -> dict:
+        """Entries whose value reads as a number, by that number (a table's 39.0 matches '39')."""
+        if self._numbers is None:
+            self._numbers = {}
+            for key, row in self._index.items():
+                try:
+                    self._numbers.setdefault(float(key), row)
+                except (TypeError, ValueError):
+                    pass
+        return self._numbers
+
+    def _code_levels(self, values, column):
+        rows = self._rows_of(values)
+        missing = [i for i, row in enumerate(rows) if row is None]
+        if missing:
+            raise self._missing(values, missing, column)
+        rows = np.asarray(rows, dtype=np.int64)
+        codes, labels = [], []
+        for h in range(1, self.height + 1):
+            # Re-number over the groups present, keeping file order (np.unique sorts the file ids).
+            present, dense = np.unique(self._group_codes[rows, h], return_inverse=True)
+            codes.append(dense.reshape(-1).astype(np.int64))
+            labels.append(lambda h=h, present=present: [self._group_labels[h][g] for g in present.tolist()])
+        return codes, labels
+
+
+def from_rows(rows: Sequence[Sequence], name: str = "rows") -> Hierarchy:
+    """ARX rows [value, level 1, ..., level H]; a value None, '' or 'NULL' stands for NULL."""
+    return TableHierarchy(rows, name)

@@ -1,0 +1,96 @@
+"""The hierarchy a user names in SQL (`parse_spec`): a builder call, `table(name)` or a file path."""
+
+from __future__ import annotations
+
+import re
+
+from duckanon.errors import AnonymizeError
+from duckanon.hierarchy.arx_csv import from_csv
+from duckanon.hierarchy.binding import Hierarchy
+from duckanon.hierarchy.builders import ordered_groups, prefix
+from duckanon.hierarchy.ranges import dates, intervals
+from duckanon.hierarchy.tables import from_table
+
+_SPEC = re.compile(r"^\s*(prefix|intervals|dates|ordered|table)\s*(?:\((.*)\))?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
+    """The hierarchy a user names in SQL. Forms (keywords case-insensitive):
+
+    - `prefix` or `prefix(3)`: see `prefix`;
+    - `intervals(5, 10, 20)`: see `intervals`;
+    - `dates` or `dates(month, year)`: see `dates`;
+    - `ordered(a, b, c, d; 2, 4)`: categories in order, `;`, then group sizes; a category with a
+      comma, semicolon or spaces at its ends is single-quoted (`'HS, grad'`, `''` for a quote);
+    - `table(name)`: a DuckDB table on `con` (see `from_table`);
+    - anything else: an ARX CSV path, relative to the current directory; read through DuckDB when
+      `con` is given (see `from_csv`).
+    `{column}` in a path or table name is replaced by the column name.
+    """
+    text = spec.replace("{column}", column) if column is not None else spec
+    match = _SPEC.match(text)
+    if not match:
+        if not text.strip():
+            raise AnonymizeError("empty hierarchy specification")
+        return from_csv(text, con)
+    kind, arguments = match.group(1).lower(), match.group(2)
+    items = _split(arguments, ",") if arguments is not None else []
+    if kind == "prefix":
+        if len(items) > 1:
+            raise AnonymizeError(f"prefix takes at most one width, got {arguments!r}")
+        return prefix(_integer(items[0], "prefix") if items else None)
+    if kind == "intervals":
+        return intervals(*[_real(item, "intervals") for item in items])
+    if kind == "dates":
+        return dates(items) if arguments is not None else dates()
+    if kind == "ordered":
+        parts = _split(arguments or "", ";", unquote=False)
+        if len(parts) != 2:
+            raise AnonymizeError("ordered needs categories and group sizes: ordered(a, b, c, d; 2, 4)")
+        return ordered_groups(_split(parts[0], ","), [_integer(s, "ordered") for s in _split(parts[1], ",")])
+    if con is None or len(items) != 1:
+        raise AnonymizeError("table(name) needs one table name and a connection")
+    return from_table(con, items[0])
+
+
+def _split(text: str, separator: str, unquote: bool = True) -> list[str]:
+    """Split at `separator` outside single quotes; strip items, and unquote them if asked."""
+    items, current, quoted = [], [], False
+    for ch in text:
+        if ch == "'":
+            quoted = not quoted  # '' inside quotes toggles twice, which keeps the text intact
+        if ch == separator and not quoted:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if quoted:
+        raise AnonymizeError(f"unclosed quote in hierarchy specification: {text!r}")
+    items.append("".join(current))
+    items = [item.strip() for item in items]
+    if items == [""]:
+        return []
+    if unquote:
+        items = [_unquote(item) for item in items]
+    return items
+
+
+def _unquote(item: str) -> str:
+    return item[1:-1].replace("''", "'") if len(item) >= 2 and item[0] == item[-1] == "'" else item
+
+
+def _integer(text: str, where: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise AnonymizeError(f"{where}: {text!r} is not an integer") from None
+
+
+def _real(text: str, where: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise AnonymizeError(f"{where}: {text!r} is not a number") from None

@@ -1,0 +1,43 @@
+"""Hierarchies stored in DuckDB tables: read one (`from_table`), write one (`to_table`)."""
+
+from __future__ import annotations
+
+from duckanon.errors import AnonymizeError
+from duckanon.hierarchy.binding import BoundHierarchy, Hierarchy
+from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy
+
+
+def from_table(con, table_name: str) -> Hierarchy:
+    """A hierarchy stored in DuckDB: first column the value, then one column per level (any names,
+    any types, read as text), rows in table order (the order of the codes). A NULL value is the
+    NULL row; a NULL label is an error. `table_name` is a table or view name, possibly qualified
+    and quoted as in SQL (`"my hier"`, `s.t`); it is looked up with query_table(), never run as SQL."""
+    try:
+        result = con.execute("SELECT * FROM query_table(?)", [table_name])
+        first_column = result.description[0][0] if result.description else None
+        rows = result.fetchall()
+    except Exception as e:  # duckdb raises many types; the message is what matters
+        raise AnonymizeError(f"cannot read hierarchy table {table_name}: {str(e).splitlines()[0]}") from None
+    rows = [[None if v is None else str(v) for v in row] for row in rows]
+    origin = ("table", table_name, first_column) if first_column is not None else None
+    return TableHierarchy(rows, f"table {table_name}", origin=origin)
+
+
+def to_table(con, hierarchy: Hierarchy | BoundHierarchy, table_name: str) -> None:
+    """Write a hierarchy as a new DuckDB table `value, level1, ..., levelH` (all VARCHAR), in row order.
+
+    Takes rows from a file/rows/table hierarchy, or from a BoundHierarchy (any builder once bound
+    to a column's values). The NULL value is written as NULL.
+    """
+    if isinstance(hierarchy, BoundHierarchy):
+        rows = hierarchy.rows()
+    elif isinstance(hierarchy, TableHierarchy):
+        rows = [[None if r[0] is None or r[0] in NULL_SPELLINGS else r[0], *r[1:]] for r in hierarchy.rows()]
+    else:
+        raise AnonymizeError(f"to_table: {hierarchy.name} has no rows of its own; bind it to a column's values first")
+    height = len(rows[0]) - 1 if rows else hierarchy.height
+    names = ["value"] + [f"level{h}" for h in range(1, height + 1)]
+    columns = [[None if row[h] is None else str(row[h]) for row in rows] for h in range(height + 1)]
+    con.execute(f"CREATE TABLE {table_name} ({', '.join(f'{n} VARCHAR' for n in names)})")
+    selects = ", ".join(f"unnest(${h + 1}::VARCHAR[])" for h in range(height + 1))
+    con.execute(f"INSERT INTO {table_name} SELECT {selects}", columns)
