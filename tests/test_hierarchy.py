@@ -357,6 +357,34 @@ def test_unreadable_file(tmp_path):
         H.from_csv(tmp_path)
 
 
+def test_sa_hierarchy_file_crlf_quotes_bom_and_blank_rows(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_bytes('\ufeff"a;1";A;*\r\nb;A;*\r\n"c ""q""";"B";*\r\n\r\n  \n'.encode("utf-8"))
+    assert H.read_sa_hierarchy(duckdb.connect(), str(path)) == [["a;1", "A", "*"], ["b", "A", "*"], ['c "q"', "B", "*"]]
+
+
+def test_sa_hierarchy_file_not_utf8_is_latin1(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_bytes(b"\xff\xfe\xfa;x\n")  # older ARX exports are ISO-8859-1
+    assert H.read_sa_hierarchy(duckdb.connect(), str(path)) == [["\xff\xfe\xfa", "x"]]
+
+
+@pytest.mark.parametrize("content", [b"", b"\r\n\n  \n"])
+def test_sa_hierarchy_file_empty(tmp_path, content):
+    path = tmp_path / "h.csv"
+    path.write_bytes(content)
+    with pytest.raises(AnonymizeError, match=f"^hierarchy {path} is empty$"):
+        H.read_sa_hierarchy(duckdb.connect(), str(path))
+
+
+@pytest.mark.parametrize("name", ["nope.csv", "missing\nname.csv", "."])
+def test_sa_hierarchy_file_unreadable_in_one_line(tmp_path, name):
+    path = str(tmp_path / name)
+    with pytest.raises(AnonymizeError, match="^cannot read hierarchy file .*: no such file$") as error:
+        H.read_sa_hierarchy(duckdb.connect(), path)
+    assert "\n" not in str(error.value)
+
+
 def test_non_monotone_deeper_level():
     rows = [["1", "0-4", "0-9", "*"], ["2", "0-4", "0-9", "*"], ["7", "5-9", "0-9", "*"], ["8", "5-9", "0-19", "*"]]
     message = "^hierarchy rows is not monotone: rows 3 and 4 have the same label at level 1 but different labels at level 2$"

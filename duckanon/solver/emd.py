@@ -21,9 +21,7 @@ SQL check `anon_t_hierarchical` (sql/t_hierarchical.sql).
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -143,6 +141,9 @@ class SAHierarchy:
     height i. The tree height H is the number of columns minus 1 when the last column holds one
     root (usually `*`); when it holds several labels an implicit root is added above them and
     H = number of columns. Leaves whose lowest common ancestor is at level h are at distance h/H.
+
+    Built from rows (`from_rows`): the solver reads no files; duckanon.hierarchy.read_sa_hierarchy
+    reads an ARX file into rows, as the engine does for the option sa_hierarchy.
     """
 
     def __init__(self, paths: dict[str, tuple[str, ...]], source: str = "<rows>"):
@@ -153,16 +154,6 @@ class SAHierarchy:
         self.levels = 1 + len(next(iter(paths.values())))  # columns of the file
         tops = {path[-1] if path else leaf for leaf, path in paths.items()}
         self.height = self.levels - 1 if len(tops) == 1 else self.levels
-
-    @classmethod
-    def from_csv(cls, path) -> SAHierarchy:
-        """Read an ARX hierarchy: `;`-separated, no header, optional quotes, LF or CRLF."""
-        try:
-            with open(path, newline="", encoding="utf-8-sig") as handle:
-                rows = list(csv.reader(handle, delimiter=";", quotechar='"'))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AnonymizeError(f"cannot read hierarchy file {path}: {exc}") from None
-        return cls.from_rows(rows, source=str(Path(path).name))
 
     @classmethod
     def from_rows(cls, rows, source: str = "<rows>") -> SAHierarchy:
