@@ -1,0 +1,180 @@
+"""What the report says about the release in words: what was published, which options mattered,
+what is proven optimal, and why a divergence is infinite.
+
+The sentences are tested word for word and the shell prints the same optimality claim, so each is
+built in one place from the release's facts (see `release`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from duckanon import methods
+from duckanon.report.markup import escape, format_value, percent
+
+LATTICE_LIKE = methods.names(takes_hierarchies=True)  # hierarchies, suppression_limit and metric apply
+
+METRIC_WORDS = {"entropy": "entropy", "loss": "loss", "precision": "precision loss",
+                "discernibility": "discernibility", "aecs": "average class size", "stars": "number of stars"}
+
+
+def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
+    """What was published, merged from the statement's options, the summary row, its details and
+    the tables themselves (a REPORT of an older table may lack some of the summary's fields)."""
+    method = summary.get("method") or params.get("method")
+    lattice_like = method in LATTICE_LIKE or params.get("method") in LATTICE_LIKE
+    limit = params.get("suppression_limit")
+    if limit is None:
+        limit = details.get("suppression_limit")
+    total = summary.get("rows") if summary.get("rows") is not None else counts["original"]
+    published_rows = summary.get("published_rows")
+    if published_rows is None:
+        published_rows = counts["published"]
+    removed = summary.get("removed_rows")
+    if removed is None:
+        removed = details.get("removed_rows")
+    if removed is None:
+        removed = max(total - published_rows, 0)
+    return {"method": method, "lattice_like": lattice_like, "suppression_limit": limit,
+            "metric": params.get("metric") or details.get("metric") if lattice_like else None,
+            "levels": details.get("levels"), "rows": total, "published_rows": published_rows,
+            "removed_rows": removed}
+
+
+def removed_sentence(release: dict) -> str:
+    """'473 rows (1.6%) removed, limit 2%.' and how many rows are published."""
+    removed, total, kept = release["removed_rows"], release["rows"], release["published_rows"]
+    limit = release["suppression_limit"] if release["method"] == "lattice" else None
+    limit_text = f", limit {percent(limit, exact=True)}" if limit is not None else ""
+    if kept > total:
+        return (f"The published table holds {kept} rows, more than the original's {total}: it is not a "
+                "subset of the original's rows.")
+    if not removed:
+        return f"No rows removed{limit_text}: the published table holds all {total} rows."
+    share = f" ({percent(removed / total)})" if total else ""
+    return (f"{removed} {'row' if removed == 1 else 'rows'}{share} removed{limit_text}. "
+            f"The published table holds {kept} of the original's {total} rows.")
+
+
+def _rows_within(limit: float, rows: int) -> str:
+    """How many of `rows` a suppression limit lets go: '12 rows'."""
+    most = math.floor(limit * rows + 1e-9)
+    return f"{most} {'row' if most == 1 else 'rows'}"
+
+
+def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why) -> list[tuple]:
+    """The statement's options that mattered, in a fixed order, each stated once: l_variant only
+    with l, t_distance only with t, the lattice's options only for a lattice-like method."""
+    given, params = params, {name: value for name, value in params.items() if value is not None}
+    shown = {}
+    requested, used = params.get("method"), release["method"]
+    if requested or used:
+        shown["method"] = (f"{requested} (chose {used})" if requested and used and requested != used
+                           else requested or used)
+    for name in ("qi", "sensitive", "k"):
+        if name in params:
+            shown[name] = params[name]
+    if "l" in params:
+        shown["l"] = params["l"]
+        shown["l_variant"] = params.get("l_variant", "frequency")
+        if "c" in params and shown["l_variant"] == "recursive":
+            shown["c"] = params["c"]
+    if "t" in params:
+        shown["t"] = params["t"]
+        shown["t_distance"] = params.get("t_distance", "equal")
+        for name in ("sa_hierarchy", "sa_order"):
+            if name in params:
+                shown[name] = params[name]
+    if release["lattice_like"]:
+        if "hierarchies" in given:  # given as None: the statement had none
+            shown["hierarchies"] = _hierarchies_text(given.get("hierarchies"), qi)
+        if release["levels"] is not None and len(release["levels"]) == len(qi):
+            shown["hierarchy levels chosen (0 = original values)"] = ", ".join(
+                f"{column} {level}" for column, level in zip(qi, release["levels"]))
+        limit = release["suppression_limit"]
+        if limit is not None:
+            shown["suppression_limit"] = (f"{percent(limit, exact=True)} of the rows "
+                                          f"(at most {_rows_within(limit, release['rows'])})")
+        if release["metric"]:
+            shown["metric"] = release["metric"]
+    shown["risk_threshold"] = f"{format_value(threshold)} ({threshold_why})"
+    skip = {"method", "qi", "sensitive", "k", "l", "l_variant", "c", "t", "t_distance", "sa_hierarchy",
+            "sa_order", "hierarchies", "suppression_limit", "metric", "risk_threshold"}
+    for name, value in params.items():  # anything else the caller passed, as given
+        if name not in skip:
+            shown[name] = value
+    return list(shown.items())
+
+
+def _hierarchies_text(hierarchies, qi) -> str:
+    if not hierarchies:
+        return "none: each quasi-identifier is published as it is or as '*'"
+    if isinstance(hierarchies, str):
+        return f"{hierarchies} for every quasi-identifier"
+    if isinstance(hierarchies, dict):
+        named = {name.lower() for name in hierarchies}
+        text = "; ".join(f"{column}: {spec}" for column, spec in hierarchies.items())
+        others = [c for c in qi if c.lower() not in named]
+        if others:
+            text += f"; {', '.join(others)}: none (the value or '*')"
+        return text
+    return str(hierarchies)
+
+
+def optimality(summary: dict, release: dict | None = None) -> str:
+    """What is proven, in the words of the summary's `optimal_for` (the shell prints the same)."""
+    release = release or {}
+    stars, bound = summary.get("stars"), summary.get("lower_bound")
+    optimal_for = summary.get("optimal_for")
+    method = summary.get("method") or release.get("method")
+    if summary.get("optimal"):
+        if optimal_for is None and method == "lattice":  # a summary without optimal_for
+            optimal_for = f"{release.get('metric') or 'its metric'} among full-domain generalizations"
+        if optimal_for is None or optimal_for == "stars":
+            return ("<span class=\"good\">Proven optimal</span>: no cell suppression with fewer stars "
+                    "satisfies the request.")
+        if method == "lattice":
+            metric = release.get("metric")
+            limit = release.get("suppression_limit")
+            if limit is None:
+                removing = "removes no more rows than the suppression limit allows"
+            elif limit == 0:
+                removing = "removes no rows"
+            else:
+                removing = (f"removes at most {percent(limit, exact=True)} of the rows "
+                            f"({_rows_within(limit, release.get('rows', 0))})")
+            lower = f"a lower {METRIC_WORDS.get(metric, metric)}" if metric else "a better value of its metric"
+            return (f"<span class=\"good\">Proven optimal for {escape(optimal_for)}</span>: no release that "
+                    f"generalizes each quasi-identifier to one level of its hierarchy (the same level for "
+                    f"every row) and {escape(removing)} has {escape(lower)}. Other kinds of release (cell "
+                    "suppression, local recoding) may lose less.")
+        return f"<span class=\"good\">Proven optimal for {escape(optimal_for)}</span>."
+    if stars is None or bound is None:
+        return "Not proven optimal, and no lower bound is known."
+    gap = stars - bound
+    share = f" ({gap / stars:.1%} of the stars)" if stars else ""
+    return (f"Not proven optimal: at most {escape(gap)} stars{escape(share)} could be saved "
+            f"(stars {escape(stars)} − proven lower bound {escape(bound)}).")
+
+
+def kl_infinite_text(columns: dict[str, dict], release: dict) -> str:
+    """Why anon_utility's KL divergence is infinite, in one sentence after the ∞."""
+    generalized = {c: v for c, v in columns.items() if v["generalized"]}
+    if generalized:
+        cells = sum(v["generalized"] for v in generalized.values())
+        column, first = next(iter(generalized.items()))
+        return (f"∞ (a published cell has no original counterpart: {cells} published "
+                f"{'cell holds a generalized value' if cells == 1 else 'cells hold generalized values'} "
+                f"such as '{first['example']}' in {column}, which the original column does not contain, "
+                "so the original rows behind them get probability 0; this KL divergence reads only a "
+                "'*' as any value and is infinite for every generalization, so see the information "
+                "loss per column instead)")
+    if release.get("removed_rows"):
+        removed = release["removed_rows"]
+        return (f"∞ (a removed row has no published counterpart: {removed} "
+                f"{'row was' if removed == 1 else 'rows were'} removed and some of their value "
+                "combinations occur in no published row, even with a '*' read as any value, so the "
+                "published table gives them probability 0)")
+    return ("∞ (an original row has no published counterpart: some combination of quasi-identifier "
+            "and sensitive values occurs in no published row, even with a '*' read as any value, so the "
+            "published table gives it probability 0; it is not a cell suppression of the original)")

@@ -1,0 +1,65 @@
+"""How values read on the page: escaped HTML, tables, numbers to 3 significant digits.
+
+Every number the report prints goes through format_value, so the tables, the figures' labels and
+the sentences agree on how a risk, a share or an infinite divergence is written.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+
+def escape(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def html_table(header, rows) -> str:
+    """A table in a scrolling box, so a wide table never widens the page."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
+    return f"<div class=\"wide\"><table><tr>{head}</tr>{body}</table></div>"
+
+
+def _cell(value) -> str:
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    text = escape(format_value(value))
+    return f"<td class=\"num\">{text}</td>" if numeric else f"<td>{text}</td>"
+
+
+def format_value(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        if math.isinf(value):
+            return "∞" if value > 0 else "−∞"
+        if abs(value) >= 1000:  # 3 significant digits would need an exponent: whole numbers instead
+            return f"{value:.0f}"
+        return f"{value:.3g}"  # risks, shares, distances: 3 significant digits
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_value(v) for v in value)
+    return str(value)
+
+
+def percent(fraction: float, exact: bool = False) -> str:
+    """A share of rows as a percentage: 473/30162 -> '1.6%' (2 significant digits, or whole
+    percents from 10% on); `exact` for a limit as the user gave it: 0.02 -> '2%', 0.125 -> '12.5%'."""
+    value = 100 * fraction
+    if exact:
+        return f"{round(value, 9):g}%"
+    return f"{value:.0f}%" if value >= 10 else f"{value:.2g}%"
+
+
+def json_ready(value):
+    """A copy of `value` with no Infinity/NaN (json.dumps would write them bare)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return format_value(value)
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value

@@ -1,0 +1,89 @@
+"""The report as one self-contained HTML page: the sections in order, the CSS inline, the plots
+embedded, so the file opens offline in any browser and can be mailed as it is."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from duckanon import extras
+from duckanon.report import claims, facts, sections
+from duckanon.report.markup import escape
+from duckanon.report.risk import resolve_risk_threshold
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1000px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+h1, h2, p, code { overflow-wrap: anywhere; }
+.wide { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 0.8em 0; max-width: 100%; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.7em; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
+th, td:first-child { overflow-wrap: break-word; }  /* names: whole words, unless one alone is too wide */
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+img { max-width: 100%; display: block; margin: 0.8em 0; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+.note { color: #555; font-size: 0.92em; } .bad { color: #b00; font-weight: bold; }
+.good { color: #070; font-weight: bold; }
+"""
+
+
+def write_report(con, published: str, original: str, qi: list[str], sa: str | None, path,
+                 summary: dict | None = None, params: dict | None = None,
+                 sweep: list[dict] | None = None, risk_threshold: float | None = None,
+                 original_shown: str | None = None) -> Path:
+    """Write the HTML report comparing table `published` with `original` to `path`; return it.
+
+    `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
+    the quasi-identifier columns, `sa` the sensitive column or None. `summary` is ANONYMIZE's
+    result row as a dict (or a duckanon.Summary), `params` the options of the statement: k, l, t,
+    l_variant (shown only with l), c, t_distance (only with t), sa_hierarchy, sa_order, method,
+    hierarchies (column -> spec, or one spec for every QI), suppression_limit and metric (shown for
+    the lattice-like methods), and anything else, shown as given. `sweep` is a list of dicts whose
+    FIRST key is the swept parameter, e.g.
+    [{"k": 2, "stars": 12, "suppressed_rows": 6, "highest_risk": 0.5, "average_risk": 0.3}, ...].
+    `risk_threshold`: a record is "at risk" when its re-identification risk strictly exceeds it;
+    None (the default) means 1/k when k is known, else RISK_THRESHOLD (see resolve_risk_threshold).
+    The loss per column is read from the summary's details (`column_loss`, which ANONYMIZE
+    measures while it still knows which original value became which published string).
+    `original_shown` names the original in the page when it differs from the name queried.
+    """
+    extras.require("matplotlib")  # the plots: refused in one line before any query
+    db = facts.duckdb_connection(con)
+    qi = list(qi)
+    if dataclasses.is_dataclass(summary):
+        summary = dataclasses.asdict(summary)
+    summary, params = dict(summary or {}), dict(params or {})
+    details = summary.get("details")
+    details = json.loads(details) if isinstance(details, str) else dict(details or {})
+    k = params.get("k")
+    threshold, threshold_why = resolve_risk_threshold(risk_threshold, k)
+    counts = facts.row_counts(db, published, original)
+    columns = facts.column_counts(db, published, original, qi)
+    utility = facts.utility(db, published, original, qi, sa, k)
+    release = claims.release(params, summary, details, counts)
+    parts = [
+        sections.header(published, original_shown or original, params, summary, details, utility, release, qi,
+                        threshold, threshold_why),
+        sections.class_sizes(db, published, original, qi, k),
+        sections.columns(qi, columns, details.get("column_loss")),
+    ]
+    if sa is not None:
+        parts.append(sections.sensitive_attribute(db, published, qi, sa))
+    parts += [
+        sections.risk(db, published, original, qi, threshold, threshold_why),
+        sections.metrics(db, published, original, qi, sa, params, utility, columns, release),
+    ]
+    if sweep:
+        parts.append(sections.sweep(sweep))
+    title = f"duckanon report: {published}"
+    page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n<body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
+    path = Path(path)
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -1,0 +1,171 @@
+"""The report's sections, each an HTML fragment: a heading, its figure, its table and a note that
+says how to read them. The numbers come from facts and risk, the words from claims."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import duckdb
+
+from duckanon._version import __version__
+from duckanon.report import claims, facts, figures
+from duckanon.report.markup import escape, format_value, html_table, json_ready
+from duckanon.report.risk import risk_measures, smallest_safe_size
+
+
+def header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why) -> str:
+    parts = [f"<h1>duckanon report: <code>{escape(published)}</code></h1>",
+             f"<p>Published table <code>{escape(published)}</code>, compared with the original table "
+             f"<code>{escape(original)}</code>. duckanon {escape(__version__)}, "
+             f"DuckDB {escape(duckdb.__version__)}.</p>",
+             f"<p class=\"removed\">{escape(claims.removed_sentence(release))}</p>"]
+    rows = claims.parameter_rows(params, release, qi, threshold, threshold_why)
+    if rows:
+        parts += ["<h2>Parameters</h2>", html_table(["parameter", "value"], rows)]
+    if summary:
+        summary = dict(summary)
+        summary.pop("details", None)
+        if summary.get("report") is None:  # not known while the report is being written
+            summary.pop("report", None)
+        parts += ["<h2>ANONYMIZE summary</h2>", html_table(["field", "value"], summary.items()),
+                  f"<p class=\"optimality\">{claims.optimality(summary, release)}</p>"]
+        whole_domain = int((details or {}).get("whole_domain_cells", 0) or 0)
+        if summary.get("stars") is not None and summary["stars"] != utility["stars"] + whole_domain:
+            parts.append(f"<p class=\"bad\">The summary reports {escape(summary['stars'])} stars but "
+                         f"the published table holds {escape(utility['stars'] + whole_domain)}.</p>")
+        elif whole_domain:
+            parts.append(f"<p class=\"note\">The summary's {escape(summary['stars'])} stars include "
+                         f"{escape(whole_domain)} cells published as a hierarchy label that covers every value "
+                         "of its column (fully masked, like '*'); the tables below list them as generalized "
+                         "cells.</p>")
+        if details:
+            pretty = json.dumps(json_ready(details), indent=2, sort_keys=True, default=str)
+            parts.append(f"<details><summary>solver details</summary><pre>{escape(pretty)}</pre></details>")
+    return "\n".join(parts)
+
+
+def class_sizes(db, published, original, qi, k) -> str:
+    before, after = facts.size_histogram(db, original, qi), facts.size_histogram(db, published, qi)
+    return ("<h2>Equivalence classes</h2>" + figures.class_sizes(before, after, original, published, k)
+            + f"<p class=\"note\">Classes are rows with equal values on {escape(', '.join(qi))}; "
+              "a '*' is a value of its own in the published table.</p>")
+
+
+def columns(qi, counts: dict[str, dict], column_loss: dict | None = None) -> str:
+    stars = [counts[c]["stars"] for c in qi]
+    generalized = [counts[c]["generalized"] for c in qi]
+    table = html_table(["column", "'*' cells", "generalized cells"], zip(qi, stars, generalized))
+    section = ("<h2>Suppression per column</h2>" + figures.stars_per_column(qi, stars, generalized)
+               + table)
+    if column_loss:
+        section += _loss(qi, column_loss)
+    elif any(generalized):
+        section += ("<p class=\"note\">Generalized cells hold a value that is not one of the column's "
+                    "original values; how much each lost is recorded by ANONYMIZE (column_loss), which "
+                    "this report was not given.</p>")
+    else:
+        section += ("<p class=\"note\">Every published QI value is an original value or '*' (cell "
+                    "suppression), so the information lost per column is exactly its '*' count.</p>")
+    return section
+
+
+def _loss(qi, column_loss: dict) -> str:
+    losses = [float(column_loss.get(c, 0.0)) for c in qi]
+    mean = sum(losses) / len(losses) if losses else 0.0
+    return ("<h2>Information loss per column</h2>" + figures.loss_per_column(qi, losses)
+            + html_table(["column", "loss"], [*zip(qi, losses), ("all quasi-identifiers (mean)", mean)])
+            + "<p class=\"note\">A row's loss in a column is (d<sub>L</sub> − 1) / (d − 1): d<sub>L</sub> "
+              "original values were published as the same string, out of the column's d distinct values "
+              "(Iyengar's loss metric on the values present). A kept value costs 0, a '*' or a removed "
+              "row 1, a generalized label in between.</p>")
+
+
+def sensitive_attribute(db, published, qi, sa) -> str:
+    mix = facts.sa_mix(db, published, qi, sa)
+    per_class = facts.least_diverse_classes(db, published, qi, sa)
+    heading = f"<h2>Sensitive attribute <code>{escape(sa)}</code> per class</h2>"
+    if not mix:
+        return heading + "<p>The published table is empty.</p>"
+    figure = figures.sa_per_class(mix, sa)
+    all_classes = per_class[0]["all_classes"] if per_class else 0
+    which = (f"the {len(per_class)} least diverse of the {all_classes} classes" if all_classes > len(per_class)
+             else f"all {all_classes} {'class' if all_classes == 1 else 'classes'}, least diverse first")
+    table = html_table(["#", "class (QI values)", "rows", "distinct values", "largest share", "frequency l",
+                        "EMD to table"],
+                       [(r["position"], r["class"], r["size"], r["distinct_values"], r["top_share"],
+                         r["frequency_l"], r["emd"]) for r in per_class])
+    return (heading + figure
+            + f"<p class=\"note\">Shown: {escape(which)} (fewest distinct values of {escape(sa)}, then the "
+              "largest share of one value, then the farthest from the whole table): the classes "
+              "l-diversity and t-closeness are decided by. l-diversity asks every class to mix several "
+              "values (frequency l: no value in more than 1/l of the class); t-closeness asks every "
+              "class's bar to stay within EMD t of the first bar.</p>"
+            + f"<details><summary>{escape(which)}</summary>{table}</details>")
+
+
+def risk(db, published, original, qi, threshold: float, threshold_why: str) -> str:
+    # anon_risk counts a record when 1 / size > threshold; it gets a threshold halfway between two
+    # sizes' risks, so 1/k (not exact in floating point) puts a class of exactly k rows on the safe side.
+    safe = smallest_safe_size(threshold)
+    before, after = (risk_measures(db, table, qi, threshold) for table in (original, published))
+    measures = [("highest_risk", "highest risk"), ("average_risk", "average risk"),
+                ("records_at_risk_fraction", f"records at risk (> {format_value(threshold)})"),
+                ("uniques_fraction", "unique records")]
+    figure = figures.risk_before_and_after(measures, before, after, original, published)
+    keys = ["highest_risk", "average_risk", "records_at_risk", "records_at_risk_fraction",
+            "uniques", "uniques_fraction", "classes", "rows"]
+    table = html_table(["measure", "original", "published"], [(k, before[k], after[k]) for k in keys])
+    at_risk = after["records_at_risk"]
+    smaller = f"classes of fewer than {safe} rows" if safe > 1 else "no class (every risk is at most 1)"
+    return ("<h2>Re-identification risk</h2>"
+            + f"<p class=\"at-risk\">{escape(at_risk)} published {'record' if at_risk == 1 else 'records'} at "
+              f"risk: risk above {escape(format_value(threshold))} ({escape(threshold_why)}), "
+              f"i.e. in {escape(smaller)}.</p>"
+            + figure + table
+            + "<p class=\"note\">Prosecutor model (anon_risk): the attacker knows the person is in the "
+              "table; a record's risk is 1 / the size of its class, and it is at risk when that is "
+              "strictly above the threshold. Risks are shown to 3 significant digits. "
+            + f"Records at risk: risk above {escape(format_value(threshold))} ({escape(smaller)}).</p>")
+
+
+UTILITY_NAMES = {"stars": "stars ('*' cells)", "suppressed_rows": "rows with a '*'",
+                 "classes": "classes", "rows": "rows", "discernibility": "discernibility (Σ size²)",
+                 "aecs": "average class size (AECS)", "normalized_aecs": "normalized AECS (AECS / k)",
+                 "kl_divergence": "KL divergence (original ‖ published)"}
+
+
+def metrics(db, published, original, qi, sa, params, utility, counts, release) -> str:
+    """Utility, then each privacy measure on both tables beside what the statement asked for."""
+    l_form = params.get("l_variant") or "frequency"
+    t_form = {"equal": "t", "ordered": "t_ordered"}.get(params.get("t_distance") or "equal")
+    requested = {"k": params.get("k"), f"{l_form}_l": params.get("l"), t_form: params.get("t")}
+    rows = []
+    for name, kind, before, after in facts.privacy_measures(db, published, original, qi, sa):
+        wanted = requested.get(name)
+        status = ""
+        if wanted is not None and after is not None:
+            met = after >= wanted if kind == "min" else after <= wanted + 1e-12
+            status = "met" if met else "NOT met"
+        rows.append((name, wanted, before, after, status))
+    utility_rows = [(label, utility.get(key)) for key, label in UTILITY_NAMES.items()]
+    kl = utility.get("kl_divergence")
+    if kl is not None and not math.isfinite(kl):
+        utility_rows[-1] = (UTILITY_NAMES["kl_divergence"], claims.kl_infinite_text(counts, release))
+    kl_note = "" if sa is not None else \
+        "<p class=\"note\">KL divergence is not computed without a sensitive attribute.</p>"
+    return ("<h2>Utility</h2>" + html_table(["measure (anon_utility)", "published"], utility_rows) + kl_note
+            + "<h2>Privacy checks</h2>"
+            + html_table(["measure", "requested", "original", "published", ""], rows)
+            + "<p class=\"note\">k from anon_k, l from anon_l, t from anon_t (EMD, equal and ordered "
+              "ground distance), measured on the tables themselves.</p>")
+
+
+def sweep(rows: list[dict]) -> str:
+    """The sweep's table and plot: its rows are dicts whose first key is the swept parameter."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    swept = columns[0]
+    return (f"<h2>Sweep over {escape(swept)}</h2>" + figures.sweep(rows, columns)
+            + html_table(columns, [[row.get(c) for c in columns] for row in rows])
+            + "<p class=\"note\">Pick the knee: the value after which more privacy costs much more "
+              "loss, or after which the risk stops falling.</p>")
