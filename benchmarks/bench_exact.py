@@ -17,10 +17,9 @@ Requests:
     k5     k = 5
     k5l3   k = 5, l = 3 (frequency l-diversity, the engine's default) on sensitive = occupation
 
-The class histogram is built exactly as ANONYMIZE builds it: the statement
-`ANONYMIZE sub WITH (<request>, qi = (...))` is parsed and bound by duckanon, the engine's
-`build_cells` runs its GROUP BY in DuckDB, and the engine's `models_for` gives the privacy
-models. Then `duckanon.solver.solve(hist, models, method)` is called directly for greedy, mapprox,
+The class histogram is built exactly as ANONYMIZE builds it: `duckanon.engine.prepare(con,
+"ANONYMIZE sub WITH (<request>, qi = (...))")` parses and binds the statement, runs the GROUP BY
+in DuckDB and builds the privacy models, and writes nothing. Then `duckanon.solver.solve(hist, models, method)` is called directly for greedy, mapprox,
 merge and exact (time_limit = --time-limit for exact), so that each method's stars and proven
 lower bound can be read and timed separately (the publish step of ANONYMIZE is left out: it
 does not change the stars). `dp` (about 20 rows) and `matching` (k = 2 / l = 2 only) do not apply
@@ -67,12 +66,9 @@ MARK = "@@BENCH@@ "
 # ---------------------------------------------------------------- one case (in a subprocess)
 
 def run_case(n: int, request: str, time_limit: float) -> None:
-    from duckanon.classes import build_cells
-    from duckanon.engine import models_for
-    from duckanon.plan import bind
+    from duckanon.engine import prepare
     from duckanon.solver import solve
-    from duckanon.solver.exact import prepare
-    from duckanon.sql import bind_statement, parse_statement
+    from duckanon.solver.exact import prepare as exact_model
 
     def emit(record):
         print(MARK + json.dumps(record), flush=True)
@@ -99,23 +95,21 @@ def run_case(n: int, request: str, time_limit: float) -> None:
     con.execute(f"CREATE TABLE sub AS SELECT * FROM adult ORDER BY hash(rowid), rowid LIMIT {int(n)}")
     qi = ", ".join(f'"{c}"' for c in QI)
     text = f"ANONYMIZE sub WITH ({REQUESTS[request][0]}, qi = ({qi}))"
-    statement = bind_statement(parse_statement(text), text)
-    plan = bind(con, statement)
     started = time.perf_counter()
-    cells = build_cells(con, plan, "__bench_cells")
-    hist = cells.histogram
-    models = models_for(plan, hist.sa_counts.sum(axis=0))
-    model = prepare(hist, models)
+    problem = prepare(con, text)
+    hist, models = problem.histogram, problem.models
+    model = exact_model(hist, models)
     emit({
         "kind": "case", "statement": text, "rows": hist.n_rows, "classes": hist.n_classes,
-        "small_classes": int((hist.sizes < 5).sum()), "sa_values": int(hist.sa_counts.shape[1]) if plan.sensitive else 0,
+        "small_classes": int((hist.sizes < 5).sum()),
+        "sa_values": int(hist.sa_counts.shape[1]) if problem.plan.sensitive else 0,
         "models": [str(m) for m in models], "histogram_s": round(time.perf_counter() - started, 4),
         "exact_patterns": model.n_patterns, "exact_int_vars": model.n_int_vars,
     })
     for method in (*HEURISTICS, "exact"):
         phases.clear()
         t0 = time.perf_counter()
-        solution = solve(hist, models, method, plan.patterns, time_limit=time_limit if method == "exact" else None)
+        solution = solve(hist, models, method, problem.patterns, time_limit=time_limit if method == "exact" else None)
         seconds = time.perf_counter() - t0
         notes = {key: value for key, value in solution.notes.items()
                  if key in ("milp_status", "milp_message", "objective", "dual_bound", "integer_variables",
@@ -224,8 +218,8 @@ def markdown(results: list[dict], info: dict, time_limit: float, command: str) -
         "`SELECT * FROM adult ORDER BY hash(rowid), rowid LIMIT n` (rowid = 0-based row position in the CSV; "
         "n = 30,162 is the whole table)",
         "- requests: k = 5; k = 5 and l = 3 (frequency l-diversity) with sensitive = occupation",
-        "- histogram built by the engine itself (duckanon's parser/binder, `build_cells` GROUP BY in DuckDB, "
-        "`models_for`), then `duckanon.solver.solve(hist, models, method)` called per method; "
+        "- histogram and models built by the engine itself (`duckanon.engine.prepare`: duckanon's parser/binder, "
+        "its GROUP BY in DuckDB, the privacy models), then `duckanon.solver.solve(hist, models, method)` called per method; "
         f"`exact` with time_limit = {time_limit:g} s",
         "",
         "**exact**: wall time of `solve(method='exact')` (model preparation + heuristic incumbent + HiGHS) when it "

@@ -46,26 +46,19 @@ def statement(table: str, method: str, limit: float, columns=COLUMNS) -> str:
 
 def case_search(limit: float) -> dict:
     import duckanon
-    from duckanon.classes import build_cells
-    from duckanon.engine import column_domains, models_for
-    from duckanon.plan import bind
+    from duckanon.engine import prepare
     from duckanon.solver.lattice import Lattice
-    from duckanon.sql import bind_statement, parse_statement
 
     con = duckanon.connect()
     con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT / 'adult.csv'}', delim=';')")
     text = statement("adult", "lattice", limit)
-    plan = bind(con, bind_statement(parse_statement(text), text))
-    cells = build_cells(con, plan, "__cells")
-    hist = cells.histogram
-    domains = column_domains(con, plan, cells)
-    models = models_for(plan, hist.sa_counts.sum(axis=0))
+    problem = prepare(con, text)
+    hist, models, domains = problem.histogram, problem.models, problem.domains
     runs = []
     for _ in range(3):
         started = time.perf_counter()
         result = Lattice(hist, [h.codes for h in domains.hierarchies], models, limit, "entropy").search()
         runs.append(time.perf_counter() - started)
-    con.execute('DROP TABLE "__cells"')
     anonymize = []
     for _ in range(3):
         started = time.perf_counter()

@@ -22,12 +22,9 @@ from pathlib import Path
 import numpy as np
 
 import duckanon
-from duckanon.classes import build_cells
-from duckanon.engine import models_for
-from duckanon.plan import bind
+from duckanon.engine import prepare
 from duckanon.solver import solve
 from duckanon.solver.heuristics import best_heuristic, run_heuristic
-from duckanon.sql import bind_statement, parse_statement
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
@@ -75,11 +72,8 @@ def ratios(con, quick):
         t = float(rng.choice([0.2, 0.3, 0.4]))
         con.execute(f"CREATE OR REPLACE TABLE sample AS SELECT * FROM adult USING SAMPLE {n} ROWS (reservoir, {trial})")
         text = statement("sample", "occupation", "equal", qi, t, "exact")
-        plan = bind(con, bind_statement(parse_statement(text), text))
-        cells = build_cells(con, plan, "__bench_cells")
-        con.execute('DROP TABLE "__bench_cells"')
-        hist = cells.histogram
-        models = models_for(plan, hist.sa_counts.sum(axis=0))
+        problem = prepare(con, text)
+        hist, models = problem.histogram, problem.models
         started = time.perf_counter()
         optimum = solve(hist, models, method="exact", time_limit=20)
         exact_seconds = time.perf_counter() - started

@@ -24,10 +24,8 @@ from pathlib import Path
 import numpy as np
 
 import duckanon
-from duckanon.classes import build_cells
-from duckanon.plan import bind
+from duckanon.engine import prepare
 from duckanon.solver import LDiversity, solve
-from duckanon.sql import bind_statement, parse_statement
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
@@ -42,10 +40,7 @@ def q(name: str) -> str:
 
 def histogram(con, table: str, qi: list[str]):
     text = f"ANONYMIZE {table} WITH (l = 2, qi = ({', '.join(map(q, qi))}), sensitive = occupation)"
-    plan = bind(con, bind_statement(parse_statement(text), text))
-    cells = build_cells(con, plan, "__bench_cells")
-    con.execute('DROP TABLE "__bench_cells"')
-    return cells.histogram
+    return prepare(con, text).histogram
 
 
 def run(hist, l: int, method: str):
