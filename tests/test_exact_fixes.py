@@ -22,7 +22,8 @@ import pytest
 import duckanon
 from duckanon.solver import KAnonymity, LDiversity, solve
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.local import deadline_scope, local_search
+from duckanon.solver.context import SolveContext
+from duckanon.solver.local import local_search
 from duckanon.solver.partition import STAR
 
 
@@ -170,8 +171,7 @@ def test_local_search_stops_at_its_deadline_with_a_valid_partition():
     start = solve(hist, models, "greedy")
     for deadline in (time.perf_counter() + 0.2, None):
         began = time.perf_counter()
-        with deadline_scope(deadline):
-            result = local_search(hist, start, models)
+        result = local_search(hist, start, models, SolveContext(deadline))
         if deadline is not None:
             assert time.perf_counter() - began < 0.2 + 0.5
         if result is not None:
@@ -179,4 +179,4 @@ def test_local_search_stops_at_its_deadline_with_a_valid_partition():
             sizes = result.group_sizes()
             assert sizes[sizes > 0].min() >= 4
     # a deadline already past: nothing to improve with
-    assert local_search(hist, start, models, deadline=time.perf_counter() - 1) is None
+    assert local_search(hist, start, models, SolveContext(time.perf_counter() - 1)) is None

@@ -23,16 +23,13 @@ import pytest
 import duckanon
 from conftest import SHARED, check_published
 from duckanon import hierarchy
-from duckanon.classes import build_cells
-from duckanon.engine import column_domains, models_for
 from duckanon.errors import AnonymizeError
-from duckanon.plan import bind
+from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
-from duckanon.solver.deadline import DeadlineExpired, deadline_scope
+from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.heuristics import best_heuristic, run_heuristic
 from duckanon.solver.lattice import METRICS, Lattice
 from duckanon.solver.models import all_satisfied
-from duckanon.sql import bind_statement, parse_statement
 
 ADULT = SHARED / "adult"
 CUP = SHARED / "cup"
@@ -61,17 +58,9 @@ def adult():
 
 def lattice_setup(con, table, columns, options, hierarchies):
     """The histogram, level codes and models an ANONYMIZE ... method = 'lattice' searches with."""
-    raw = con.duckdb
-    text = (f"ANONYMIZE {table} WITH ({options}, qi = ({qi_list(columns)}), method = 'lattice', "
-            f"hierarchies = '{hierarchies}')")
-    plan = bind(raw, bind_statement(parse_statement(text), text))
-    cells = build_cells(raw, plan, "__cells")
-    try:
-        domains = column_domains(raw, plan, cells)
-        models = models_for(plan, cells.histogram.sa_counts.sum(axis=0))
-    finally:
-        raw.execute('DROP TABLE "__cells"')
-    return cells.histogram, domains, models
+    problem = prepare(con, f"ANONYMIZE {table} WITH ({options}, qi = ({qi_list(columns)}), method = 'lattice', "
+                           f"hierarchies = '{hierarchies}')")
+    return problem.histogram, problem.domains, problem.models
 
 
 # --------------------------------------------------------------------------------------------------
@@ -304,12 +293,12 @@ def test_a_passed_deadline_interrupts_heuristics_and_the_portfolio_stays_valid(a
     hist, _, models = lattice_setup(adult, "adult1006", ["age", "education", "native-country", "workclass"],
                                     "k = 5", ADULT_HIERARCHIES)
     past = time.perf_counter() - 1
-    with deadline_scope(past):
-        with pytest.raises(DeadlineExpired):
-            run_heuristic("greedy", hist, models)
-        with pytest.raises(DeadlineExpired):
-            run_heuristic("merge", hist, models)
-        fallback = best_heuristic(hist, models)  # nothing finished: the whole table, one group
+    expired = SolveContext(past)
+    with pytest.raises(DeadlineExpired):
+        run_heuristic("greedy", hist, models, context=expired)
+    with pytest.raises(DeadlineExpired):
+        run_heuristic("merge", hist, models, context=expired)
+    fallback = best_heuristic(hist, models, context=expired)  # nothing finished: the whole table, one group
     assert fallback.method == "whole table" and len(np.unique(fallback.part_group)) == 1
     assert all_satisfied(models, fallback.group_sizes(), fallback.group_sa(1)).all()
     # an already passed deadline given to solve: still a valid answer, quickly

@@ -9,14 +9,14 @@ attaches a proven lower bound where one is known.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.solver.bounds import k_anonymity_lower_bound
-from duckanon.solver.deadline import DeadlineExpired, deadline_passed, deadline_scope, seconds_left
+from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.dp import dp
 from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
 from duckanon.solver.exact import HEURISTIC_SHARE, ExactTimeout, ExactTooLarge, exact, prepare, solve_model
@@ -24,12 +24,15 @@ from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
-from duckanon.solver.models import KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied
+from duckanon.solver.models import (KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied, l_diversity,
+                                    t_closeness)
 from duckanon.solver.partition import Solution, identity_solution
 from duckanon.solver.repair import repair
+from duckanon.solver.request import Domains, Instance, Request
 from duckanon.solver.tp import tp_solution
 
-__all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "Solution", "solve", "METHODS"]
+__all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "l_diversity", "t_closeness", "Request",
+           "SolveContext", "Domains", "Solution", "solve", "METHODS"]
 
 # `auto` tries `exact` when the pruned model has at most this many integer variables, until the
 # statement's deadline (time_limit) or for AUTO_TIME_LIMIT seconds when none is given; not when
@@ -49,7 +52,7 @@ GROUP_BY_OVERHEAD = 2_000  # one small GROUP BY costs about as much as this many
 AUTO_MEET_PAIRS = 4_000_000  # at most this many class pairs are looked at for that estimate
 
 
-def _enumeration_too_costly(hist: Histogram) -> bool:
+def _enumeration_too_costly(hist: Histogram, context: SolveContext) -> bool:
     """Whether exact's pattern enumeration would cost more than AUTO_ENUMERATION_WORK both by
     star sets and by closure (lower bound on the closure's size: the distinct meets of pairs of
     classes); False when undecided."""
@@ -69,7 +72,7 @@ def _enumeration_too_costly(hist: Histogram) -> bool:
     for start in range(0, n, chunk):
         if start * n > AUTO_MEET_PAIRS:
             return False
-        if deadline_passed():
+        if context.expired():
             return True  # undecided, and no time left for exact anyway
         block = codes[start:start + chunk]
         meets = np.where(block[:, None, :] == codes[None, :, :], codes[None, :, :] + 1, 0)  # 0: star
@@ -80,61 +83,70 @@ def _enumeration_too_costly(hist: Histogram) -> bool:
     return False
 
 
-def _k_of(models) -> int:
-    return max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
-
-
-def _generalizing(run):
+def _generalizing(method: str, run):
     """A generalizing method's runner: no star patterns, and the columns' domains are required."""
-    def checked(method, hist, models, patterns, time_limit, domains):
-        if patterns is not None:  # they generalize: star patterns do not apply
+    def checked(problem: Instance, context: SolveContext) -> Solution:
+        if problem.patterns is not None:  # they generalize: star patterns do not apply
             raise AnonymizeError(f"method {method} does not take patterns")
-        if domains is None:
+        if problem.domains is None:
             raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
-        return run(hist, models, domains)
+        return run(problem, context)
     return checked
 
 
-def _no_patterns(run):
-    def checked(method, hist, models, patterns, time_limit, domains):
-        if patterns is not None:
+def _no_patterns(method: str, run):
+    def checked(problem: Instance, context: SolveContext) -> Solution:
+        if problem.patterns is not None:
             raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
-        return run(hist, models)
+        return run(problem, context)
     return checked
 
 
-def _hilbert(hist, models):
-    solution = repair(hist, hilbert_solution(hist, models), models)
+def _heuristic(method: str):
+    return lambda problem, context: run_heuristic(method, problem.hist, problem.request, problem.patterns, context)
+
+
+def _hilbert(problem: Instance, context: SolveContext) -> Solution:
+    solution = repair(problem.hist, hilbert_solution(problem.hist, problem.request), problem.request, context)
     solution.method = "hilbert"
     return solution
 
 
-# name -> run(method, hist, models, patterns, time_limit, domains); `auto` is solve's own (below).
-# Every name of duckanon.methods but auto has a runner (checked at import).
-RUNNERS = {
-    **{name: (lambda method, hist, models, patterns, time_limit, domains: run_heuristic(method, hist, models, patterns))
-       for name in HEURISTICS},
-    "exact": lambda method, hist, models, patterns, time_limit, domains: exact(hist, models, patterns, time_limit=time_limit),
-    "dp": lambda method, hist, models, patterns, time_limit, domains: dp(hist, models, patterns),
-    "matching": lambda method, hist, models, patterns, time_limit, domains: matching(hist, models, patterns),
-    "tp": _no_patterns(lambda hist, models: tp_solution(hist, models, plus=False)),
-    "tp+": _no_patterns(lambda hist, models: tp_solution(hist, models, plus=True)),
-    "hilbert": _no_patterns(_hilbert),
-    "lattice": _generalizing(lambda hist, models, domains: lattice_solution(
-        hist, domains.hierarchies, models, domains.suppression_limit, domains.metric)),
-    "gensup": _generalizing(lambda hist, models, domains: gensup_solution(
-        hist, domains.hierarchies, models, domains.suppression_limit or 0.05, domains.metric)),
-    "mondrian": _generalizing(lambda hist, models, domains: mondrian_solution(
-        hist, models, domains.values, domains.numeric)),
+def _gensup(problem: Instance, context: SolveContext) -> Solution:
+    def suppress(rolled: Histogram, inner: SolveContext) -> Solution:
+        return _solve(Instance(rolled, problem.request), "auto", inner)
+
+    domains = problem.domains
+    return gensup_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit or 0.05,
+                           domains.metric, suppress=suppress, context=context)
+
+
+# name -> run(problem, context) -> Solution; `auto` is solve's own (below). Every name of
+# duckanon.methods but auto has a runner (checked at import).
+Runner = Callable[[Instance, SolveContext], Solution]
+RUNNERS: dict[str, Runner] = {
+    **{name: _heuristic(name) for name in HEURISTICS},
+    "exact": lambda problem, context: exact(problem.hist, problem.request, problem.patterns, context=context),
+    "dp": lambda problem, context: dp(problem.hist, problem.request, problem.patterns),
+    "matching": lambda problem, context: matching(problem.hist, problem.request, problem.patterns),
+    "tp": _no_patterns("tp", lambda problem, context: tp_solution(problem.hist, problem.request, False, context)),
+    "tp+": _no_patterns("tp+", lambda problem, context: tp_solution(problem.hist, problem.request, True, context)),
+    "hilbert": _no_patterns("hilbert", _hilbert),
+    "lattice": _generalizing("lattice", lambda problem, context: lattice_solution(
+        problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
+        problem.domains.metric, context)),
+    "gensup": _generalizing("gensup", _gensup),
+    "mondrian": _generalizing("mondrian", lambda problem, context: mondrian_solution(
+        problem.hist, problem.request, problem.domains.values, problem.domains.numeric)),
 }
 assert set(RUNNERS) | {"auto"} == set(methods.NAMES), "every registered method needs a runner"
 
 
-def _run(method: str, hist: Histogram, models, patterns, time_limit=None, domains=None) -> Solution:
+def _run(method: str, problem: Instance, context: SolveContext) -> Solution:
     runner = RUNNERS.get(method)
     if runner is None:
         raise AnonymizeError(f"unknown method '{method}'")
-    return runner(method, hist, models, patterns, time_limit, domains)
+    return runner(problem, context)
 
 
 METHODS = methods.NAMES
@@ -143,36 +155,35 @@ GENERALIZING = methods.names(generalizes=True)
 BOUNDED = methods.names(time_bounded=True)
 
 
-def _auto(hist: Histogram, models, patterns, time_limit, k_bound=None) -> Solution:
+def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     """A polynomial optimum when one applies; else the best heuristic, improved on or proven by
     `exact` when its pruned model is small enough to be proven within the time limit.
 
-    Runs inside solve's deadline scope: with a `time_limit` every step stops at that one deadline
-    (the heuristics as heuristics.py says, exact gets what is left), so the limit bounds the
-    whole call; without one, exact gets AUTO_TIME_LIMIT seconds."""
-    if matching_not_applicable(hist, models, patterns) is None:
-        return matching(hist, models, patterns)
-    too_costly = patterns is None and _enumeration_too_costly(hist)  # (with patterns: one GROUP BY per pattern)
-    left = seconds_left()
+    With a deadline every step stops at it (the heuristics as heuristics.py says, exact gets
+    what is left), so the limit bounds the whole call; without one, exact gets AUTO_TIME_LIMIT
+    seconds."""
+    hist, request, patterns = problem.hist, problem.request, problem.patterns
+    if matching_not_applicable(hist, request, patterns) is None:
+        return matching(hist, request, patterns)
+    too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
+    left = context.seconds_left()
     # under a time limit the heuristics get HEURISTIC_SHARE of it when exact may run after them
     share = None if left is None or too_costly else time.perf_counter() + HEURISTIC_SHARE * left
-    with deadline_scope(share):
-        best = best_heuristic(hist, models, patterns)
+    best = best_heuristic(hist, request, patterns, context.narrowed(share))
     if best.stars == 0:
         return best
-    k_bound = k_bound or (lambda: k_anonymity_lower_bound(hist, _k_of(models)))
-    if any(isinstance(m, KAnonymity) for m in models) and best.stars <= k_bound():
+    if request.k_anonymity and best.stars <= k_bound():
         return best  # already proven optimal
     if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
         return best
-    left = seconds_left()
+    left = context.seconds_left()
     if left is not None and left < AUTO_EXACT_MIN_SECONDS:
         best.notes["exact_skipped"] = "time limit reached"
         return best
     deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
-        model = prepare(hist, models, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline)
+        model = prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline)
     except ExactTooLarge as error:
         best.notes["exact_skipped"] = str(error)
         return best
@@ -187,7 +198,7 @@ def _auto(hist: Histogram, models, patterns, time_limit, k_bound=None) -> Soluti
     if deadline is None:  # no time_limit: the MILP gets AUTO_TIME_LIMIT seconds
         deadline = time.perf_counter() + AUTO_TIME_LIMIT
     proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
-                         max_grace=None if left is None else AUTO_MILP_GRACE)
+                         max_grace=None if left is None else AUTO_MILP_GRACE, context=context)
     if proven.optimal or proven.stars < best.stars:
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
@@ -198,21 +209,10 @@ def _auto(hist: Histogram, models, patterns, time_limit, k_bound=None) -> Soluti
     return best
 
 
-@dataclass
-class Domains:
-    """What generalization needs beyond the histogram: per QI its values in code order, whether
-    it is numeric, and (lattice) its bound hierarchy; the suppression limit and the metric."""
-
-    values: list
-    numeric: list
-    hierarchies: list | None = None
-    suppression_limit: float = 0.0
-    metric: str = "entropy"
-
-
 def solve(
     hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None,
     domains: Domains | None = None, deadline: float | None = None,
+    progress: Callable[[str, dict], None] | None = None,
 ) -> Solution:
     """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
 
@@ -222,43 +222,49 @@ def solve(
     `exact`, `lattice` and `gensup` (the lattice search stops with the best node found): the best
     valid solution found by then is returned, with optimal=False (and, for exact, a proven
     lower_bound when one is known). The other methods are single polynomial heuristics and run
-    to completion.
+    to completion. `progress(phase, info)`, when given, hears the long phases (the lattice's
+    nodes, exact's bounds).
     """
     if time_limit is not None:
         limit_deadline = time.perf_counter() + float(time_limit)
         deadline = limit_deadline if deadline is None else min(deadline, limit_deadline)
+    context = SolveContext(deadline if method in BOUNDED else None, progress)
+    return _solve(Instance(hist, Request.of(models), patterns, domains), method, context)
+
+
+def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
+    """`solve` on a built problem under a context (gensup's cell suppression runs it too)."""
+    hist, request = problem.hist, problem.request
     total = hist.sa_counts.sum(axis=0)
-    for model in models:
+    for model in request:
         model.check_feasible(total)
     memo = {}
 
     def k_bound() -> int:  # computed once (it compares every small class with every class)
         if "k" not in memo:
-            memo["k"] = k_anonymity_lower_bound(hist, _k_of(models))
+            memo["k"] = k_anonymity_lower_bound(hist, request.k)
         return memo["k"]
 
-    with deadline_scope(deadline if method in BOUNDED else None):
-        left = seconds_left()
-        try:
-            if hist.n_classes == 0:
-                solution = identity_solution(hist, method if method != "auto" else "mapprox")
-            elif method == "auto":
-                solution = _auto(hist, models, patterns, left, k_bound)
-            else:
-                solution = _run(method, hist, models, patterns, left, domains)
-        except DeadlineExpired:  # (an enclosing deadline reached a heuristic run on its own)
-            solution = whole_table(hist)
+    try:
+        if hist.n_classes == 0:
+            solution = identity_solution(hist, method if method != "auto" else "mapprox")
+        elif method == "auto":
+            solution = _auto(problem, context, k_bound)
+        else:
+            solution = _run(method, problem, context)
+    except DeadlineExpired:  # (the deadline reached a heuristic run on its own)
+        solution = whole_table(hist)
 
     sizes = solution.group_sizes()
     used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
-    valid = all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used])
+    valid = all_satisfied(request, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used])
     if not valid.all():  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
     if method in GENERALIZING:  # optimality there is about the metric, not about stars
         return solution
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
-    if any(isinstance(m, KAnonymity) for m in models):
+    if request.k_anonymity:
         bounds.append(k_bound())
     elif solution.stars == 0:
         bounds.append(0)

@@ -52,8 +52,9 @@ import numpy as np
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.kernel import kernelize
-from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
+from duckanon.solver.models import FrequencyLDiversity, KAnonymity, all_satisfied
 from duckanon.solver.partition import Solution, build_solution, solution_from_class_groups
+from duckanon.solver.request import Request
 
 DP_STATE_LIMIT = 1 << 20
 DP_WORK_LIMIT = 4e9  # state x group element operations
@@ -107,16 +108,12 @@ def _popcount(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _size_bound(models, k: int) -> int | None:
-    if all(isinstance(m, KAnonymity) for m in models):
-        return 2 * k - 1 if k > 1 else 1
-    two_div = any(isinstance(m, LDiversity) and m.variant == "frequency" and m.l == 2 for m in models)
-    rest_ok = all(
-        (isinstance(m, KAnonymity) and m.k <= 2) or (isinstance(m, LDiversity) and m.variant == "frequency" and m.l <= 2)
-        for m in models
-    )
-    if two_div and rest_ok:
-        return 3
+def _size_bound(request: Request) -> int | None:
+    """The largest group an optimal partition needs (module docstring), None when unbounded."""
+    if request.k_only:
+        return 2 * request.k - 1 if request.k > 1 else 1
+    if request.only(KAnonymity, FrequencyLDiversity) and request.k <= 2 and request.frequency_l == 2:
+        return 3  # frequency 2-diversity, possibly with k <= 2
     return None
 
 
@@ -176,8 +173,8 @@ def _with_leftover(f, leftover_cost, full: int):
 
 def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solution:
     """Optimal partition by the subset DP (see the module docstring). Raises on instances too large."""
-    k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
-    k_only = all(isinstance(m, KAnonymity) for m in models)
+    models = Request.of(models)
+    k, k_only = models.k, models.k_only
     m = hist.m
     if m > 62:
         raise AnonymizeError("method 'dp' supports at most 62 quasi-identifiers")
@@ -248,7 +245,7 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
     disagree[size == 0] = 0
     published = (_popcount(disagree) * size).astype(np.float64)
 
-    bound = _size_bound(models, k)
+    bound = _size_bound(models)
     candidate = valid.copy()
     if bound is not None:
         candidate &= size <= bound

@@ -91,13 +91,15 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array
 
-from duckanon import progress
 from duckanon.errors import AnonymizeError
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.dp import allowed_star_masks, user_star_masks
+from duckanon.solver.heuristics import best_heuristic
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.kernel import kernelize
-from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
+from duckanon.solver.models import OrderedDistanceTCloseness, TCloseness, all_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, solution_from_class_groups
+from duckanon.solver.request import Request
 
 # HiGHS presolve is off: with it, HiGHS 1.12 (scipy 1.17) reported wrong "optimal" values on a
 # few small t-closeness models (caught by the brute-force cross-check in tests/test_exact.py),
@@ -165,31 +167,18 @@ class ExactModel:
         return n
 
 
-def _classify(models):
-    k, l_freq, l_dist, t_models = 1, 1, 1, []
-    for model in models:
-        if isinstance(model, KAnonymity):
-            k = max(k, int(model.k))
-        elif isinstance(model, LDiversity) and model.variant in ("frequency", "distinct"):
-            if model.variant == "frequency":
-                l_freq = max(l_freq, int(model.l))
-            else:
-                l_dist = max(l_dist, int(model.l))
-        elif isinstance(model, TCloseness):
-            if model.t < 1:
-                t_models.append(model)
-        else:
-            raise AnonymizeError(f"method 'exact' does not support {model}")
-    return k, l_freq, l_dist, t_models
+def _classify(request: Request):
+    """The MILP's parameters: k, the frequency and distinct l (1: none), the t models that
+    constrain (t >= 1 holds for every group)."""
+    unsupported = request.not_milp_encodable
+    if unsupported is not None:
+        raise AnonymizeError(f"method 'exact' does not support {unsupported}")
+    t_models = [model for model in request.closeness if model.t < 1]
+    return request.k, max(request.frequency_l, 1), max(request.distinct_l, 1), t_models
 
 
 def _ground_distance(model: TCloseness, v: int) -> np.ndarray:
     return model.distance_matrix()
-
-
-def _closed_form(model: TCloseness) -> bool:
-    """Equal and value-ordered distances have linear closed forms; the others use the flows."""
-    return model.distance == "equal" or (model.distance == "ordered" and model.order is None)
 
 
 def _feasible(model_k, l_need, t_models, q, dist_cache, rows, sa_avail) -> np.ndarray:
@@ -304,7 +293,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive, and
     ExactTimeout when `deadline` (a time.perf_counter() value) passes during the enumeration.
     """
-    k, l_freq, l_dist, t_models = _classify(models)
+    k, l_freq, l_dist, t_models = _classify(Request.of(models))
     k_only = l_freq <= 1 and l_dist <= 1 and not t_models
     m = hist.m
     allowed = allowed_star_masks(patterns, m)
@@ -523,7 +512,7 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
         if len(xs) == 0:
             continue
         sa_of = t_sa[pair_t[xs]]
-        if t_form == "flow" or not _closed_form(tm):
+        if t_form == "flow" or not tm.linear_emd:
             sources = np.flatnonzero(present[p])
             sinks = np.flatnonzero(total > 0)
             g0 = new_vars(len(sources) * len(sinks), False)
@@ -543,7 +532,7 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
             vals = [float(d[i, j]) for i in sources for j in sinks] + [-tm.t * n] * len(xs)
             rows.add(cols, vals, -np.inf, 0.0)
             continue
-        if tm.distance == "ordered":
+        if isinstance(tm, OrderedDistanceTCloseness):  # each distance has its own closed form
             # cumulative differences Y_i = sum_{j<=i} (n X_j - r_j N), i = 0..v-2
             cum_r = np.cumsum(total)
             e0 = new_vars(max(v - 1, 0), False)
@@ -564,14 +553,10 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
                      [1.0] * len(ss) + [-tm.t * n] * len(xs), -np.inf, 0.0)
 
 
-def _heuristic(hist: Histogram, models, patterns, deadline: float | None = None) -> Solution:
-    """The best heuristic; its local search (the slow, quadratic part) stops at `deadline` with
-    the best partition reached (heuristics.py takes no deadline: it is set around the call)."""
-    from duckanon.solver.heuristics import best_heuristic
-    from duckanon.solver.local import deadline_scope
-
-    with deadline_scope(deadline):
-        return best_heuristic(hist, models, patterns)
+def _heuristic(hist: Histogram, models, patterns, context: SolveContext) -> Solution:
+    """The best heuristic; its local search (the slow, quadratic part) stops at the context's
+    deadline with the best partition reached."""
+    return best_heuristic(hist, models, patterns, context)
 
 
 def _valid(hist, solution, models) -> bool:
@@ -659,7 +644,7 @@ PUBLISHED_BOUND_MIN_PAIRS = 200_000
 
 
 def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_form: str, patterns,
-                       spent: float):
+                       spent: float, context: SolveContext = UNBOUNDED):
     """The fewest *published* stars of an output that honours the user patterns (module
     docstring, "Published stars under patterns"). `upper`: the published stars of a known such
     output (HiGHS looks only for strictly better ones). Returns (lower bound or None, proven,
@@ -691,7 +676,7 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         for mask in user:
             inside |= (masks & ~mask) == 0
         published.leftover = ~inside
-    progress.report("exact: published-star bound (HiGHS)", upper=upper)
+    context.report("exact: published-star bound (HiGHS)", upper=upper)
     c, integrality, bounds, constraint = _build_milp(published, t_form)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": upper - 0.5,
                "time_limit": max(deadline - time.perf_counter(), 0.05)}
@@ -724,28 +709,31 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
 
 def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
                 t_form: str = "closed", patterns=None, deadline: float | None = None,
-                max_grace: float | None = None) -> Solution:
+                max_grace: float | None = None, context: SolveContext = UNBOUNDED) -> Solution:
     """Solve a prepared model with HiGHS; see the module docstring for the result's fields.
 
     `incumbent` (a valid solution of model.hist; by default the best heuristic) gives HiGHS an
     objective cutoff: it searches only for strictly better solutions, so "infeasible" proves the
     incumbent optimal. (Not with user patterns, where the MILP objective counts pattern stars.)
-    `deadline` (a time.perf_counter() value; by default now + time_limit) bounds the whole call:
-    the heuristics' local search, the MILP and, with patterns, the published-star bound.
+    `deadline` (a time.perf_counter() value; by default now + time_limit), and the context's,
+    bound the whole call: the heuristics' local search, the MILP and, with patterns, the
+    published-star bound. The context also hears the phases and their bounds.
     `max_grace` caps how long a HiGHS run that overruns its limit is waited for (auto under a
     statement's time_limit: the incumbent is kept, only the MILP's answer is lost).
     """
     started = time.perf_counter()
     if deadline is None and time_limit is not None:
         deadline = started + float(time_limit)
+    context = context.narrowed(deadline)
+    deadline = context.deadline
     hist = model.hist
     if incumbent is None:
-        progress.report("exact: incumbent heuristics", pairs=len(model.pair_p))
+        context.report("exact: incumbent heuristics", pairs=len(model.pair_p))
         heuristic_deadline = None if deadline is None else started + HEURISTIC_SHARE * max(deadline - started, 0.0)
-        incumbent = _heuristic(hist, model.models, patterns, heuristic_deadline)
+        incumbent = _heuristic(hist, model.models, patterns, context.narrowed(heuristic_deadline))
     cutoff = None if model.pattern_guided else int(incumbent.stars)
     # the bounds known before HiGHS runs: the incumbent's stars above; below, what it proves
-    progress.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
+    context.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
     c, integrality, bounds, constraint = _build_milp(model, t_form)
     n_x = len(model.pair_p)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
@@ -798,7 +786,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         # proven optimal and bounded is the published stars (module docstring)
         solution.notes["pattern_milp_optimal"] = bool(proven)
         lower, proven, better, bound_notes = _published_optimum(model, solution.stars, deadline, t_form, patterns,
-                                                                time.perf_counter() - started)
+                                                                time.perf_counter() - started, context)
         if better is not None:
             notes = solution.notes
             solution = better
@@ -817,7 +805,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         "seconds": round(time.perf_counter() - started, 4),
     })
     # the published stars and their bounds (with patterns, after the published-star bound)
-    progress.report("exact: MILP done", upper=int(solution.stars), lower=solution.lower_bound,
+    context.report("exact: MILP done", upper=int(solution.stars), lower=solution.lower_bound,
                     proven=bool(solution.optimal))
     return solution
 
@@ -843,30 +831,33 @@ def _to_solution(model: ExactModel, x: np.ndarray) -> Solution:
 
 
 def exact(hist: Histogram, models, patterns=None, time_limit: float | None = None,
-          incumbent: Solution | None = None, t_form: str = "closed", use_kernel: bool = True) -> Solution:
+          incumbent: Solution | None = None, t_form: str = "closed", use_kernel: bool = True,
+          context: SolveContext = UNBOUNDED) -> Solution:
     """Optimal (or, under `time_limit`, best found with a proven lower bound) solution.
 
-    `time_limit` is one deadline for the whole pipeline: building the model, the incumbent
-    heuristics, the MILP (and, with patterns, the published-star bound); when it runs out the
-    best valid solution found so far is returned with optimal=False.
+    `time_limit` (seconds from now) and the context's deadline are one deadline for the whole
+    pipeline: building the model, the incumbent heuristics, the MILP (and, with patterns, the
+    published-star bound); when it runs out the best valid solution found so far is returned
+    with optimal=False.
 
     Complexity: exponential in the worst case (the problems are NP-hard); the model has one
     integer variable per (surviving pattern, row type) pair, at most 2^m per row type, plus one
     binary per pattern for k-anonymity and distinct l-diversity.
     """
     started = time.perf_counter()
-    deadline = None if time_limit is None else started + float(time_limit)
-    progress.report("exact: kernel and model", classes=hist.n_classes)
+    context = context.narrowed(None if time_limit is None else started + float(time_limit))
+    deadline = context.deadline
+    context.report("exact: kernel and model", classes=hist.n_classes)
     try:
         model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline)
     except ExactTimeout as error:
         if incumbent is None:
-            incumbent = _heuristic(hist, models, patterns, deadline)
+            incumbent = _heuristic(hist, models, patterns, context)
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
                                   incumbent.part_count, "exact")
         solution.optimal = False
         solution.notes.update({"incumbent_from": incumbent.method, "milp_message": str(error),
                                "seconds": round(time.perf_counter() - started, 4)})
         return solution
-    return solve_model(model, time_limit=time_limit, incumbent=incumbent, t_form=t_form, patterns=patterns,
-                       deadline=deadline)
+    return solve_model(model, incumbent=incumbent, t_form=t_form, patterns=patterns, deadline=deadline,
+                       context=context)

@@ -8,8 +8,11 @@ when the published labels are, with STAR where a column is published as '*'.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import all_satisfied
@@ -42,9 +45,10 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
     return distribute_sa(hist, classes, np.asarray(group_of_class, dtype=np.int64), hist.sizes)
 
 
-def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy") -> Solution:
+def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
+                     context: SolveContext = UNBOUNDED) -> Solution:
     """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`)."""
-    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search()
+    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search(context)
     node = search.node
     n_groups = len(node.sa_counts)
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
@@ -179,15 +183,21 @@ def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels
 GENSUP_LIMITS = (0.2, 1.0)
 
 
-def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05, metric="entropy") -> Solution:
+# Cell suppression of a histogram under a context: the caller's full pipeline (duckanon.solver's
+# `auto`, validated), handed to gensup so that this module does not import the package above it.
+CellSuppression = Callable[[Histogram, SolveContext], Solution]
+
+
+def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05, metric="entropy", *,
+                    suppress: CellSuppression, context: SolveContext = UNBOUNDED) -> Solution:
     """Generalize, then suppress cells (Xiao, Yi & Tao, Section 5.6): for a few suppression
     limits, the optimal lattice node that needs at most that share of rows removed; then, instead
-    of removing the violating rows, the best cell-suppression heuristic runs on the generalized
-    classes, so outliers lose only the cells that make them stand out. The candidate with the
-    lowest ARX loss (generalized cells plus stars, on one scale) is published."""
+    of removing the violating rows, `suppress` (the best cell-suppression heuristic) runs on the
+    generalized classes, so outliers lose only the cells that make them stand out. The candidate
+    with the lowest ARX loss (generalized cells plus stars, on one scale) is published."""
     best = None
     for limit in sorted({suppression_limit, *GENSUP_LIMITS}):
-        candidate = _gensup_at(hist, hierarchies, models, limit, metric)
+        candidate = _gensup_at(hist, hierarchies, models, limit, metric, suppress, context)
         value = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"])
         candidate.notes.update({"loss": value, "suppression_limit": limit})
         if best is None or value < best.notes["loss"]:
@@ -195,19 +205,18 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     return best
 
 
-def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric) -> Solution:
-    from duckanon.solver import solve
-
+def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric, suppress: CellSuppression,
+               context: SolveContext) -> Solution:
     # the violating rows are cell-suppressed below, not removed
     search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric,
-                     cell_suppression_after=True).search()
+                     cell_suppression_after=True).search(context)
     node = search.node
     n_rolled = len(node.sa_counts)
     rolled_codes = np.zeros((n_rolled, hist.m), dtype=np.int64)
     for j, (bound, level) in enumerate(zip(hierarchies, node.levels)):
         rolled_codes[node.member_of, j] = bound.codes[hist.codes[:, j], level]
     rolled = Histogram(codes=rolled_codes, sa_counts=node.sa_counts)
-    inner = solve(rolled, models, "auto")  # at limit 1.0 this is exactly cell suppression alone
+    inner = suppress(rolled, context)  # at limit 1.0 this is exactly cell suppression alone
     # map the rolled parts back onto the original classes (rows of one rolled class and SA value
     # are interchangeable)
     left = hist.sa_counts.copy()

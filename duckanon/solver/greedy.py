@@ -26,10 +26,11 @@ from itertools import combinations
 
 import numpy as np
 
-from duckanon.solver.deadline import check_deadline
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.solver.models import LDiversity, TCloseness, all_satisfied
+from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, build_solution, solution_from_class_groups, take_rows
+from duckanon.solver.request import Request
 
 # Without user patterns: the exact enumeration while it has at most this many patterns.
 EXACT_PATTERN_LIMIT = 4096
@@ -63,16 +64,17 @@ def _default_kept_sets(m: int, alive_columns):
                     break
 
 
-def _kept_sets(m: int, alive_columns, codes: np.ndarray, state, min_size: int, models=()):
+def _kept_sets(m: int, alive_columns, codes: np.ndarray, state, min_size: int, models=(),
+               context: SolveContext = UNBOUNDED):
     """Kept-column sets for the default (all-patterns) search: the exact enumeration when the
     alive columns allow at most EXACT_PATTERN_LIMIT patterns, else data-drawn ones.
     `state()` gives the live class ids, their remaining rows and remaining SA counts."""
     if 2 ** len(alive_columns()) <= EXACT_PATTERN_LIMIT:
         return _default_kept_sets(m, alive_columns)
-    return _neighbour_kept_sets(codes, state, min_size, models)
+    return _neighbour_kept_sets(codes, state, min_size, models, context)
 
 
-def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=()):
+def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=(), context: SolveContext = UNBOUNDED):
     """Data-drawn kept sets, in rounds: the zero-star pattern, then per round the candidates of
     the current remaining rows (largest first), until a round releases nothing; the all-star
     pattern last. With k alone a set tried before can release nothing new (its groups only
@@ -86,7 +88,7 @@ def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=()):
         total = int(rows.sum())
         if total < min_size:
             return
-        found = _neighbour_candidates(codes[live], rows, sa, min_size, models)
+        found = _neighbour_candidates(codes[live], rows, sa, min_size, models, context)
         fresh = sorted(found if models else found - tried, key=lambda kept: (-len(kept), kept))
         if not fresh:
             break
@@ -116,7 +118,8 @@ def _sorted_neighbourhoods(codes: np.ndarray) -> np.ndarray:
     return np.concatenate(pools, axis=1)
 
 
-def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, min_size: int, models=()) -> set:
+def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, min_size: int, models=(),
+                          context: SolveContext = UNBOUNDED) -> set:
     """Per class: the columns it shares with its nearest classes that, with it, hold `min_size`
     rows and satisfy `models`; the set of these kept-column tuples."""
     n, m = codes.shape
@@ -133,7 +136,7 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
     everyone = np.arange(n)
     for step, i in enumerate(np.flatnonzero(~alone).tolist()):
         if step % 64 == 0:
-            check_deadline()
+            context.check()
         pool = everyone if pools is None else np.unique(pools[i])
         pool = pool[pool != i]
         if not len(pool):
@@ -173,7 +176,8 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
     return found
 
 
-def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, models=()) -> Solution:
+def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, models=(),
+           context: SolveContext = UNBOUNDED) -> Solution:
     """`patterns`: lists of column indices that may be starred together (None: all 2^m).
 
     With `models` (l-diversity, t-closeness, ...), a group is released only when it also
@@ -198,13 +202,13 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         return live, remaining[live], remaining_sa[live]
 
     if patterns is None:
-        kept_sets = _kept_sets(m, alive_columns, hist.codes, state, k, models)
+        kept_sets = _kept_sets(m, alive_columns, hist.codes, state, k, models, context)
     else:
         starred = sorted({tuple(sorted(set(p))) for p in patterns} | {()}, key=len)
         kept_sets = (tuple(j for j in range(m) if j not in s) for s in starred)
 
     for kept in kept_sets:
-        check_deadline()
+        context.check()
         live = np.flatnonzero(remaining > 0)
         if remaining.sum() < k or len(live) == 0:
             break
@@ -230,22 +234,19 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
     return solution_from_class_groups(hist, cls, group, count, "greedy")
 
 
-def carve(counts: np.ndarray, models, min_size: int) -> np.ndarray:
+def carve(counts: np.ndarray, models, min_size: int, context: SolveContext = UNBOUNDED) -> np.ndarray:
     """For each row of SA counts (G, S): the largest sub-multiset satisfying `models`, found by
     peeling (zeros where none is found): rows of the most over-represented SA value leave until
     the rest satisfies them. Over-represented means furthest above the table's distribution
     for t-closeness, and above the row's mean otherwise (l-diversity); each step removes about
     half the excess at once, and all groups are peeled together (vectorised)."""
+    models = Request.of(models)
     x = np.atleast_2d(counts).astype(np.int64).copy()
-    t_models = [m for m in models if isinstance(m, TCloseness)]
-    target = None
-    if t_models:
-        total = np.asarray(t_models[0].sa_total, dtype=np.float64)
-        target = total / max(total.sum(), 1.0)
-    l_freq = max([m.l for m in models if isinstance(m, LDiversity) and m.variant == "frequency"], default=0)
+    target = models.closeness[0].table_distribution() if models.closeness else None
+    l_freq = models.frequency_l
     active = np.ones(len(x), dtype=bool)
     while active.any():
-        check_deadline()
+        context.check()
         rows = np.flatnonzero(active)
         sizes = x[rows].sum(axis=1)
         small = sizes < min_size
@@ -276,13 +277,14 @@ def carve(counts: np.ndarray, models, min_size: int) -> np.ndarray:
     return x
 
 
-def carving_greedy(hist: Histogram, models) -> Solution:
+def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED) -> Solution:
     """Pattern-guided greedy at the level of (class, SA value) cells: a GROUP BY group that fails
     l or t still releases its largest satisfying sub-multiset of rows (rows of one class with the
     same SA value are interchangeable), instead of waiting for a coarser pattern. With
     t-closeness a big class is rarely t-close on its own, but most of its rows are, next to
     rows of similar classes."""
-    min_size = max([model.min_group_size() for model in models], default=1)
+    models = Request.of(models)
+    min_size = models.min_group_size
     m = hist.m
     remaining = hist.sa_counts.copy()
     out_c, out_s, out_g, out_n = [], [], [], []
@@ -297,8 +299,8 @@ def carving_greedy(hist: Histogram, models) -> Solution:
         live = np.flatnonzero(sizes > 0)
         return live, sizes[live], remaining[live]
 
-    for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models):
-        check_deadline()
+    for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models, context):
+        context.check()
         sizes = remaining.sum(axis=1)
         live = np.flatnonzero(sizes > 0)
         if sizes.sum() < min_size or len(live) == 0:
@@ -311,7 +313,7 @@ def carving_greedy(hist: Histogram, models) -> Solution:
         candidates = np.flatnonzero(totals >= min_size)
         if not len(candidates):
             continue
-        takes = carve(group_sa[candidates], models, min_size)  # whole groups that satisfy stay whole
+        takes = carve(group_sa[candidates], models, min_size, context)  # whole groups that satisfy stay whole
         for key, take in zip(candidates.tolist(), takes):
             if take.sum() == 0:
                 continue

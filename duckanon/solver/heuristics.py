@@ -1,6 +1,6 @@
 """The heuristic portfolio shared by `auto` and by `exact` (whose MILP starts from the best of it).
 
-Under a deadline (solver/deadline.py: a statement's `time_limit`, or exact's share for its
+Under a deadline (the context's: a statement's `time_limit`, or exact's share for its
 incumbent) every heuristic's loops check it; one interrupted is dropped (its partial state is no
 solution), the ones that finished compete, and the local search stops with the best valid
 partition it reached. When the deadline passes before any heuristic finished, the answer is the
@@ -13,14 +13,14 @@ import numpy as np
 
 from duckanon import methods
 from duckanon.errors import AnonymizeError
+from duckanon.solver.context import UNBOUNDED, DeadlineExpired, SolveContext
 from duckanon.solver.greedy import EXACT_PATTERN_LIMIT, carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
+from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
 from duckanon.solver.mapprox import mapprox
-from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
 from duckanon.solver.partition import Solution, solution_from_class_groups
 from duckanon.solver.repair import fold_outside_patterns, merge_classes, repair
-from duckanon.solver.deadline import DeadlineExpired, deadline_passed
-from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
+from duckanon.solver.request import Request
 from duckanon.solver.topdown import topdown
 from duckanon.solver.tp import tp_solution
 
@@ -46,33 +46,29 @@ def wide(hist: Histogram) -> bool:
     return 2 ** hist.m > EXACT_PATTERN_LIMIT
 
 
-def implied_k(models) -> int:
-    """The smallest group any model allows: l-diversity needs l rows, t-closeness some size too."""
-    return max([m.min_group_size() for m in models], default=1)
-
-
-def run_heuristic(method: str, hist: Histogram, models, patterns=None) -> Solution:
+def run_heuristic(method: str, hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED) -> Solution:
+    models = Request.of(models)
     # The k-only methods start from groups of the size the models imply; repair does the rest.
-    k = implied_k(models)
+    k = models.min_group_size
     if patterns is not None and method not in TAKE_PATTERNS:
         raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
     if method == "mapprox":
         # k alone: the classes of >= k rows unchanged and one extra group (the leftover); with l
         # or t, repair's merges are folded back into one leftover group
-        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k), models), patterns)
+        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k), models, context), patterns)
     if method == "greedy":
         # With l or t, the release test can also require them (an extension of Algorithm 1);
         # both variants run and the cheaper one wins.
-        candidates = [repair(hist, greedy(hist, k, patterns), models)]
-        if any(not isinstance(m, KAnonymity) for m in models):
-            candidates.append(repair(hist, greedy(hist, k, patterns, models=models), models))
+        candidates = [repair(hist, greedy(hist, k, patterns, context=context), models, context)]
+        if models.needs_sa:
+            candidates.append(repair(hist, greedy(hist, k, patterns, models, context), models, context))
         return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.stars)
     if method == "merge":
-        return merge_classes(hist, models)
+        return merge_classes(hist, models, context)
     if method == "topdown":
-        return repair(hist, topdown(hist, models), models)
+        return repair(hist, topdown(hist, models, context=context), models, context)
     if method == "carve":
-        return repair(hist, carving_greedy(hist, models), models)
+        return repair(hist, carving_greedy(hist, models, context), models, context)
     raise ValueError(f"not a heuristic: {method}")
 
 
@@ -86,14 +82,15 @@ def whole_table(hist: Histogram) -> Solution:
     return solution
 
 
-def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
+def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED) -> Solution:
     """The fewest stars among the heuristics that apply (user patterns: greedy only; l-diversity:
     TP+ too, and TP+ alone on large inputs). Under a deadline (module docstring): the best of
     those that finished in time, improved locally while time is left."""
+    models = Request.of(models)
     candidates: list[Solution] = []
 
     def attempt(run) -> None:
-        if deadline_passed():
+        if context.expired():
             return
         try:
             candidates.append(run())
@@ -105,33 +102,33 @@ def best_heuristic(hist: Histogram, models, patterns=None) -> Solution:
             return whole_table(hist)
         return min(candidates, key=lambda s: s.stars)  # first wins ties
 
-    diversity = patterns is None and any(isinstance(m, LDiversity) for m in models)
+    diversity = patterns is None and bool(models.diversity)
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
-        attempt(lambda: tp_solution(hist, models, plus=True))
+        attempt(lambda: tp_solution(hist, models, True, context))
         return best()
-    closeness = patterns is None and any(isinstance(m, TCloseness) for m in models)
+    closeness = patterns is None and bool(models.closeness)
     if closeness and hist.n_classes > T_FAST_CLASS_LIMIT:
         for name in ("carve", "topdown"):
-            attempt(lambda name=name: run_heuristic(name, hist, models))
+            attempt(lambda name=name: run_heuristic(name, hist, models, None, context))
         return best()
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT and not wide(hist):
         names.append("merge")
-    if patterns is None and any(not isinstance(m, KAnonymity) for m in models):
+    if patterns is None and models.needs_sa:
         names += ["topdown", "carve"]
     elif patterns is None and wide(hist):
         names.append("topdown")
     if diversity:  # first: linear, with the (l*d) bound
-        attempt(lambda: tp_solution(hist, models, plus=True))
+        attempt(lambda: tp_solution(hist, models, True, context))
     for name in names:
-        attempt(lambda name=name: run_heuristic(name, hist, models, patterns))
+        attempt(lambda name=name: run_heuristic(name, hist, models, patterns, context))
     if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
         # improve the best few starts by local moves (never worse than the start); on wide
         # tables the best only (the runner-up is far behind there and costs seconds to improve)
         for start in sorted(candidates, key=lambda s: s.stars)[:1 if wide(hist) else 2]:
-            if deadline_passed():
+            if context.expired():
                 break
-            improved = local_search(hist, start, models)  # stops at the deadline with a valid partition
+            improved = local_search(hist, start, models, context)  # stops at the deadline with a valid partition
             if improved is not None:
                 candidates.append(improved)
     return best()

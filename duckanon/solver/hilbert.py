@@ -28,8 +28,9 @@ from collections import defaultdict
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import KAnonymity, LDiversity
+from duckanon.solver.models import FrequencyLDiversity
 from duckanon.solver.partition import Solution, build_solution
+from duckanon.solver.request import Request
 
 
 def hilbert_order(codes: np.ndarray) -> np.ndarray:
@@ -81,6 +82,7 @@ def hilbert_groups(hist: Histogram, part_class, part_sa, part_count, models, fir
     Returns parts (class, sa, group, count) with groups numbered from `first_group`. If the rows
     as a whole do not satisfy the models, the last group does not either (the caller repairs).
     """
+    models = Request.of(models)
     part_class = np.asarray(part_class, dtype=np.int64)
     part_sa = np.asarray(part_sa, dtype=np.int64)
     part_count = np.asarray(part_count, dtype=np.int64)
@@ -100,12 +102,10 @@ def hilbert_groups(hist: Histogram, part_class, part_sa, part_count, models, fir
 
 def _bucket_l(models):
     """l when the request is frequency l-diversity (with at most k <= l): groups of l distinct values."""
-    diversity = [m for m in models if isinstance(m, LDiversity)]
-    if len(diversity) != 1 or diversity[0].variant != "frequency":
+    if len(models.diversity) != 1 or models.frequency_l == 0:
         return None
-    l = diversity[0].l
-    others = [m for m in models if m is not diversity[0]]
-    if all(isinstance(m, KAnonymity) and m.k <= l for m in others):
+    l = models.frequency_l
+    if len(models.k_anonymity) + 1 == len(models) and models.k <= l:
         return l
     return None
 
@@ -165,7 +165,7 @@ def _bucket_cut(part_class, part_sa, part_count, part_rank, l, n_values, first_g
 def _sequential_cut(part_class, part_sa, part_count, models, n_values, first_group):
     """Any models: close a group once it and the rows after it both satisfy every model."""
 
-    min_size = max([model.min_group_size() for model in models], default=1)
+    min_size = models.min_group_size
     remaining = np.bincount(part_sa, weights=part_count, minlength=n_values).astype(np.int64).tolist()
     remaining_size = int(part_count.sum())
     checks = [model.ok for model in models]

@@ -49,15 +49,128 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from duckanon import progress
 from duckanon.methods import LATTICE_METRICS
 from duckanon.errors import AnonymizeError
-from duckanon.solver.deadline import deadline_passed
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import KAnonymity, all_satisfied
+from duckanon.solver.models import all_satisfied
+from duckanon.solver.request import Request
 
-METRICS = LATTICE_METRICS
-SEPARABLE = ("entropy", "loss", "precision", "stars")
+
+class LatticeMetric:
+    """What publishing at a node costs (lower is better), as ARX's metric of the same name.
+
+    A separable metric is a sum of per-cell costs: `level_costs` gives what one row with each
+    value costs at a level, so a node's value with nothing removed (its bound) needs no grouping,
+    and `removal_charge` adds what the removed rows cost. The others (`separable = False`) are
+    computed from the node's classes by `value`, and bound by 0."""
+
+    name = "metric"
+    separable = True
+
+    def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int) -> np.ndarray:
+        """(n_values,): what one row with value v costs published at level h, given the
+        hierarchy's `codes` (n_values, H+1) and the rows per value."""
+        return np.zeros(len(codes))
+
+    def removal_charge(self, lattice: Lattice, levels, which: np.ndarray, weights: np.ndarray) -> float:
+        """What the rows of the classes `which` (original class ids, `weights` rows each) cost on
+        top of the bound: 1 per removed cell (the most a cell can cost) unless said otherwise."""
+        total = 0.0
+        for j, h in enumerate(levels):
+            costs = lattice.row_cost[j][lattice.hist.codes[which, j], h]
+            total += float((weights * (1.0 - costs)).sum())
+        return total
+
+    def value(self, lattice: Lattice, node: NodeResult) -> float:
+        return lattice.bound(node.levels) + lattice.removal_charge(node.levels, ~node.ok[node.member_of])
+
+
+class EntropyMetric(LatticeMetric):
+    """ARX's default non-uniform entropy: -log2(P(v) / P(gen(v))) per cell; the removed rows pay
+    the entropy of their generalized values within the removed set."""
+
+    name = "entropy"
+
+    def level_costs(self, codes, rows, h):
+        g = codes[:, h]
+        present = rows > 0
+        out = np.zeros(len(codes))
+        generalized = np.bincount(g, weights=rows)
+        out[present] = np.log2(generalized[g[present]] / rows[present])
+        return out
+
+    def removal_charge(self, lattice, levels, which, weights):
+        if lattice.cell_suppression_after:
+            return 0.0
+        # one bincount over every column's generalized codes (offset per column)
+        offsets = np.cumsum([0] + [lattice.cardinality[j][h] for j, h in enumerate(levels)])
+        codes = np.concatenate([lattice.rolled[j][h][which] + offsets[j] for j, h in enumerate(levels)])
+        counts = np.bincount(codes, weights=np.tile(weights, len(levels)), minlength=int(offsets[-1]))
+        counts = counts[counts > 0]
+        return float((counts * np.log2(float(weights.sum()) / counts)).sum())
+
+
+class LossMetric(LatticeMetric):
+    """ARX's loss: (leaves under the node - 1) / (domain - 1) per cell."""
+
+    name = "loss"
+
+    def level_costs(self, codes, rows, h):
+        present = rows > 0
+        n_values = max(int(present.sum()), 1)
+        g = codes[:, h]
+        leaves = np.bincount(g, weights=present.astype(np.float64))
+        return (leaves[g] - 1) / max(n_values - 1, 1)
+
+
+class PrecisionMetric(LatticeMetric):
+    """Sweeney's precision: level / height per cell."""
+
+    name = "precision"
+
+    def level_costs(self, codes, rows, h):
+        return np.full(len(codes), h / max(codes.shape[1] - 1, 1))
+
+
+class StarsMetric(LatticeMetric):
+    """1 per cell published as one label for the whole domain (a star)."""
+
+    name = "stars"
+
+    def level_costs(self, codes, rows, h):
+        return np.full(len(codes), 1.0 if h > 0 and len(np.unique(codes[:, h])) == 1 else 0.0)
+
+
+class DiscernibilityMetric(LatticeMetric):
+    """ARX's DM: each row costs its class's size; a removed row costs |T|."""
+
+    name = "discernibility"
+    separable = False
+
+    def value(self, lattice, node):
+        sizes = node.sa_counts.sum(axis=1)
+        kept = node.ok
+        return float((sizes[kept] ** 2).sum() + lattice.n * sizes[~kept].sum())
+
+
+class AverageClassSizeMetric(LatticeMetric):
+    """ARX's AECS: rows / published classes, the removed rows counting as one class."""
+
+    name = "aecs"
+    separable = False
+
+    def value(self, lattice, node):
+        kept = node.ok
+        classes = int(kept.sum()) + (1 if (~kept).any() else 0)
+        return float(lattice.n) / max(classes, 1)
+
+
+_METRIC_OBJECTS = {metric.name: metric for metric in (EntropyMetric(), LossMetric(), PrecisionMetric(), StarsMetric(),
+                                                      DiscernibilityMetric(), AverageClassSizeMetric())}
+assert set(_METRIC_OBJECTS) == set(LATTICE_METRICS), "one metric object per registered lattice metric"
+# name -> metric, in the registry's order (duckanon.methods.LATTICE_METRICS)
+METRICS = {name: _METRIC_OBJECTS[name] for name in LATTICE_METRICS}
 
 
 @dataclass
@@ -95,17 +208,19 @@ class Lattice:
         allowed (at limit 1.0 the bottom node is cell suppression alone)."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
+        request = Request.of(models)
         self.hist = hist
         self.level_codes = [np.asarray(c, dtype=np.int64) for c in level_codes]
         self.heights = [c.shape[1] - 1 for c in self.level_codes]
-        self.models = models
+        self.models = request
         self.limit_rows = int(np.floor(suppression_limit * hist.n_rows + 1e-9))
         self.metric = metric
+        self.measure = METRICS[metric]
         self.cell_suppression_after = cell_suppression_after
         self.sizes = hist.sizes
         self.n = hist.n_rows
         self.m = hist.m
-        self.monotone_with_suppression = all(isinstance(m, KAnonymity) for m in models) or self.limit_rows == 0
+        self.monotone_with_suppression = request.monotone_with_suppression or self.limit_rows == 0
         # per column, per level: rows per generalized code (for entropy), leaves per code (loss)
         self.value_rows = [np.bincount(hist.codes[:, j], weights=self.sizes, minlength=len(c)).astype(np.float64)
                            for j, c in enumerate(self.level_codes)]
@@ -116,8 +231,8 @@ class Lattice:
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
         self.column_total = [self.value_rows[j] @ self.row_cost[j] for j in range(self.m)]
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
-        self.k_only = all(isinstance(m, KAnonymity) for m in models)
-        self.k = max([m.k for m in models if isinstance(m, KAnonymity)], default=1)
+        self.k_only = request.k_only
+        self.k = request.k
         self.float_sizes = np.asarray(self.sizes, dtype=np.float64)  # weights for bincount
         self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
         self.blocks = self._make_blocks()
@@ -208,28 +323,15 @@ class Lattice:
     def _row_costs(self, j: int) -> np.ndarray:
         """(n_values, H+1): what one row with value v of column j costs when published at level h."""
         codes = self.level_codes[j]
-        rows = self.value_rows[j]
-        present = rows > 0
-        n_values = max(int(present.sum()), 1)
         out = np.zeros(codes.shape, dtype=np.float64)
         for h in range(codes.shape[1]):
-            g = codes[:, h]
-            if self.metric == "entropy":  # ARX non-uniform entropy: -log2(P(v) / P(gen(v)))
-                generalized = np.bincount(g, weights=rows)
-                out[present, h] = np.log2(generalized[g[present]] / rows[present])
-            elif self.metric == "loss":  # ARX loss: (leaves under the node - 1) / (domain - 1)
-                leaves = np.bincount(g, weights=present.astype(np.float64))
-                out[:, h] = (leaves[g] - 1) / max(n_values - 1, 1)
-            elif self.metric == "precision":  # Sweeney's precision: level / height
-                out[:, h] = h / max(codes.shape[1] - 1, 1)
-            elif self.metric == "stars":  # a cell published as one label for the whole domain (a star)
-                out[:, h] = 1.0 if h > 0 and len(np.unique(g)) == 1 else 0.0
+            out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h)
         return out
 
     def bound(self, levels) -> float:
         """The metric with nothing removed; never above the real value (a removed row costs the
         top level, the most any level costs). Separable: no grouping needed."""
-        if self.metric in SEPARABLE:
+        if self.measure.separable:
             return float(sum(self.column_total[j][h] for j, h in enumerate(levels)))
         return 0.0
 
@@ -239,33 +341,12 @@ class Lattice:
         which = np.flatnonzero(removed)
         if not len(which):
             return 0.0
-        weights = self.float_sizes[which]
-        if self.metric == "entropy":
-            if self.cell_suppression_after:
-                return 0.0
-            # one bincount over every column's generalized codes (offset per column)
-            offsets = np.cumsum([0] + [self.cardinality[j][h] for j, h in enumerate(levels)])
-            codes = np.concatenate([self.rolled[j][h][which] + offsets[j] for j, h in enumerate(levels)])
-            counts = np.bincount(codes, weights=np.tile(weights, len(levels)), minlength=int(offsets[-1]))
-            counts = counts[counts > 0]
-            return float((counts * np.log2(float(weights.sum()) / counts)).sum())
-        total = 0.0
-        for j, h in enumerate(levels):  # loss, precision, stars: a removed cell costs 1
-            costs = self.row_cost[j][self.hist.codes[which, j], h]
-            total += float((weights * (1.0 - costs)).sum())
-        return total
+        return self.measure.removal_charge(self, levels, which, self.float_sizes[which])
 
     def value(self, node: NodeResult) -> float:
         """The metric of publishing at `node` with its violating classes removed (ARX's charges
         for removed rows: see the module docstring)."""
-        sizes = node.sa_counts.sum(axis=1)
-        kept = node.ok
-        if self.metric == "discernibility":  # ARX's DM: a removed row costs |T|
-            return float((sizes[kept] ** 2).sum() + self.n * sizes[~kept].sum())
-        if self.metric == "aecs":  # rows / published classes (removed rows count as one class)
-            classes = int(kept.sum()) + (1 if (~kept).any() else 0)
-            return float(self.n) / max(classes, 1)
-        return self.bound(node.levels) + self.removal_charge(node.levels, ~kept[node.member_of])
+        return self.measure.value(self, node)
 
     # -- nodes ---------------------------------------------------------------------------------
     def evaluate(self, levels: tuple[int, ...]) -> NodeResult:
@@ -288,10 +369,12 @@ class Lattice:
         return node
 
     # -- search --------------------------------------------------------------------------------
-    def search(self) -> LatticeResult:
+    def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
+        """The best node (module docstring); at the context's deadline the best found so far,
+        optimal only if no undecided node could beat it. Reports the nodes decided."""
         nodes = np.array(list(itertools.product(*[range(h + 1) for h in self.heights])), dtype=np.int64).reshape(-1, self.m)
         bounds = np.zeros(len(nodes))
-        if self.metric in SEPARABLE:
+        if self.measure.separable:
             for j in range(self.m):
                 bounds += self.column_total[j][nodes[:, j]]
         status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
@@ -323,7 +406,7 @@ class Lattice:
                 removed = ~node.ok[node.member_of]
             state["evaluated"] += 1
             if state["evaluated"] % 50 == 0:
-                progress.report("lattice search", nodes=state["evaluated"], of=len(nodes),
+                context.report("lattice search", nodes=state["evaluated"], of=len(nodes),
                                 best=None if state["best"] is None else round(state["value"], 2))
             if suppressed > self.limit_rows:
                 if self.monotone_with_suppression:
@@ -336,7 +419,7 @@ class Lattice:
                 state["empty"] = key
                 status[index] = 1
                 return True
-            if self.metric in SEPARABLE:  # no grouping needed beyond the removed classes
+            if self.measure.separable:  # no grouping needed beyond the removed classes
                 value = self.bound(key)
                 if value < state["value"]:  # else the charge (>= 0) cannot make it better
                     value += self.removal_charge(key, removed)
@@ -377,7 +460,7 @@ class Lattice:
         optimal = True
         for pick in np.lexsort((bounds, -level_sum)).tolist():
             best = state["value"]  # (inf while only empty publications were found)
-            if state["evaluated"] % 16 == 0 and state["best"] is not None and deadline_passed():
+            if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
                 optimal = not ((status == 0) & (bounds < best - 1e-9 * max(1.0, abs(best)))).any()

@@ -9,17 +9,10 @@ B + c are the columns where B's code is not c's. Every accepted move strictly lo
 and keeps all groups valid, so the search stops at a local optimum no worse than its start.
 
 Deadline. The passes are quadratic (pair re-splitting runs one top-down split per pair of
-groups), which takes seconds on a few hundred classes. `local_search(..., deadline=t)` (a
-time.perf_counter() value), or a deadline set around a caller with `deadline_scope(t)` (how
-`solve` bounds a statement's `time_limit` and `exact` the portfolio in heuristics.py, which
-calls local_search without one), stops the search at t: every state it passes through is a valid
-partition no worse than the start, so it returns the best one reached so far (the final top-down
-refinement is skipped, or dropped, once t is past).
-
-The same scope bounds the constructive heuristics (greedy, carve, repair/merge, topdown, TP):
-their loops call `check_deadline()`, which raises DeadlineExpired once t is past; their partial
-state is not a valid solution, so the portfolio drops an interrupted heuristic and keeps the
-ones that finished (the whole table as one group when none did: valid whenever the request is).
+groups), which takes seconds on a few hundred classes. The context's deadline (context.py: a
+statement's `time_limit`, or exact's share of it for its incumbent) stops the search: every state
+it passes through is a valid partition no worse than the start, so it returns the best one
+reached so far (the final top-down refinement is skipped, or dropped, once the deadline is past).
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 
-from duckanon.solver.deadline import DeadlineExpired, deadline_scope, effective_deadline, expired
+from duckanon.solver.context import UNBOUNDED, DeadlineExpired, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
@@ -37,10 +30,6 @@ from duckanon.solver.topdown import topdown, topdown_groups
 # Above this many classes the quadratic passes are skipped.
 LOCAL_SEARCH_CLASS_LIMIT = 3000
 PAIR_GROUP_LIMIT = 60  # pair re-splitting is quadratic in groups, each pair a top-down run
-
-# (kept here too: exact.py and older callers import them from this module)
-_effective_deadline = effective_deadline
-_expired = expired
 
 
 def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
@@ -54,7 +43,7 @@ def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
 
 
 def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
-            deadline: float | None = None) -> np.ndarray:
+            context: SolveContext = UNBOUNDED) -> np.ndarray:
     group_of = np.unique(group_of, return_inverse=True)[1].ravel().astype(np.int64)
     n_groups = int(group_of.max()) + 1 if len(group_of) else 0
     capacity = n_groups + hist.n_classes  # room for classes that leave to form their own group
@@ -84,7 +73,7 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
         moved = False
         order = np.argsort(-(hist.sizes * (single[group_of] == -1).sum(axis=1)), kind="stable")
         for step, c in enumerate(order.tolist()):
-            if step % 16 == 0 and _expired(deadline):
+            if step % 16 == 0 and context.expired():
                 return group_of  # every accepted move kept all groups valid
             a = int(group_of[c])
             s_c, sa_c, code_c = int(hist.sizes[c]), hist.sa_counts[c], hist.codes[c]
@@ -140,10 +129,11 @@ def _cost(hist: Histogram, members: np.ndarray) -> int:
 
 
 def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: int = 5,
-                 deadline: float | None = None) -> list[np.ndarray]:
+                 context: SolveContext = UNBOUNDED) -> list[np.ndarray]:
     """Re-split the union of two groups top-down; keep the result when it costs less. The union
     of two valid groups is valid (closure under merging), so the split is always available.
-    Stops at `deadline` with the groups reached so far (each round keeps a valid partition)."""
+    Stops at the context's deadline with the groups reached so far (each round keeps a valid
+    partition)."""
     for _ in range(max_rounds):
         changed = False
         costs = [_cost(hist, g) for g in groups]
@@ -156,11 +146,11 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
             for b in range(len(groups)):
                 if b == a or b in done:
                     continue
-                if _expired(deadline):
+                if context.expired():
                     return groups
                 union = np.concatenate([groups[a], groups[b]])
                 try:  # the split's groups only: building a Solution over the whole histogram is O(classes)
-                    parts = [np.sort(members) for members in topdown_groups(hist, models, roots=[union])]
+                    parts = [np.sort(members) for members in topdown_groups(hist, models, [union], context)]
                 except DeadlineExpired:
                     return groups
                 cost = sum(_cost(hist, members) for members in parts)
@@ -178,24 +168,21 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
     return groups
 
 
-def local_search(hist: Histogram, start: Solution, models, deadline: float | None = None) -> Solution | None:
+def local_search(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED) -> Solution | None:
     """Moves, then top-down refinement of every group; None when `start` splits a class, or when
-    the deadline (this one or the one of an enclosing `deadline_scope`) is already past."""
-    deadline = _effective_deadline(deadline)
+    the context's deadline is already past."""
     group_of = class_groups(start, hist.n_classes)
-    if group_of is None or hist.n_classes > LOCAL_SEARCH_CLASS_LIMIT or _expired(deadline):
+    if group_of is None or hist.n_classes > LOCAL_SEARCH_CLASS_LIMIT or context.expired():
         return None
-    group_of = improve(hist, group_of, models, deadline=deadline)
+    group_of = improve(hist, group_of, models, context=context)
     moved = solution_from_class_groups(hist, np.arange(hist.n_classes), group_of, hist.sizes, "local")
     roots = [np.flatnonzero(group_of == g) for g in np.unique(group_of)]
-    if len(roots) <= PAIR_GROUP_LIMIT and not _expired(deadline):
-        with deadline_scope(deadline):  # (the top-down splits inside check it too)
-            roots = pair_rebuild(hist, roots, models, deadline=deadline)
+    if len(roots) <= PAIR_GROUP_LIMIT and not context.expired():
+        roots = pair_rebuild(hist, roots, models, context=context)
     refined = None
-    if not _expired(deadline):
+    if not context.expired():
         try:
-            with deadline_scope(deadline):
-                refined = topdown(hist, models, roots=roots)
+            refined = topdown(hist, models, roots, context)
         except DeadlineExpired:
             refined = None
     if refined is None:

@@ -39,8 +39,9 @@ from scipy.optimize import linear_sum_assignment, linprog
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import KAnonymity, LDiversity, TCloseness
+from duckanon.solver.models import FrequencyLDiversity, KAnonymity, LDiversity, TCloseness
 from duckanon.solver.partition import Solution, build_solution
+from duckanon.solver.request import Request
 
 # linear_sum_assignment on the expanded rows takes about 3 s and 300 MB at this size; beyond it
 # the transportation LP on the (fewer) classes runs instead
@@ -54,19 +55,19 @@ def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | Non
     """None when `matching` solves this request optimally, else the reason it does not apply."""
     if patterns is not None:
         return "user patterns are not supported by 'matching'"
-    two_diverse = any(isinstance(m, LDiversity) and m.variant == "frequency" and m.l == 2 for m in models)
-    if not two_diverse:
-        if any(isinstance(m, KAnonymity) and m.k == 2 for m in models):
+    request = Request.of(models)
+    if not any(m.l == 2 for m in request.of_type(FrequencyLDiversity)):
+        if any(m.k == 2 for m in request.k_anonymity):
             return ("2-anonymity is a minimum-cost simplex matching, for which no polynomial algorithm is "
                     "implemented; use method = 'exact'")
         return "'matching' solves frequency 2-diversity with two distinct sensitive values only"
-    for m in models:
-        if isinstance(m, KAnonymity) and m.k > 2:
-            return "'matching' needs k <= 2"
-        if isinstance(m, LDiversity) and m.l > 2:
-            return "'matching' needs l <= 2"
-        if not isinstance(m, (KAnonymity, LDiversity, TCloseness)):
-            return f"'matching' does not support {m}"
+    if request.k > 2:
+        return "'matching' needs k <= 2"
+    if any(m.l > 2 for m in request.diversity):
+        return "'matching' needs l <= 2"
+    if not request.only(KAnonymity, LDiversity, TCloseness):
+        unknown = next(m for m in request if m not in request.k_anonymity + request.diversity + request.closeness)
+        return f"'matching' does not support {unknown}"
     distinct = int((hist.sa_counts.sum(axis=0) > 0).sum())
     if distinct != 2:
         return (f"2-diversity with {distinct} distinct sensitive values is a minimum-cost simplex matching, for "

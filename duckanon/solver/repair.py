@@ -13,33 +13,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckanon.solver.deadline import check_deadline
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
+from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, identity_solution
 
 
 def deficit(models, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
-    """How far groups are from satisfying the models, 0 exactly when they do (scaled to ~[0, 1] each)."""
-    sizes_f = np.maximum(sizes.astype(np.float64), 1.0)
+    """How far groups are from satisfying the models, 0 exactly when they do (each model's
+    `deficit`, scaled to ~[0, 1])."""
     total = np.zeros(len(sizes))
     for model in models:
-        if isinstance(model, KAnonymity):
-            total += np.maximum(0, model.k - sizes) / model.k
-        elif isinstance(model, LDiversity):
-            if model.variant == "distinct":
-                total += np.maximum(0, model.l - (sa > 0).sum(axis=1)) / model.l
-            else:
-                top = sa.max(axis=1, initial=0).astype(np.float64)
-                total += np.maximum(0.0, model.l * top - sizes) / np.maximum(model.l * top, 1.0)
-        elif isinstance(model, TCloseness):
-            total += np.maximum(0.0, model.emd(sizes_f, sa) - model.t)
-        else:  # an unknown model: all-or-nothing
-            total += ~model.satisfied(sizes, sa)
+        total += model.deficit(sizes, sa)
     return total
 
 
-def repair(hist: Histogram, solution: Solution, models) -> Solution:
+def repair(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED) -> Solution:
     """Merge violating groups into their cheapest partners until all groups satisfy `models`."""
     sizes = solution.group_sizes()
     sa = solution.group_sa(hist.sa_counts.shape[1])
@@ -51,7 +40,7 @@ def repair(hist: Histogram, solution: Solution, models) -> Solution:
     label = np.arange(len(sizes))
     stars = (rep == STAR).sum(axis=1)
     while True:
-        check_deadline()
+        context.check()
         bad = np.flatnonzero(alive & ~ok)
         if len(bad) == 0:
             break
@@ -89,9 +78,9 @@ def repair(hist: Histogram, solution: Solution, models) -> Solution:
     return repaired
 
 
-def merge_classes(hist: Histogram, models) -> Solution:
+def merge_classes(hist: Histogram, models, context: SolveContext = UNBOUNDED) -> Solution:
     """The `merge` heuristic: start from the equivalence classes and repair."""
-    return repair(hist, identity_solution(hist, "merge"), models)
+    return repair(hist, identity_solution(hist, "merge"), models, context)
 
 
 def fold_outside_patterns(hist: Histogram, solution: Solution, patterns) -> Solution:

@@ -25,22 +25,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckanon.solver.deadline import check_deadline
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import TCloseness, all_satisfied
+from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
+from duckanon.solver.request import Request
 
 
-def _closeness(models, sizes, sa) -> np.ndarray:
+def _closeness(request: Request, sizes, sa) -> np.ndarray:
     """Sort key for releasing parts: the largest EMD to the table over the t models (0 without t)."""
     key = np.zeros(len(sizes))
-    for model in models:
-        if isinstance(model, TCloseness):
-            key = np.maximum(key, model.emd(sizes, sa))
+    for model in request.closeness:
+        key = np.maximum(key, model.emd(sizes, sa))
     return key
 
 
-def _split(hist: Histogram, members: np.ndarray, column: int, models, group_sa: np.ndarray):
+def _split(hist: Histogram, members: np.ndarray, column: int, models: Request, group_sa: np.ndarray):
     """Parts of `members` (class ids) by the value of `column` that can leave the group, and the
     rows they release: (released parts as arrays of class ids, remainder class ids, rows)."""
     values = hist.codes[members, column]
@@ -79,11 +79,12 @@ def _split(hist: Histogram, members: np.ndarray, column: int, models, group_sa: 
     return parts, remainder, released_rows
 
 
-def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> Solution:
+def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None,
+            context: SolveContext = UNBOUNDED) -> Solution:
     """Refine from the whole table, or from each of `roots` (valid groups of whole classes, e.g.
     another method's output): refining a valid group never adds stars, since every part
     publishes the meet of fewer rows."""
-    groups = topdown_groups(hist, models, roots)
+    groups = topdown_groups(hist, models, roots, context)
     labels = np.empty(hist.n_classes, dtype=np.int64)
     for g, members in enumerate(groups):
         labels[members] = g
@@ -91,17 +92,19 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> S
     return solution_from_class_groups(hist, classes, labels, hist.sizes, "topdown")
 
 
-def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = None) -> list[np.ndarray]:
+def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = None,
+                   context: SolveContext = UNBOUNDED) -> list[np.ndarray]:
     """The groups (class ids) `topdown` publishes, without building the Solution (for callers
     that refine a few classes of a large histogram many times, as local search does)."""
-    min_size = max([model.min_group_size() for model in models], default=1)
+    models = Request.of(models)
+    min_size = models.min_group_size
     groups: list[np.ndarray] = []
     # stack of (class ids, columns still starred and worth trying)
     if roots is None:
         roots = [np.arange(hist.n_classes)]
     stack = [(members, tuple(j for j in range(hist.m) if len(np.unique(hist.codes[members, j])) > 1)) for members in roots]
     while stack:
-        check_deadline()
+        context.check()
         members, starred = stack.pop()
         if len(members) == 0:
             continue

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from duckanon.errors import AnonymizeError
-from duckanon.solver.deadline import check_deadline
+from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.hilbert import hilbert_groups
-from duckanon.solver.models import LDiversity
+from duckanon.solver.models import FrequencyLDiversity, LDiversity
 from duckanon.solver.partition import build_solution
 from duckanon.solver.repair import repair
+from duckanon.solver.request import Request
 
 
 @dataclass
@@ -138,7 +139,7 @@ class _Phases:
         return moved
 
 
-def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
+def _phase_two(state: _Phases, holders: list[list[int]], context: SolveContext) -> bool:
     """Returns True when R became eligible, False when no alive SA value is left."""
     pointer = [0] * state.n_values
     heap = [(state.r[v], v) for v in range(state.n_values) if len(holders[v])]
@@ -148,7 +149,7 @@ def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
     while state.r_size < state.l * state.r_height:
         steps += 1
         if steps % 256 == 0:
-            check_deadline()
+            context.check()
         while heap:
             count, v = heap[0]
             if count != r[v]:  # stale: a fresher entry for v is in the heap
@@ -174,10 +175,10 @@ def _phase_two(state: _Phases, holders: list[list[int]]) -> bool:
     return True
 
 
-def _phase_three(state: _Phases, max_rounds: int) -> None:
+def _phase_three(state: _Phases, max_rounds: int, context: SolveContext) -> None:
     n_classes = len(state.q)
     for _ in range(max_rounds):
-        check_deadline()
+        context.check()
         if state.r_eligible():
             return
         moved_before = state.r_size
@@ -218,7 +219,8 @@ def _phase_three(state: _Phases, max_rounds: int) -> None:
                     state.move(i, v, x)
 
 
-def three_phase(sa_counts: np.ndarray, l: int, residue: np.ndarray | None = None) -> TPResult:
+def three_phase(sa_counts: np.ndarray, l: int, residue: np.ndarray | None = None,
+                context: SolveContext = UNBOUNDED) -> TPResult:
     """TP on class SA counts (C, S) for frequency l-diversity.
 
     `residue` (S,) optionally starts R non-empty (to replay the paper's phase-3 example); its
@@ -234,14 +236,14 @@ def three_phase(sa_counts: np.ndarray, l: int, residue: np.ndarray | None = None
     state = _Phases(kept, r, l)
     holders = [np.flatnonzero(kept[:, v]).tolist() for v in range(n_values)]
     phase = 2
-    if not _phase_two(state, holders):
+    if not _phase_two(state, holders, context):
         phase = 3
-        _phase_three(state, max_rounds=max(1, int(r.sum()) + int(counts.sum())))
+        _phase_three(state, max(1, int(r.sum()) + int(counts.sum())), context)
     final = np.array(state.q, dtype=np.int64).reshape(n_classes, n_values)
     return TPResult(final, counts - final, phase)
 
 
-def generic_tp(sa_counts: np.ndarray, model: LDiversity) -> TPResult:
+def generic_tp(sa_counts: np.ndarray, model: LDiversity, context: SolveContext = UNBOUNDED) -> TPResult:
     """TP's phases 1 and 2 with another l-diversity form's own test (a heuristic, no bound)."""
     counts = np.asarray(sa_counts, dtype=np.int64)
     n_classes, n_values = counts.shape
@@ -257,7 +259,7 @@ def generic_tp(sa_counts: np.ndarray, model: LDiversity) -> TPResult:
     q = kept.tolist()
     r_list = r.tolist()
     while not model.ok(r_list, sum(r_list)):
-        check_deadline()
+        context.check()
         order = sorted(range(n_values), key=lambda v: (r_list[v], v))
         moved = False
         for v in order:
@@ -294,15 +296,19 @@ def _best_cap(row: np.ndarray, model: LDiversity, below: int | None = None) -> n
     return capped[hit[0]] if len(hit) else np.zeros_like(row)
 
 
-def tp_solution(hist, models, plus: bool = False):
+def tp_solution(hist, models, plus: bool = False, context: SolveContext = UNBOUNDED):
     """`method = 'tp'` / `'tp+'`: classes as TP leaves them, unsuppressed; R as one group (tp) or
     cut along the Hilbert curve (tp+). Other models (k, t) are then enforced by merging."""
     name = "tp+" if plus else "tp"
-    diversity = [m for m in models if isinstance(m, LDiversity)]
-    if not diversity:
+    models = Request.of(models)
+    if not models.diversity:
         raise AnonymizeError(f"method {name} is an l-diversity algorithm: add l = <number> and sensitive = <column>")
-    model = diversity[0]
-    result = three_phase(hist.sa_counts, model.l) if model.variant == "frequency" else generic_tp(hist.sa_counts, model)
+    model = models.diversity[0]
+    # TP's three phases and their (l*d) bound are Xiao et al.'s, for the frequency form only;
+    # the other forms get phases 1 and 2 with their own test
+    proven = isinstance(model, FrequencyLDiversity)
+    result = three_phase(hist.sa_counts, model.l, context=context) if proven else \
+        generic_tp(hist.sa_counts, model, context)
     kept_class, kept_sa = np.nonzero(result.kept)
     res_class, res_sa = np.nonzero(result.residue)
     res_count = result.residue[res_class, res_sa]
@@ -318,8 +324,8 @@ def tp_solution(hist, models, plus: bool = False):
         method=name,
     )
     notes = {"tp_phase": result.phase, "residue_rows": int(res_count.sum()),
-             "bound": "proven (l*d)-approximation" if model.variant == "frequency" else "heuristic"}
-    solution = repair(hist, solution, models)
+             "bound": "proven (l*d)-approximation" if proven else "heuristic"}
+    solution = repair(hist, solution, models, context)
     solution.method = name
     solution.notes.update(notes)
     return solution
