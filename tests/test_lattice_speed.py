@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import SHARED
-from duckanon.engine import prepare
-from duckanon.solver.histogram import group_keys
-from duckanon.solver.lattice import METRICS, Lattice
-from duckanon.solver.models import all_satisfied
+from duckanon.pipeline.problem import prepare
+from duckanon.methods import LATTICE_METRICS
+from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.lattice import METRICS, Lattice, LatticeMetric
+from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
 
 ADULT = SHARED / "adult"
 COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
@@ -133,3 +134,60 @@ def test_suppressed_rows_when_key_spaces_are_too_large_to_count_directly(adult):
     rng = np.random.default_rng(11)
     for levels in [nodes[i] for i in rng.choice(len(nodes), 40, replace=False)] + [nodes[0], nodes[-1]]:
         assert lattice.suppressed_rows(levels) == independent(hist, codes, models, levels)[3], levels
+
+
+# A small lattice (4 values under 3 levels x 3 values under 2), k = 3 and distinct 2-diversity,
+# suppression limit 0.3: per metric the best node and its value, and per node (bound, value), as
+# the metrics computed them before they were objects (an if-chain per metric in Lattice).
+METRIC_FIXTURE = {
+    "entropy": ((0, 1), 31.604002146, {
+        (0, 0): (0.0, 35.842833104), (0, 1): (31.604002146, 31.604002146), (1, 0): (21.336595677, 32.374902079),
+        (1, 1): (52.940597823, 52.940597823), (2, 0): (43.336595677, 43.336595677), (2, 1): (74.940597823, 74.940597823),
+    }),
+    "loss": ((0, 1), 22.0, {
+        (0, 0): (0.0, 22.0), (0, 1): (22.0, 22.0), (1, 0): (7.333333333, 19.0),
+        (1, 1): (29.333333333, 29.333333333), (2, 0): (22.0, 22.0), (2, 1): (44.0, 44.0),
+    }),
+    "precision": ((0, 1), 22.0, {
+        (0, 0): (0.0, 22.0), (0, 1): (22.0, 22.0), (1, 0): (11.0, 21.5),
+        (1, 1): (33.0, 33.0), (2, 0): (22.0, 22.0), (2, 1): (44.0, 44.0),
+    }),
+    "discernibility": ((0, 1), 126.0, {
+        (0, 0): (0.0, 283.0), (0, 1): (0.0, 126.0), (1, 0): (0.0, 231.0),
+        (1, 1): (0.0, 242.0), (2, 0): (0.0, 190.0), (2, 1): (0.0, 484.0),
+    }),
+    "aecs": ((0, 1), 5.5, {
+        (0, 0): (0.0, 5.5), (0, 1): (0.0, 5.5), (1, 0): (0.0, 5.5),
+        (1, 1): (0.0, 11.0), (2, 0): (0.0, 7.333333333), (2, 1): (0.0, 22.0),
+    }),
+    "stars": ((1, 1), 22.0, {
+        (0, 0): (0.0, 22.0), (0, 1): (22.0, 22.0), (1, 0): (0.0, 14.0),
+        (1, 1): (22.0, 22.0), (2, 0): (22.0, 22.0), (2, 1): (44.0, 44.0),
+    }),
+}
+
+
+def metric_fixture_lattice(metric):
+    codes = np.array([[0, 0], [1, 0], [2, 1], [3, 2], [0, 1], [1, 2], [2, 2], [3, 0]])
+    sa = np.array([[3, 1], [1, 1], [2, 0], [1, 2], [0, 1], [2, 2], [1, 1], [4, 0]])
+    levels = [np.array([[v, v // 2, 0] for v in range(4)]), np.array([[v, 0] for v in range(3)])]
+    return Lattice(Histogram(codes=codes, sa_counts=sa), levels, [KAnonymity(3), LDiversity(2, "distinct")], 0.3,
+                   metric)
+
+
+def test_one_metric_object_per_registered_name():
+    assert tuple(METRICS) == LATTICE_METRICS
+    assert all(isinstance(metric, LatticeMetric) and metric.name == name for name, metric in METRICS.items())
+    assert [name for name, metric in METRICS.items() if not metric.separable] == ["discernibility", "aecs"]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_metric_objects_give_the_values_of_before(metric):
+    best_levels, best_value, nodes = METRIC_FIXTURE[metric]
+    lattice = metric_fixture_lattice(metric)
+    for levels, (bound, value) in nodes.items():
+        assert lattice.bound(levels) == pytest.approx(bound, abs=1e-9), levels
+        assert lattice.value(lattice.evaluate(levels)) == pytest.approx(value, abs=1e-9), levels
+    result = metric_fixture_lattice(metric).search()
+    assert (result.node.levels, result.optimal) == (best_levels, True)
+    assert result.value == pytest.approx(best_value, abs=1e-9)

@@ -6,13 +6,24 @@ from itertools import product
 import numpy as np
 import pytest
 
+import time
+
 from conftest import HOSPITAL
+from duckanon.errors import AnonymizeError
 from duckanon.solver import Histogram, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.bounds import k_anonymity_lower_bound
+from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.greedy import greedy
+from duckanon.solver.heuristics import best_heuristic
+from duckanon.solver.lattice import Lattice
+from duckanon.solver.local import local_search
 from duckanon.solver.mapprox import mapprox
+from duckanon.solver.models import (CustomDistanceTCloseness, DistinctLDiversity, EntropyLDiversity,
+                                    EqualDistanceTCloseness, FrequencyLDiversity, HierarchicalDistanceTCloseness,
+                                    OrderedDistanceTCloseness, RecursiveCLDiversity, all_satisfied, l_diversity,
+                                    t_closeness)
 from duckanon.solver.partition import STAR
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.request import Request
 
 
 def hospital_digits():
@@ -190,3 +201,166 @@ def test_implied_group_sizes():
                 for b in range(s + 1 - a):
                     counts = np.array([[a, b, s - a - b]])
                     assert not model.satisfied(np.array([s]), counts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Privacy models: one class per variant, capability flags, the factories
+
+
+TOTAL = (3, 3, 4)
+
+
+@pytest.mark.parametrize("model, cls, needs_sa, monotone, milp, text", [
+    (KAnonymity(3), KAnonymity, False, True, True, "3-anonymity"),
+    (LDiversity(2), FrequencyLDiversity, True, False, True, "frequency 2-diversity"),
+    (LDiversity(2, "distinct"), DistinctLDiversity, True, False, True, "distinct 2-diversity"),
+    (LDiversity(2, "entropy"), EntropyLDiversity, True, False, False, "entropy 2-diversity"),
+    (LDiversity(3, "recursive", 1.5), RecursiveCLDiversity, True, False, False, "recursive (1.5, 3)-diversity"),
+    (TCloseness(0.2, TOTAL), EqualDistanceTCloseness, True, False, True, "0.2-closeness (equal distance)"),
+    (TCloseness(0.2, TOTAL, "ordered"), OrderedDistanceTCloseness, True, False, True,
+     "0.2-closeness (ordered distance)"),
+    (TCloseness(0.25, TOTAL, "hierarchical", hierarchy=None), HierarchicalDistanceTCloseness, True, False, True,
+     "0.25-closeness (hierarchical distance)"),
+    (TCloseness(0.2, TOTAL, "custom", ground=np.ones((3, 3)) - np.eye(3)), CustomDistanceTCloseness, True, False,
+     True, "0.2-closeness (custom distance)"),
+])
+def test_each_variant_is_a_class_with_its_capabilities(model, cls, needs_sa, monotone, milp, text):
+    assert type(model) is cls
+    assert (model.needs_sa, model.monotone_with_suppression, model.milp_encodable) == (needs_sa, monotone, milp)
+    assert model.closed_under_merging and not model.needs_population
+    assert str(model) == text  # the texts of user-facing messages
+
+
+def test_factories_build_the_variant_named_by_the_statements_word():
+    assert l_diversity(3, "entropy") == EntropyLDiversity(3) == LDiversity(3, "entropy")
+    assert l_diversity(3, "recursive", 2.0) == RecursiveCLDiversity(3, c=2.0)
+    assert t_closeness(0.3, TOTAL, "ordered", order=(2, 1, 0)) == OrderedDistanceTCloseness(0.3, TOTAL, order=(2, 1, 0))
+    assert t_closeness(0.3, TOTAL) == EqualDistanceTCloseness(0.3, TOTAL) != OrderedDistanceTCloseness(0.3, TOTAL)
+    assert LDiversity(2) != LDiversity(2, "distinct") and LDiversity(2) != LDiversity(3)
+    assert len({LDiversity(2), FrequencyLDiversity(2), KAnonymity(2)}) == 2
+    with pytest.raises(AnonymizeError, match="^l_variant = recursive needs a positive c \\(add c = <number>\\)$"):
+        LDiversity(3, "recursive")
+    with pytest.raises(AnonymizeError, match="^unknown l_variant 'huge'"):
+        l_diversity(3, "huge")
+    with pytest.raises(AttributeError):
+        KAnonymity(2).k = 3  # models are values
+
+
+def test_only_the_equal_distance_bounds_the_group_size_and_only_linear_forms_are_closed_forms():
+    assert TCloseness(0.3, TOTAL, "ordered").min_group_size() == 1
+    assert TCloseness(0.3, TOTAL).min_group_size() == 2
+    assert TCloseness(0.3, TOTAL).linear_emd and TCloseness(0.3, TOTAL, "ordered").linear_emd
+    assert not TCloseness(0.3, TOTAL, "ordered", order=(2, 0, 1)).linear_emd
+
+
+@pytest.mark.parametrize("model, counts, expected", [
+    (KAnonymity(3), [1, 1, 0], False), (KAnonymity(3), [2, 1, 0], True),
+    (LDiversity(2), [2, 1, 0], False), (LDiversity(2), [2, 2, 0], True),
+    (LDiversity(3, "distinct"), [5, 1, 0], False), (LDiversity(2, "distinct"), [5, 1, 0], True),
+    (LDiversity(2, "entropy"), [1, 1, 0], True), (LDiversity(2, "entropy"), [3, 1, 0], False),
+    (LDiversity(2, "recursive", 2.0), [3, 2, 0], True), (LDiversity(2, "recursive", 1.0), [3, 2, 0], False),
+    (TCloseness(0.1, TOTAL), [3, 3, 4], True), (TCloseness(0.1, TOTAL), [1, 0, 0], False),
+])
+def test_ok_on_one_group_agrees_with_satisfied(model, counts, expected):
+    assert model.ok(counts, sum(counts)) is expected
+    assert bool(model.satisfied(np.array([sum(counts)]), np.array([counts]))[0]) is expected
+    # the repair's deficit is 0 exactly on satisfying groups (a frequency proxy for entropy and recursive l)
+    if not isinstance(model, (EntropyLDiversity, RecursiveCLDiversity)):
+        assert bool(model.deficit(np.array([sum(counts)]), np.array([counts]))[0] == 0) is expected
+
+
+def test_infeasibility_messages_are_unchanged():
+    total = np.array([5, 1])
+    with pytest.raises(AnonymizeError, match="^frequency 2-diversity is infeasible: the most frequent sensitive value "
+                                             "covers 5 of 6 rows, more than 1/2 of the table$"):
+        LDiversity(2).check_feasible(total)
+    with pytest.raises(AnonymizeError, match="^l = 3 is greater than the number of distinct sensitive values \\(2\\)$"):
+        LDiversity(3, "entropy").check_feasible(total)
+    with pytest.raises(AnonymizeError, match="^entropy 2-diversity is infeasible: the whole table as one group does "
+                                             "not satisfy it$"):
+        LDiversity(2, "entropy").check_feasible(total)
+
+
+# --------------------------------------------------------------------------------------------------
+# Request: what the solvers derive from the models, once
+
+
+def test_request_derivations_on_known_cases():
+    request = Request([KAnonymity(3), LDiversity(4), LDiversity(2, "distinct"), TCloseness(0.5, TOTAL)])
+    assert (request.k, request.min_group_size, request.k_only, request.needs_sa) == (3, 4, False, True)
+    assert (request.frequency_l, request.distinct_l) == (4, 2)
+    assert request.k_anonymity == (KAnonymity(3),) and len(request.diversity) == 2
+    assert request.closeness == (TCloseness(0.5, TOTAL),)
+    assert not request.monotone_with_suppression and request.closed_under_merging and not request.needs_population
+    assert request.not_milp_encodable is None
+    assert request.only(KAnonymity, LDiversity, TCloseness) and not request.only(KAnonymity, LDiversity)
+
+    k_alone = Request([KAnonymity(5), KAnonymity(2)])
+    assert (k_alone.k, k_alone.min_group_size, k_alone.k_only, k_alone.monotone_with_suppression) == (5, 5, True, True)
+    assert (k_alone.frequency_l, k_alone.distinct_l, k_alone.diversity, k_alone.closeness) == (0, 0, (), ())
+
+    empty = Request([])
+    assert (empty.k, empty.min_group_size, empty.k_only, bool(empty)) == (1, 1, True, False)
+
+    entropy = Request([LDiversity(3, "entropy"), LDiversity(2, "recursive", 2.0)])
+    assert entropy.not_milp_encodable == LDiversity(3, "entropy") and (entropy.k, entropy.min_group_size) == (1, 3)
+    # a t-close group needs 2 rows here: the implied size comes from every model
+    assert Request([KAnonymity(1), TCloseness(0.3, TOTAL)]).min_group_size == 2
+    # a Request is a sequence of its models, and of() does not wrap one twice
+    assert list(request) == list(request.models) and Request.of(request) is request
+
+
+# --------------------------------------------------------------------------------------------------
+# SolveContext: the deadline and the progress callback, passed explicitly
+
+
+def test_context_narrowing_keeps_the_earlier_deadline():
+    now = time.perf_counter()
+    context = SolveContext(now + 10)
+    assert context.narrowed(now + 20) is context and context.narrowed(None) is context
+    assert context.narrowed(now + 5).deadline == now + 5
+    assert SolveContext().narrowed(now + 5).deadline == now + 5
+    assert SolveContext().seconds_left() is None and not SolveContext().expired()
+    passed = SolveContext(now - 1)
+    assert passed.expired() and passed.seconds_left() == 0.0
+    with pytest.raises(DeadlineExpired):
+        passed.check()
+
+
+def random_hist(seed=3, rows=400, m=4):
+    rng = np.random.default_rng(seed)
+    return Histogram.from_rows([tuple(str(v) for v in rng.integers(0, 10, size=m)) for _ in range(rows)])
+
+
+def test_an_expired_context_stops_searches_with_a_valid_solution():
+    hist = random_hist()
+    models = [KAnonymity(4)]
+    passed = SolveContext(time.perf_counter() - 1)
+    # the portfolio: nothing finished, the whole table as one group
+    fallback = best_heuristic(hist, models, context=passed)
+    assert fallback.method == "whole table" and fallback.group_sizes().max() == 400
+    # local search: nothing to improve with
+    assert local_search(hist, solve(hist, models, "greedy"), models, passed) is None
+    # the lattice (6 QIs, 4 levels each): the best node found before the first check, valid and
+    # not proven optimal; without a deadline the search goes on and proves its optimum
+    wide = random_hist(rows=400, m=6)
+    levels = np.array([[v, v // 2, v // 5, 0] for v in range(10)])
+    codes = [levels[: int(wide.codes[:, j].max()) + 1] for j in range(wide.m)]
+    stopped = Lattice(wide, codes, models, 0.5, "loss").search(passed)
+    proven = Lattice(wide, codes, models, 0.5, "loss").search()
+    assert not stopped.optimal and proven.optimal and stopped.evaluated < proven.evaluated
+    assert stopped.value >= proven.value
+    node = stopped.node
+    assert all_satisfied(models, node.sa_counts.sum(axis=1)[node.ok], node.sa_counts[node.ok]).all()
+    assert node.suppressed_rows <= 0.5 * wide.n_rows
+
+
+def test_progress_reaches_the_callback_given_to_solve():
+    hist = random_hist(rows=60, m=3)
+    seen = []
+    solution = solve(hist, [KAnonymity(3)], "exact", progress=lambda phase, info: seen.append((phase, dict(info))))
+    phases = [phase for phase, _ in seen]
+    assert phases.index("exact: kernel and model") < phases.index("exact: MILP (HiGHS)") < phases.index("exact: MILP done")
+    assert dict(seen)["exact: MILP done"] == {"upper": solution.stars, "lower": solution.lower_bound, "proven": True}
+    # nobody listening: the same solution
+    assert solve(hist, [KAnonymity(3)], "exact").stars == solution.stars
