@@ -2,8 +2,10 @@
 
 One module per algorithm family: `mapprox` (Liang & Yuan m-approximation), `greedy`
 (pattern-guided, Bredereck et al.), `repair` (merging until l/t hold, and the `merge`
-heuristic). `solve` runs the requested method, repairs what k-only methods leave violating, and
-attaches a proven lower bound where one is known.
+heuristic), ... `solve` builds the `Request` (request.py: what the models ask, derived once) and
+the `SolveContext` (context.py: the deadline and the progress callback), runs the requested
+method through its runner in RUNNERS (every runner is `run(problem, context) -> Solution`),
+checks the result against every model, and attaches a proven lower bound where one is known.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ class ExactModel:
 
     hist: Histogram  # the original histogram
     work: Histogram  # after the kernel
-    models: list
+    models: Request
     kernel_emitted: list
     k: int
     l_freq: int
@@ -293,7 +293,8 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive, and
     ExactTimeout when `deadline` (a time.perf_counter() value) passes during the enumeration.
     """
-    k, l_freq, l_dist, t_models = _classify(Request.of(models))
+    models = Request.of(models)
+    k, l_freq, l_dist, t_models = _classify(models)
     k_only = l_freq <= 1 and l_dist <= 1 and not t_models
     m = hist.m
     allowed = allowed_star_masks(patterns, m)
@@ -363,7 +364,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
                 pair_p.append(new_p)
                 pair_t.append(t)
     return ExactModel(
-        hist=hist, work=work, models=list(models), kernel_emitted=emitted, k=k, l_freq=l_freq, l_dist=l_dist,
+        hist=hist, work=work, models=models, kernel_emitted=emitted, k=k, l_freq=l_freq, l_dist=l_dist,
         t_models=t_models, k_only=k_only, t_class=t_class, t_sa=t_sa, t_count=t_count,
         cand_rep=cand_rep, cand_stars=cand_stars,
         pair_p=np.asarray(pair_p, dtype=np.int64), pair_t=np.asarray(pair_t, dtype=np.int64),
