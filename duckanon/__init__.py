@@ -18,7 +18,7 @@ from duckanon.errors import AnonymizeError
 # public name -> the module that defines it
 _LAZY = {
     "Connection": "duckanon.connection", "connect": "duckanon.connection", "execute": "duckanon.connection",
-    "register": "duckanon.connection", "Summary": "duckanon.engine",
+    "register": "duckanon.connection", "Summary": "duckanon.pipeline.result",
 }
 # (`duckanon.sql` is the front-end package; the relation helper is `duckanon.connection.sql`.)
 

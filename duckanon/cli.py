@@ -151,8 +151,8 @@ class Session:
         more than a second shows its phase and elapsed time on a terminal's stderr."""
         console = Console(stderr=True)
         if console.is_terminal:
-            with ShellProgress(console):
-                cursor = duckanon.execute(self.con.duckdb, statement)
+            with ShellProgress(console) as shown:
+                cursor = duckanon.execute(self.con.duckdb, statement, progress=shown)
         else:
             cursor = duckanon.execute(self.con.duckdb, statement)
         self.printer.result(cursor)

@@ -20,7 +20,8 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 from duckanon import macros
-from duckanon.engine import Summary, in_explicit_transaction, run_anonymize, run_statement
+from duckanon.backends import DuckDBBackend
+from duckanon.statements import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql import AnonDialect, split_statements
 from duckanon.sql.parser import strip_explain
@@ -193,7 +194,7 @@ def _calls_anonymize(text: str) -> bool:
 
 def _in_open_transaction(con) -> bool:
     try:
-        return in_explicit_transaction(con)
+        return DuckDBBackend(con).in_explicit_transaction()
     except duckdb.Error:  # e.g. an aborted transaction: the statement itself then gets DuckDB's error
         return False
 
@@ -208,7 +209,7 @@ def _refuse_in_transaction(con, piece: str) -> None:
 
 # --- scripts -------------------------------------------------------------------------------------
 
-def _run_script(con, text: str, parameters, run_plain, run_ours):
+def _run_script(con, text: str, parameters, run_plain, run_ours, progress=None):
     """Run a script piece by piece: our statements through the engine, plain ones through DuckDB.
 
     As in DuckDB, parameters bind to the last statement of a script; a placeholder in an earlier
@@ -227,7 +228,7 @@ def _run_script(con, text: str, parameters, run_plain, run_ours):
     result = None
     for piece, ours, values in bound:
         if ours:
-            query, row = run_statement(con, piece).as_sql()
+            query, row = run_statement(con, piece, progress).as_sql()
             result = run_ours(query, row)
         else:
             _refuse_in_transaction(con, piece)
@@ -239,7 +240,7 @@ def _needs_us(text: str) -> bool:
     return any(ours or _calls_anonymize(piece) for piece, ours in split_statements(text))
 
 
-def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
+def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress=None):
     """Run a script of our statements and plain DuckDB SQL on `con`.
 
     Plain statements go to DuckDB untouched. Returns the DuckDB connection, whose fetch methods
@@ -253,6 +254,8 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
 
     A statement calling the SQL function anonymize() is refused inside an open transaction (it
     would commit on its own; the ANONYMIZE statement instead joins the caller's transaction).
+
+    `progress`, a callable (phase, info), hears the phases of our statements as they run.
     """
     if not _needs_us(text):
         return con.execute(text, parameters) if parameters is not None else con.execute(text)
@@ -260,7 +263,7 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None):
     def run_plain(piece, values):
         return con.execute(piece, values) if values is not None else con.execute(piece)
 
-    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row))
+    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row), progress)
     return con if result is None else result
 
 
@@ -381,9 +384,9 @@ class Connection:
         """The calling thread's DuckDB connection."""
         return self._current()
 
-    def execute(self, text: str, parameters=None) -> "Connection":
+    def execute(self, text: str, parameters=None, progress=None) -> "Connection":
         """Run a script (see `duckanon.execute`); fetch its last result with fetchone() etc."""
-        execute(self._current(), text, parameters)
+        execute(self._current(), text, parameters, progress)
         return self
 
     def executemany(self, text: str, parameters=None) -> "Connection":
@@ -403,12 +406,12 @@ class Connection:
 
     query = sql
 
-    def anonymize(self, text: str) -> Summary:
+    def anonymize(self, text: str, progress=None) -> Summary:
         """Run one ANONYMIZE and return its Summary as a Python object."""
         pieces = split_statements(text)
         if len(pieces) != 1 or not pieces[0][1]:
             raise AnonymizeError("anonymize() takes exactly one ANONYMIZE statement")
-        return run_anonymize(self._current(), pieces[0][0])
+        return run_anonymize(self._current(), pieces[0][0], progress)
 
     def cursor(self) -> "Connection":
         """A new Connection on a new cursor (same database), for the calling thread."""

@@ -1,29 +1,18 @@
 """Progress of a running statement: the pipeline reports phases (and counters such as lattice
-nodes); a listener, if any, shows them. The shell installs one that draws a rich status line on
-stderr once a statement has run for a second; library users get nothing unless they listen."""
+nodes) to the listener the caller passed, if any (`run_statement(..., progress=listener)`,
+`duckanon.execute(..., progress=listener)`): a callable (phase, info). The shell passes a
+ShellProgress, which draws a rich status line on stderr once a statement has run for a second."""
 
 from __future__ import annotations
 
 import threading
 import time
-from contextlib import contextmanager
-
-_listener = None
 
 
-def report(phase: str, **info) -> None:
-    if _listener is not None:
-        _listener(phase, info)
-
-
-@contextmanager
-def listening(callback):
-    global _listener
-    previous, _listener = _listener, callback
-    try:
-        yield
-    finally:
-        _listener = previous
+def tell(listener, phase: str, **info) -> None:
+    """Report a phase to `listener` (None: nobody listens)."""
+    if listener is not None:
+        listener(phase, info)
 
 
 class ShellProgress:
@@ -74,17 +63,22 @@ class ShellProgress:
             if self.status is not None:
                 self.status.update(self._text())
 
+    def __call__(self, phase: str, info: dict) -> None:
+        """The listener: pass the ShellProgress itself as `progress=`."""
+        self.update(phase, info)
+
     def __enter__(self):
         self._schedule(self.delay, self._show)
-        self._ctx = listening(self.update)
-        self._ctx.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._ctx.__exit__(*exc)
         with self.lock:
             self.timer.cancel()
             self.timer = None
             if self.status is not None:
                 self.status.stop()
         return False
+
+
+def report(phase: str, **info) -> None:
+    """Transitional: solver modules that still report without a listener (removed with them)."""

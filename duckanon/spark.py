@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from duckanon.backends.spark import SparkConnection, session
-from duckanon.engine import run_statement
+from duckanon.backends.spark import SparkBackend, session
 from duckanon.errors import AnonymizeError
+from duckanon.statements import run_statement
 
-__all__ = ["SparkConnection", "anonymize", "execute", "session"]
+__all__ = ["SparkBackend", "anonymize", "execute", "session"]
 
 
-def execute(spark, text: str):
+def execute(spark, text: str, progress=None):
     """Run one ANONYMIZE (or EXPLAIN ANONYMIZE) on Spark; returns its Summary (or Table)."""
-    return run_statement(SparkConnection(spark), text)
+    return run_statement(SparkBackend(spark), text, progress)
 
 
 def anonymize(spark, table: str, into: str | None = None, **options):

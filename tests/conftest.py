@@ -70,6 +70,39 @@ def hospital_module():
     yield from connection_with(HOSPITAL_TABLE)
 
 
+def spark_missing() -> str | None:
+    """Why Spark cannot run here (no pyspark, no Java), or None."""
+    import importlib.util
+    import shutil
+
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install 'duckanon[spark]')"
+    if shutil.which("java") is None:
+        return "Spark needs Java 17 (java -version)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark_session(tmp_path_factory):
+    """One local Spark session for the whole run (a JVM start costs seconds), the hospital table
+    as a temp view; skipped where Spark cannot run."""
+    reason = spark_missing()
+    if reason:
+        pytest.skip(reason)
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (SparkSession.builder.master("local[2]").appName("duckanon-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.warehouse.dir", str(warehouse))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    session.read.csv(str(HOSPITAL), header=True, inferSchema=True).createOrReplaceTempView("hospital")
+    yield session
+    session.stop()
+
+
 @pytest.fixture(scope="module")
 def adult():
     """Adult (30,162 rows) as table `adult`, one connection shared by the tests of a module."""

@@ -136,11 +136,9 @@ def test_explain_with_a_declared_sa_order(con):
 def test_exact_reports_its_phases_and_bounds(con):
     """Progress from the exact solver: its phases, the incumbent's stars as the upper bound
     before HiGHS, and after it the bounds the result carries."""
-    from duckanon import progress
-
     seen = []
-    with progress.listening(lambda phase, info: seen.append((phase, dict(info)))):
-        summary = con.execute(f"ANONYMIZE hospital WITH (k = 3, {QI}, method = 'exact')").fetchone()
+    summary = con.execute(f"ANONYMIZE hospital WITH (k = 3, {QI}, method = 'exact')",
+                          progress=lambda phase, info: seen.append((phase, dict(info)))).fetchone()
     phases = [phase for phase, _ in seen]
     assert phases.index("exact: kernel and model") < phases.index("exact: MILP (HiGHS)") < phases.index("exact: MILP done")
     before = dict(seen)["exact: MILP (HiGHS)"]
@@ -160,7 +158,7 @@ def test_shell_progress_line_ticks_while_a_step_reports_nothing():
 
     console = Console(file=io.StringIO(), force_terminal=True, width=120)
     with progress.ShellProgress(console, delay=0.0) as shown:
-        progress.report("exact: MILP (HiGHS)", upper=7)
+        shown("exact: MILP (HiGHS)", {"upper": 7})
         time.sleep(0.1)
         first = shown._text()
         updates = []

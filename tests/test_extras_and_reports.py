@@ -66,12 +66,12 @@ def test_an_empty_report_path_is_an_error(con):
 
 
 def test_ctrl_c_while_rendering_the_report_publishes_nothing(con, tmp_path, monkeypatch):
-    import duckanon.report
+    import duckanon.statements.report
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(duckanon.report, "write_report", interrupted)
+    monkeypatch.setattr(duckanon.statements.report, "write_report", interrupted)
     with pytest.raises(KeyboardInterrupt):
         con.execute(STATEMENT.format(f", report = '{tmp_path / 'r.html'}'"))
     assert tables(con) == ["hospital"] and list(tmp_path.iterdir()) == []
@@ -87,7 +87,7 @@ def test_the_result_row_names_the_target_and_the_report(con, tmp_path):
 
 
 def test_a_report_that_cannot_be_moved_into_place_after_commit_is_not_a_failure(con, tmp_path, monkeypatch):
-    import duckanon.engine as engine
+    import duckanon.statements.report as engine
 
     def refuse(*args):
         raise OSError("simulated")

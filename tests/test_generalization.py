@@ -180,7 +180,7 @@ def test_hierarchy_missing_value_is_an_error(con, tmp_path):
 def test_gensup_is_valid_and_never_worse_than_either_alone(adult):
     """Generalize then suppress: checked independently, and on ARX's loss scale no worse than
     generalization alone (lattice) or cell suppression alone (its candidates include both ends)."""
-    from duckanon.engine import prepare
+    from duckanon.pipeline.problem import prepare
     from duckanon.solver import solve
     from duckanon.solver.generalize import generalization_loss
 

@@ -28,7 +28,7 @@ import duckdb
 import pytest
 
 import duckanon
-import duckanon.engine
+import duckanon.pipeline.problem
 from conftest import qident
 from test_bad_input import assert_refused_and_unchanged
 
@@ -453,30 +453,30 @@ def _messages_after_suppression(con, tmp_path) -> list[str]:
     raw.execute(f"ATTACH '{ro}' AS ro (READ_ONLY)")
     failing("ANONYMIZE t INTO ro.main.x WITH (k = 4, qi = (name, street, b), sensitive = s)")
     # interrupted while DuckDB writes the target
-    original = duckanon.engine.solve
+    original = duckanon.pipeline.problem.solve
 
     def solve_then_interrupt(*args, **kwargs):
         solution = original(*args, **kwargs)
         threading.Timer(0.0, raw.interrupt).start()
         return solution
 
-    duckanon.engine.solve = solve_then_interrupt
+    duckanon.pipeline.problem.solve = solve_then_interrupt
     try:
         try:
             con.execute("ANONYMIZE t WITH (k = 4, qi = (name, street, b), sensitive = s, keep = (name))")
         except Exception as error:  # noqa: BLE001 - a race: the statement may also finish first
             messages.append(f"{type(error).__name__}: {error}")
     finally:
-        duckanon.engine.solve = original
+        duckanon.pipeline.problem.solve = original
     # the solver itself fails
     def broken(*args, **kwargs):
         raise RuntimeError("solver crashed")
 
-    duckanon.engine.solve = broken
+    duckanon.pipeline.problem.solve = broken
     try:
         failing("ANONYMIZE t WITH (k = 4, qi = (name, street, b), sensitive = s)")
     finally:
-        duckanon.engine.solve = original
+        duckanon.pipeline.problem.solve = original
     # refusals
     failing("ANONYMIZE t WITH (k = 41, qi = (name, street, b), sensitive = s)")
     failing("ANONYMIZE t WITH (k = 4, l = 4, qi = (name, street, b), sensitive = s)")

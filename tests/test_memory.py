@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 
 import duckanon
-from duckanon.classes import solver_memory_estimate
+from duckanon.pipeline.histogram import solver_memory_estimate
 
 SOURCE = ("CREATE TABLE u AS SELECT i AS id, i % 7 AS b, (i * 31) % 1000 AS c, 'd' || (i % {n_sa}) AS s "
           "FROM range({rows}) r(i)")

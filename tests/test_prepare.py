@@ -1,4 +1,4 @@
-"""engine.prepare: the solver's input for a statement, as ANONYMIZE builds it, with nothing written."""
+"""pipeline.problem.prepare: the solver's input for a statement, as ANONYMIZE builds it, with nothing written."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 import duckanon
 from conftest import result_row
-from duckanon.engine import prepare
+from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
 
 STATEMENT = "ANONYMIZE hospital WITH (k = 3, l = 2, qi = (zipcode, age, education), sensitive = disease, method = exact)"

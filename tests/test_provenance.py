@@ -8,7 +8,8 @@ import re
 import pytest
 
 import duckanon
-from duckanon.engine import published_provenance
+from duckanon.backends import DuckDBBackend
+from duckanon.pipeline.provenance import published_provenance
 from duckanon.sql.statement import TableName
 from sqlglot import exp
 
@@ -88,11 +89,11 @@ def test_column_loss_of_suppression_is_the_star_share(con):
 def test_published_table_carries_its_provenance(con):
     summary = con.anonymize("ANONYMIZE hospital INTO released WITH (k = 3, l = 2, qi = (zipcode, age), "
                             "sensitive = disease, seed = 4)")
-    provenance = published_provenance(con.duckdb, TableName(exp.to_table("released")))
+    provenance = published_provenance(DuckDBBackend(con), TableName(exp.to_table("released")))
     assert provenance["k"] == 3 and provenance["l"] == 2 and provenance["l_variant"] == "frequency"
     assert provenance["qi"] == ["zipcode", "age"] and provenance["sensitive"] == "disease"
     assert provenance["summary"]["stars"] == summary.stars and provenance["summary"]["method"] == summary.method
     comment = con.duckdb.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'released'").fetchone()[0]
     assert "hospital" not in comment  # the source's name is not part of the release
     # a table not made by ANONYMIZE has none
-    assert published_provenance(con.duckdb, TableName(exp.to_table("hospital"))) is None
+    assert published_provenance(DuckDBBackend(con), TableName(exp.to_table("hospital"))) is None

@@ -34,7 +34,8 @@ import duckdb
 import pytest
 
 import duckanon
-import duckanon.engine
+import duckanon.pipeline.problem
+from duckanon.backends import BackendError, DuckDBBackend
 from conftest import check_published
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ NEW = "ANONYMIZE big INTO big_anon WITH (k = 5, qi = (a, b), sensitive = s, keep
 # SOLVE_HOOK is that part, shared by the API child and the command-line child.
 SOLVE_HOOK = r"""
 import sys, time
-import duckanon.engine as engine
+import duckanon.pipeline.problem as engine
 path, statement, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 original = engine.solve
 def solve(*args, **kwargs):
@@ -302,7 +303,7 @@ def test_solver_exception_rolls_back(small_file, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("solver crashed")
 
-    monkeypatch.setattr(duckanon.engine, "solve", broken)
+    monkeypatch.setattr(duckanon.pipeline.problem, "solve", broken)
     with pytest.raises(RuntimeError, match="^solver crashed$"):
         con.execute("ANONYMIZE small WITH (k = 3, sensitive = s)")
     assert snapshot(con) == before
@@ -317,7 +318,7 @@ def test_solver_exception_on_the_command_line_is_one_line(small_file, monkeypatc
     def broken(*args, **kwargs):
         raise ValueError("solver crashed\nwith a second line")
 
-    monkeypatch.setattr(duckanon.engine, "solve", broken)
+    monkeypatch.setattr(duckanon.pipeline.problem, "solve", broken)
     assert main([str(path), "-c", "ANONYMIZE small WITH (k = 3, sensitive = s)"]) == 1
     captured = capsys.readouterr()
     assert captured.err == "Error: ValueError: solver crashed with a second line\n"
@@ -332,7 +333,7 @@ def test_anonymize_error_from_the_solver_rolls_back(small_file, monkeypatch):
     def refuses(*args, **kwargs):
         raise duckanon.AnonymizeError("no solution\nfound")
 
-    monkeypatch.setattr(duckanon.engine, "solve", refuses)
+    monkeypatch.setattr(duckanon.pipeline.problem, "solve", refuses)
     with pytest.raises(duckanon.AnonymizeError) as caught:
         con.execute("ANONYMIZE small WITH (k = 3, sensitive = s)")
     assert str(caught.value) == "no solution found"
@@ -343,13 +344,13 @@ def test_failure_after_the_target_was_written_rolls_back(small_file, monkeypatch
     """The new target exists inside the transaction; an error before COMMIT must undo it."""
     path, con = small_file
     before = snapshot(con)
-    original = duckanon.engine._drop_temp_tables
+    original = DuckDBBackend.drop_temp
 
-    def fails_once(connection, *tables):
-        original(connection, *tables)
-        raise duckdb.IOException("disk full (simulated)")
+    def fails_once(backend, *tables):
+        original(backend, *tables)
+        raise BackendError("disk full (simulated)")
 
-    monkeypatch.setattr(duckanon.engine, "_drop_temp_tables", fails_once)
+    monkeypatch.setattr(DuckDBBackend, "drop_temp", fails_once)
     with pytest.raises(duckanon.AnonymizeError, match=r"^ANONYMIZE failed: disk full \(simulated\)$"):
         con.execute("ANONYMIZE small WITH (k = 5, sensitive = s)")
     monkeypatch.undo()
@@ -380,7 +381,7 @@ def test_failure_inside_a_caller_transaction_leaves_it_usable(small_file, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("solver crashed")
 
-    monkeypatch.setattr(duckanon.engine, "solve", broken)
+    monkeypatch.setattr(duckanon.pipeline.problem, "solve", broken)
     with pytest.raises(RuntimeError):
         con.execute("ANONYMIZE small WITH (k = 3, sensitive = s)")
     assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
@@ -393,7 +394,7 @@ def test_watchdog_interrupt_rolls_back_with_one_line(template, tmp_path):
     path = copy_of(template, tmp_path)
     con = duckanon.connect(str(path))
     try:
-        original = duckanon.engine.solve
+        original = duckanon.pipeline.problem.solve
         timer = threading.Timer(0.05, con.duckdb.interrupt)
 
         def solve(*args, **kwargs):  # start the watchdog when DuckDB starts writing
@@ -401,12 +402,12 @@ def test_watchdog_interrupt_rolls_back_with_one_line(template, tmp_path):
             timer.start()
             return solution
 
-        duckanon.engine.solve = solve
+        duckanon.pipeline.problem.solve = solve
         try:
             with pytest.raises(duckanon.AnonymizeError) as caught:
                 con.execute(NEW)
         finally:
-            duckanon.engine.solve = original
+            duckanon.pipeline.problem.solve = original
             timer.cancel()
         assert str(caught.value) == "ANONYMIZE failed: INTERRUPT Error: Interrupted!"
         assert leftovers(con.duckdb) == []

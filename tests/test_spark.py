@@ -1,7 +1,6 @@
 """The same ANONYMIZE on Spark (local[2]) and DuckDB: same result row and the same multiset of
 published rows. Skipped where pyspark or Java is missing."""
 
-import shutil
 from collections import Counter
 
 import pytest
@@ -9,25 +8,10 @@ import pytest
 import duckanon
 from conftest import HOSPITAL
 
-pyspark = pytest.importorskip("pyspark")
-if shutil.which("java") is None:
-    pytest.skip("Spark needs Java 17 (java -version)", allow_module_level=True)
 
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    from pyspark.sql import SparkSession
-
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (SparkSession.builder.master("local[2]").appName("duckanon-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
-               .config("spark.sql.warehouse.dir", str(warehouse))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.read.csv(str(HOSPITAL), header=True, inferSchema=True).createOrReplaceTempView("hospital")
-    yield session
-    session.stop()
+@pytest.fixture
+def spark(spark_session):
+    return spark_session
 
 
 @pytest.mark.parametrize("options", [

@@ -15,7 +15,7 @@ import pytest
 
 import duckanon
 from conftest import HOSPITAL, SHARED, qident, result_row
-from duckanon.plan import _resolve_read, _Session, resolved
+from duckanon.backends.duckdb_names import _resolve_read, _Session, resolved
 from duckanon.sql import split_statements
 from duckanon.sql.parser import parse_statement
 from duckanon.sql.statement import TableName

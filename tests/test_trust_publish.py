@@ -19,9 +19,13 @@ import numpy as np
 import pytest
 
 import duckanon
-from duckanon import engine
-from duckanon.classes import STRING, TEXT, TYPED, VALUE, Cells, type_kind
-from duckanon.materialize import cell_parts, check_published_rows, column_loss
+import duckanon.statements.anonymize
+from duckanon.backends import DuckDBBackend, work
+from duckanon.pipeline.histogram import STRING, TEXT, TYPED, VALUE, Cells, type_kind
+from duckanon.pipeline.materialize import cell_parts, check_published_rows, column_loss
+from duckanon.pipeline.plan import bind
+from duckanon.pipeline.problem import solve_problem
+from duckanon.sql import statement_for
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.partition import Solution
 from duckanon.errors import AnonymizeError
@@ -435,7 +439,7 @@ def test_without_the_snapshot_the_check_refuses_a_changed_source(changing, monke
     """The check before COMMIT alone (no snapshot): every run either refuses, leaving the target
     as it was, or publishes a table that is right (count, classes of at least k rows)."""
     con, raw = changing
-    monkeypatch.setattr(engine, "snapshot_source", lambda con, plan, name: plan)
+    monkeypatch.setattr(duckanon.statements.anonymize, "snapshot_source", lambda backend, plan, name: plan)
     refused = 0
     for i in range(10):
         raw.execute("CREATE OR REPLACE TABLE out AS SELECT 'before' AS marker")
@@ -453,34 +457,37 @@ def test_without_the_snapshot_the_check_refuses_a_changed_source(changing, monke
 
 
 def test_a_base_table_is_not_copied(changing):
-    from duckanon.classes import source_is_stable
-    from duckanon.plan import bind
     con, raw = changing
-    for source, stable in (("big", True), ("sampled", False), ("coin", False), ("generated", False),
-                           ("memory.main.big", True)):
-        statement = engine.statement_for(f"ANONYMIZE {source} INTO out WITH (k = 3, qi = (zipcode, age), keep = rid)")
-        assert source_is_stable(raw, bind(raw, statement)) is stable, source
+    backend = DuckDBBackend(raw)
+
+    def stable(statement):
+        plan = bind(backend, statement)
+        return backend.source_is_stable(plan.source, plan.published)
+
+    for source, expected in (("big", True), ("sampled", False), ("coin", False), ("generated", False),
+                             ("memory.main.big", True)):
+        assert stable(statement_for(f"ANONYMIZE {source} INTO out WITH (k = 3, qi = (zipcode, age), keep = rid)")) \
+            is expected, source
     # a generated column that is not read does not matter
-    statement = engine.statement_for("ANONYMIZE generated INTO out WITH (k = 3, qi = (zipcode, age), sensitive = disease)")
-    assert source_is_stable(raw, bind(raw, statement))
+    assert stable(statement_for("ANONYMIZE generated INTO out WITH (k = 3, qi = (zipcode, age), sensitive = disease)"))
 
 
 def test_a_changed_source_fails_before_anything_is_published(changing):
-    from duckanon.plan import bind
     con, raw = changing
-    statement = engine.statement_for("ANONYMIZE big INTO out WITH (k = 3, qi = (zipcode, age))")
+    statement = statement_for("ANONYMIZE big INTO out WITH (k = 3, qi = (zipcode, age))")
     raw.execute("CREATE TABLE out AS SELECT 1 AS x")
-    plan = bind(raw, statement)
-    check_published_rows(raw, plan, 1)
+    backend = DuckDBBackend(raw)
+    plan = bind(backend, statement)
+    check_published_rows(backend, plan, 1)
     with pytest.raises(AnonymizeError, match="the source changed while it was read.*nothing was published"):
-        check_published_rows(raw, plan, 2)
+        check_published_rows(backend, plan, 2)
     # the same number of rows, in other classes: the keyed table's vectors do not add up
     raw.execute("CREATE OR REPLACE TABLE out AS SELECT * FROM (VALUES ('1', 'a'), ('1', 'a'), ('2', 'b')) AS v(zipcode, age)")
     raw.execute("CREATE TABLE keyed AS SELECT * FROM (VALUES ('1', 'a', 1, 2), ('2', 'b', 1, 1)) AS v(o0, o1, lo, hi)")
-    check_published_rows(raw, plan, 3, "keyed")
+    check_published_rows(backend, plan, 3, "keyed")
     raw.execute("UPDATE out SET age = 'c' WHERE zipcode = '2'")
     with pytest.raises(AnonymizeError, match="in other classes"):
-        check_published_rows(raw, plan, 3, "keyed")
+        check_published_rows(backend, plan, 3, "keyed")
 
 
 # --------------------------------------------------------------------------- 14. loss per column
@@ -553,16 +560,11 @@ def _published_rows(raw, table: str, qi: list[str]) -> dict:
 
 def _solver_loss(con, statement: str) -> dict[str, float]:
     """materialize.column_loss on the histogram, solution and domains of a dry run of `statement`."""
-    from duckanon.plan import bind
-
-    raw = con.duckdb
-    plan = bind(raw, engine.statement_for(statement))
-    raw.execute("BEGIN TRANSACTION")
-    try:
-        plan, _, hist, solution, _, domains = engine._solve(raw, plan, "__loss_cells")
+    backend = DuckDBBackend(con)
+    plan = bind(backend, statement_for(statement))
+    with work(backend):  # never committed
+        plan, _, hist, solution, _, domains = solve_problem(backend, plan, "__loss_cells")
         return column_loss(plan.qi, hist, solution, domains)
-    finally:
-        raw.execute("ROLLBACK")
 
 
 def _arx_hierarchy(column: str) -> dict:

@@ -1,27 +1,20 @@
-"""The Spark backend: the pipeline's connection interface on a SparkSession.
+"""The Spark backend: the pipeline on a SparkSession.
 
-The pipeline builds all its SQL as sqlglot expressions and runs it through a small connection
-interface (`execute`, `register`, `unregister`, fetch methods). `SparkConnection` implements
-that interface on a SparkSession: every statement is transpiled with sqlglot (duckdb -> spark)
-and run with `spark.sql`; temp tables become cached temp views; the small mapping table goes to
-Spark as a DataFrame (broadcast-joined by Spark); the target is written with CREATE TABLE AS
-(a managed Parquet table). The class histogram is computed by Spark's GROUP BY and only it
-comes back to the driver; the solver is unchanged.
+The pipeline's expressions are rendered in Spark's dialect and run with `spark.sql`. The class
+histogram is computed by Spark's GROUP BY and only it comes back to the driver; the solver is
+unchanged. Spark has no multi-statement transactions: the target is created by one CTAS after
+everything else succeeded, and temp views are dropped on any error, so a failure leaves no target.
 
-Spark has no multi-statement transactions: the target is created by one CTAS after everything
-else succeeded, and temp views are dropped on any error, so a failure leaves no target.
-
-This module sits below the engine (the engine loads it by name from `duckanon.backends`); the
-Python API that runs statements on Spark is `duckanon.spark`, above the engine.
+This module sits below the pipeline (backends are loaded by name from `duckanon.backends`); the
+Python API that runs statements on Spark is `duckanon.spark`.
 """
 
 
 from __future__ import annotations
 
-import duckdb
-import sqlglot
 from sqlglot import exp
 
+from duckanon.backends.base import Backend, BackendError, UnknownTable
 from duckanon.errors import AnonymizeError, one_line
 
 
@@ -52,62 +45,48 @@ class _Result:
         return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
 
 
-class SparkConnection:
-    """The subset of a DuckDB connection the pipeline uses, on a SparkSession."""
+class SparkBackend(Backend):
+    """The pipeline's backend on a SparkSession: expressions rendered in Spark's dialect and run
+    with `spark.sql`; temp tables are cached temp views; the small mapping table goes to Spark as
+    a DataFrame (broadcast-joined by Spark); the target is a managed Parquet table (CTAS)."""
+
+    name = "spark"
+    dialect = "spark"
 
     def __init__(self, spark):
+        super().__init__()
         self.spark = spark
-        self.temp_views: set[str] = set()
-        self.registered: set[str] = set()
 
-    def _error(self, error: Exception) -> duckdb.Error:
-        message = one_line(error)
-        if "TABLE_OR_VIEW_NOT_FOUND" in message or "Table or view not found" in message:
-            return duckdb.CatalogException(message)
-        return duckdb.Error(f"Spark: {message}")
-
-    def execute(self, sql: str, parameters=None):
+    def _run(self, sql: str, parameters=None):
         if parameters:
-            raise duckdb.Error("Spark: parameters are not supported")
-        upper = sql.strip().upper()
-        if upper in ("BEGIN TRANSACTION", "COMMIT", "ROLLBACK"):
-            if upper != "BEGIN TRANSACTION":
-                self._finish()
-            return _Result(rows=[], columns=[])
+            raise BackendError("Spark: parameters are not supported")
         try:
-            statements = sqlglot.parse(sql, read="duckdb")
-        except sqlglot.errors.ParseError as error:
-            raise duckdb.ParserException(str(error)) from None
-        result = _Result(rows=[], columns=[])
-        for statement in statements:
-            for spark_sql in self._translate(statement):
-                try:
-                    frame = self.spark.sql(spark_sql)
-                except Exception as error:  # pyspark's AnalysisException, ParseException, ...
-                    raise self._error(error) from None
-                result = _Result(frame=frame)
-        return result
+            return _Result(frame=self.spark.sql(sql))
+        except Exception as error:  # pyspark's AnalysisException, ParseException, ...
+            message = one_line(error)
+            if "TABLE_OR_VIEW_NOT_FOUND" in message or "Table or view not found" in message:
+                raise UnknownTable(message) from None
+            raise BackendError(f"Spark: {message}") from None
 
-    def _translate(self, statement: exp.Expr) -> list[str]:
-        """DuckDB statement -> Spark SQL statements (temp tables become cached temp views)."""
-        if isinstance(statement, exp.Create) and statement.kind == "TABLE":
-            name = statement.this.name
-            query = statement.expression
-            properties = statement.args.get("properties")
-            temporary = properties is not None and any(isinstance(p, exp.TemporaryProperty) for p in properties.expressions)
-            body = query.sql(dialect="spark")
-            if temporary:
-                self.temp_views.add(name)
-                return [f"CACHE TABLE `{name}` AS {body}"]
-            target = statement.this.sql(dialect="spark")
-            return [f"DROP TABLE IF EXISTS {target}", f"CREATE TABLE {target} USING parquet AS {body}"]
-        if isinstance(statement, exp.Drop) and statement.this is not None and statement.this.name in self.temp_views:
-            name = statement.this.name
-            self.temp_views.discard(name)
-            return [f"UNCACHE TABLE IF EXISTS `{name}`", f"DROP VIEW IF EXISTS `{name}`"]
-        return [statement.sql(dialect="spark")]
+    def create_temp(self, name: str, select: exp.Expr) -> None:
+        self.temps.append(name)
+        self.execute(exp.Cache(this=exp.to_identifier(name, quoted=True), expression=select))
 
-    def register(self, name: str, table) -> None:
+    def drop_temp(self, *names: str) -> None:
+        """Through the catalog: it uncaches the view too, without resolving its plan (which may read
+        a temp view dropped before it)."""
+        for name in names:
+            self.spark.catalog.dropTempView(name)
+            if name in self.temps:
+                self.temps.remove(name)
+
+    def create_target(self, table, select: exp.Expr) -> None:
+        """Spark has no CREATE OR REPLACE ... AS for managed tables: drop, then CTAS as Parquet."""
+        self.execute(exp.Drop(tables=[table.table.copy()], kind="TABLE", exists=True))
+        self.execute(exp.Create(this=table.table.copy(), kind="TABLE", expression=select, properties=exp.Properties(
+            expressions=[exp.FileFormatProperty(this=exp.Var(this="parquet"))])))
+
+    def register_arrow(self, name: str, table) -> None:
         """The small mapping table to Spark (Spark broadcasts it in the join-back)."""
         import pyarrow as pa
         from pyspark.sql import types as T
@@ -117,23 +96,15 @@ class SparkConnection:
         schema = T.StructType([T.StructField(f.name, spark_type[f.type], True) for f in table.schema])
         rows = list(zip(*[table.column(i).to_pylist() for i in range(table.num_columns)])) if table.num_rows else []
         self.spark.createDataFrame(rows, schema).createOrReplaceTempView(name)
-
-    def unregister(self, name: str) -> None:
-        # Spark's cached temp views still refer to it by name: drop it at the end of the statement
         self.registered.add(name)
 
-    def _finish(self) -> None:
+    def unregister(self, name: str) -> None:
+        """Spark's cached temp views still read it by name: it is dropped at the statement's end."""
+
+    def _release(self) -> None:
         for name in self.registered:
             self.spark.catalog.dropTempView(name)
         self.registered.clear()
-
-    def cursor(self):
-        return self
-
-    def in_transaction(self) -> bool:
-        """Spark has no transactions; BEGIN/COMMIT/ROLLBACK above only mark the statement's
-        start and end (the end drops the temp views)."""
-        return False
 
 
 def session(master: str | None = None):
@@ -158,7 +129,7 @@ def session(master: str | None = None):
     return spark
 
 
-def connect(statement) -> SparkConnection:
+def connect(statement) -> SparkBackend:
     """The backend's factory (duckanon.backends.connect): the active session, or one on the
     statement's spark_master."""
-    return SparkConnection(session(statement.spark_master))
+    return SparkBackend(session(statement.spark_master))

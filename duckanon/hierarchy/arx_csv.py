@@ -7,6 +7,9 @@ import csv
 import io
 from pathlib import Path
 
+from sqlglot import exp
+
+from duckanon.backends import BackendError, backend_for
 from duckanon.errors import AnonymizeError
 from duckanon.hierarchy.binding import Hierarchy
 from duckanon.hierarchy.rows import TableHierarchy
@@ -70,11 +73,11 @@ def read_rows(path: str | Path, con=None) -> tuple[list[list[str]], list[int]]:
 def _read_with_duckdb(con, path: str) -> bytes:
     """The bytes of one file, read by DuckDB: its access control (enable_external_access,
     allowed_directories, ...) decides, and its message says why when it refuses."""
+    read_blob = exp.Table(this=exp.Anonymous(this="read_blob", expressions=[exp.Placeholder()]))
     try:
-        found = con.execute("SELECT content FROM read_blob(?)", [path]).fetchall()
-    except Exception as e:  # duckdb raises many types (Permission, IO, ...); the message is what matters
-        lines = str(e).strip().splitlines()
-        raise AnonymizeError(f"cannot read hierarchy file {path}: {lines[0] if lines else type(e).__name__}") from None
+        found = backend_for(con).rows(exp.select("content").from_(read_blob), [path])
+    except BackendError as e:  # permission, IO, ...: DuckDB's first line says which
+        raise AnonymizeError(f"cannot read hierarchy file {path}: {e}") from None
     if not found:
         raise AnonymizeError(f"cannot read hierarchy file {path}: no such file")
     if len(found) > 1:

@@ -1,7 +1,10 @@
-"""Hierarchies stored in DuckDB tables: read one (`from_table`), write one (`to_table`)."""
+"""Hierarchies stored in tables: read one (`from_table`), write one (`to_table`)."""
 
 from __future__ import annotations
 
+from sqlglot import exp
+
+from duckanon.backends import BackendError, backend_for
 from duckanon.errors import AnonymizeError
 from duckanon.hierarchy.binding import BoundHierarchy, Hierarchy
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy
@@ -12,12 +15,13 @@ def from_table(con, table_name: str) -> Hierarchy:
     any types, read as text), rows in table order (the order of the codes). A NULL value is the
     NULL row; a NULL label is an error. `table_name` is a table or view name, possibly qualified
     and quoted as in SQL (`"my hier"`, `s.t`); it is looked up with query_table(), never run as SQL."""
+    query_table = exp.Table(this=exp.Anonymous(this="query_table", expressions=[exp.Placeholder()]))
     try:
-        result = con.execute("SELECT * FROM query_table(?)", [table_name])
+        result = backend_for(con).execute(exp.select(exp.Star()).from_(query_table), [table_name])
         first_column = result.description[0][0] if result.description else None
         rows = result.fetchall()
-    except Exception as e:  # duckdb raises many types; the message is what matters
-        raise AnonymizeError(f"cannot read hierarchy table {table_name}: {str(e).splitlines()[0]}") from None
+    except BackendError as e:
+        raise AnonymizeError(f"cannot read hierarchy table {table_name}: {e}") from None
     rows = [[None if v is None else str(v) for v in row] for row in rows]
     origin = ("table", table_name, first_column) if first_column is not None else None
     return TableHierarchy(rows, f"table {table_name}", origin=origin)
@@ -38,6 +42,9 @@ def to_table(con, hierarchy: Hierarchy | BoundHierarchy, table_name: str) -> Non
     height = len(rows[0]) - 1 if rows else hierarchy.height
     names = ["value"] + [f"level{h}" for h in range(1, height + 1)]
     columns = [[None if row[h] is None else str(row[h]) for row in rows] for h in range(height + 1)]
-    con.execute(f"CREATE TABLE {table_name} ({', '.join(f'{n} VARCHAR' for n in names)})")
-    selects = ", ".join(f"unnest(${h + 1}::VARCHAR[])" for h in range(height + 1))
-    con.execute(f"INSERT INTO {table_name} SELECT {selects}", columns)
+    backend = backend_for(con)
+    # one unnest per column: DuckDB zips unnests of equal length, so row h of every column meets
+    values = exp.select(*[exp.alias_(exp.Unnest(expressions=[exp.cast(exp.Placeholder(), "VARCHAR[]", dialect="duckdb")]),
+                                     name) for name in names])
+    backend.execute(exp.Create(this=exp.to_table(table_name, dialect=backend.dialect), kind="TABLE", expression=values),
+                    columns)

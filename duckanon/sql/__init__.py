@@ -1,6 +1,7 @@
 """SQL front end: our statements parsed with a sqlglot dialect; everything else goes to DuckDB untouched."""
 
 from duckanon.sql.parser import AnonDialect, parse_statement, split_statements
-from duckanon.sql.statement import AnonymizeStatement, ReportStatement, bind_report, bind_statement
+from duckanon.sql.statement import AnonymizeStatement, ReportStatement, bind_report, bind_statement, statement_for
 
-__all__ = ["AnonDialect", "AnonymizeStatement", "ReportStatement", "bind_report", "bind_statement", "parse_statement", "split_statements"]
+__all__ = ["AnonDialect", "AnonymizeStatement", "ReportStatement", "bind_report", "bind_statement", "parse_statement", "split_statements",
+           "statement_for"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -10,7 +11,7 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
-from duckanon.sql.parser import Anonymize, AnonOption, Report, position_error
+from duckanon.sql.parser import Anonymize, AnonOption, Report, parse_statement, position_error, strip_explain
 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
@@ -32,6 +33,14 @@ class TableName:
 
     def key(self) -> tuple[str, ...]:
         return tuple(part.name.lower() for part in self.table.parts)
+
+
+def shown_name(table: TableName) -> str:
+    """A table name for messages: its parts quoted only where DuckDB needs quotes."""
+    return exp.Table(**{arg: exp.to_identifier(part.name) for arg, part in
+                        (("this", table.table.this), ("db", table.table.args.get("db")),
+                         ("catalog", table.table.args.get("catalog"))) if part is not None}
+                     ).sql(dialect="duckdb")
 
 
 @dataclass
@@ -397,4 +406,16 @@ def bind_report(parsed: Report, text: str = "") -> ReportStatement:
             raise position_error(text, position, str(error)) from None
     if statement.published.key() == statement.original.key():
         raise AnonymizeError("REPORT compares a published table with its original: they must differ")
+    return statement
+
+
+def statement_for(text: str):
+    """The bound statement of an ANONYMIZE, EXPLAIN ANONYMIZE or REPORT text."""
+    explain, body = strip_explain(text)
+    parsed = parse_statement(body)
+    if isinstance(parsed, Report):
+        return bind_report(parsed, body)
+    statement = bind_statement(parsed, body, explain=explain)
+    if statement.seed is None:  # no seed given: a fresh 63-bit one from the OS's CSPRNG, never reused
+        statement.seed = secrets.randbelow(2**63)
     return statement

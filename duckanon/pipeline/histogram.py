@@ -1,23 +1,21 @@
-"""Step 2 of the pipeline: one GROUP BY inside DuckDB builds the class histogram.
+"""Step 2 of the pipeline: one GROUP BY inside the engine builds the class histogram.
 
 The cells table holds one row per distinct (QI vector, SA value) with its row count, dictionary
 codes per QI column and for the SA, and a stable cell id. Only the codes and counts cross into
-Python (Arrow -> numpy); the values themselves stay in DuckDB, where the join-back reads them.
-The SQL is built as sqlglot expressions so that another engine can run it by changing dialect.
+Python (Arrow -> numpy); the values themselves stay in the engine, where the join-back reads them.
+The SQL is built as sqlglot expressions; the backend renders them in its dialect.
 """
 
 from __future__ import annotations
 
-import re
-import uuid
 from dataclasses import dataclass, replace
 
-import duckdb
 import numpy as np
 from sqlglot import exp
 
+from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.plan import Plan
+from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram
 from duckanon.sql.statement import TableName
 
@@ -142,21 +140,20 @@ def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
 BINARY_COLLATIONS = {"", "binary", "c", "posix"}
 
 
-def column_kinds(con, plan: Plan) -> tuple[dict[str, str], set[str]]:
-    """The kind of every published column (lower-case name -> kind), from the types DuckDB binds
-    for the source (with their collations), and the columns that are strings (VARCHAR, JSON). A
-    type that has no text (no cast to VARCHAR) cannot be published as text: refused, naming it."""
+def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str]]:
+    """The kind of every published column (lower-case name -> kind), from the types the backend
+    binds for the source (with their collations), and the columns that are strings (VARCHAR, JSON).
+    A type that has no text (no cast to VARCHAR) cannot be published as text: refused, naming it."""
     columns = plan.published
-    if not isinstance(con, duckdb.DuckDBPyConnection) or not columns:
-        return {c.lower(): VALUE for c in columns}, set()  # Spark: its `=` on these types is the text's
+    if not backend.binds_column_types or not columns:
+        return {c.lower(): VALUE for c in columns}, set()  # e.g. Spark: its `=` on these types is the text's
     probe = exp.select(*[qcol(c) for c in columns]).from_(plan.source.table.copy()).limit(0)
-    types = [row[1] for row in con.execute("DESCRIBE " + probe.sql(dialect="duckdb")).fetchall()]
+    types = backend.column_types(probe)
     kinds = {c.lower(): type_kind(t) for c, t in zip(columns, types)}
     string_columns = {c.lower() for c, t in zip(columns, types) if t.strip().upper() in STRING_TYPES}
     strings = [c for c, t in zip(columns, types) if t.strip().upper() == "VARCHAR"]
     if strings:
-        collations = _collations(con, plan, strings)
-        default = str(con.execute("SELECT current_setting('default_collation')").fetchone()[0] or "")
+        collations, default = backend.collations(plan.source, strings)
         for column in strings:
             collation = collations.get(column)
             binary = collation.lower() in BINARY_COLLATIONS if collation else default.lower() in BINARY_COLLATIONS
@@ -164,28 +161,11 @@ def column_kinds(con, plan: Plan) -> tuple[dict[str, str], set[str]]:
     for column, type_name in zip(columns, types):
         if kinds[column.lower()] in (TYPED, TEXT):
             try:
-                con.execute("DESCRIBE " + exp.select(text_of(qcol(column))).from_(plan.source.table.copy()).limit(0)
-                            .sql(dialect="duckdb")).fetchall()
-            except duckdb.Error:
+                backend.column_types(exp.select(text_of(qcol(column))).from_(plan.source.table.copy()).limit(0))
+            except BackendError:
                 raise AnonymizeError(f"column '{column}' has type {type_name}, which has no text form "
                                      "(no cast to VARCHAR): duckanon cannot publish it") from None
     return kinds, string_columns
-
-
-def _collations(con, plan: Plan, columns: list[str]) -> dict[str, str]:
-    """The explicit collation of each VARCHAR column of the source (absent: none). DESCRIBE does
-    not show collations; the CREATE statement DuckDB writes for an empty copy does."""
-    name = f"__duckanon_probe_{uuid.uuid4().hex[:12]}"
-    copy = exp.select(*[exp.alias_(qcol(c), f"c{i}", quoted=True) for i, c in enumerate(columns)]).from_(
-        plan.source.table.copy()).limit(0)
-    con.execute(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", expression=copy,
-                           properties=exp.Properties(expressions=[exp.TemporaryProperty()])).sql(dialect="duckdb"))
-    try:
-        sql = con.execute("SELECT sql FROM duckdb_tables() WHERE temporary AND table_name = ?", [name]).fetchone()[0]
-    finally:
-        con.execute(f'DROP TABLE IF EXISTS "{name}"')
-    found = {i: name.strip('"') for i, name in re.findall(r'"?c(\d+)"? VARCHAR COLLATE ([^,)\s]+)', sql)}
-    return {c: found[str(i)] for i, c in enumerate(columns) if str(i) in found}
 
 
 class HistogramTooLarge(AnonymizeError):
@@ -214,7 +194,7 @@ def _dense_code(*columns: str) -> exp.Expr:
 
 
 def _any_value(value: exp.Expr) -> exp.Expr:
-    return exp.Anonymous(this="any_value", expressions=[value])
+    return exp.AnyValue(this=value)
 
 
 SA_ORDER = "so"
@@ -312,19 +292,21 @@ def solver_memory_estimate(n_classes: int, n_cells: int, m: int, n_sa: int) -> i
     return BASE_BYTES + 8 * (CLASS_WORD_FACTOR * n_classes * (m + n_sa) + CELL_WORD_FACTOR * n_cells * (m + 3))
 
 
-def _check_memory(con, plan: Plan, table: str, budget: int | None) -> None:
+def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None) -> None:
     """Refuse before anything big reaches Python: the classes, cells and SA values are counted
     inside DuckDB (which spills to disk under its own memory_limit) and the estimate is compared
     with the budget."""
     if budget is None:
         return
     m = len(plan.qi)
-    codes = ", ".join(f'"{code_alias(j)}"' for j in range(m))
-    sa = f'max("{SA_CODE}") + 1' if plan.sensitive else "1"
-    n_cells, n_sa = con.execute(f'SELECT count(*), coalesce({sa}, 1) FROM "{table}"').fetchone()
+    cells = exp.to_table(table, quoted=True)
+    one = exp.Literal.number(1)
+    n_sa = exp.Add(this=exp.func("max", qcol(SA_CODE)), expression=one) if plan.sensitive else one
+    n_cells, n_sa = backend.one(exp.select(exp.func("count", exp.Star()), exp.func("coalesce", n_sa, one)).from_(cells))
     need = solver_memory_estimate(n_cells, n_cells, m, n_sa)  # classes <= cells: an upper bound first
     if need > budget:  # only then the exact count of classes (one more pass over the cells)
-        n_classes = con.execute(f'SELECT count(*) FROM (SELECT DISTINCT {codes} FROM "{table}")').fetchone()[0] if m else 1
+        distinct = exp.select(*[qcol(code_alias(j)) for j in range(m)]).distinct().from_(cells)
+        n_classes = backend.one(exp.select(exp.func("count", exp.Star())).from_(distinct.subquery()))[0] if m else 1
         need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
     if need > budget:
         values = f" x {n_sa:,} sensitive values" if plan.sensitive else ""
@@ -341,33 +323,20 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def fetch_arrow(con, query: str):
-    """The result of `query` as an Arrow table. On DuckDB through a relation: DuckDB 2 copies and
-    warns when Arrow is taken from an execute() result."""
-    if isinstance(con, duckdb.DuckDBPyConnection):
-        if hasattr(con, "abort"):  # DuckDB 2: results stream; drop the unread rest of an earlier one
-            con.abort()
-        return con.sql(query).to_arrow_table()
-    return con.execute(query).to_arrow_table()
-
-
-def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
-    """The cells table `table` and the histogram. Records on `plan` how each column is keyed
-    (`plan.column_kinds`), which the publishing step (materialize) reads from the same plan."""
-    plan.column_kinds, plan.string_columns = column_kinds(con, plan)
-    plan.collations = isinstance(con, duckdb.DuckDBPyConnection)  # COLLATE c exists (see binary_text)
-    create = exp.Create(
-        this=exp.to_table(table, quoted=True), kind="TABLE", expression=cells_select(plan),
-        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-    )
-    con.execute(create.sql(dialect="duckdb"))
-    _reject_star_values(con, plan, table)
-    _check_memory(con, plan, table, memory_budget)
+def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
+    """The cells table `table` (a temp table of the backend) and the histogram. Records on `plan`
+    how each column is keyed (`plan.column_kinds`), which the publishing step (materialize) reads
+    from the same plan."""
+    plan.column_kinds, plan.string_columns = column_kinds(backend, plan)
+    plan.collations = backend.has_collations  # COLLATE c exists (see binary_text)
+    backend.create_temp(table, cells_select(plan))
+    _reject_star_values(backend, plan, table)
+    _check_memory(backend, plan, table, memory_budget)
     code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
-    arrow = fetch_arrow(con, fetch.sql(dialect="duckdb"))
+    arrow = backend.arrow(fetch)
     m = len(plan.qi)
     n_cells = arrow.num_rows
     codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)
@@ -385,7 +354,7 @@ def build_cells(con: duckdb.DuckDBPyConnection, plan: Plan, table: str, memory_b
     return Cells(table, histogram, cell_class, cell_sa, cell_count)
 
 
-def _reject_star_values(con, plan: Plan, table: str) -> None:
+def _reject_star_values(backend: Backend, plan: Plan, table: str) -> None:
     """A source value published as '*' would be indistinguishable from a suppressed cell: refuse it."""
     checks = []
     for j, column in enumerate(plan.qi):
@@ -394,7 +363,7 @@ def _reject_star_values(con, plan: Plan, table: str) -> None:
     condition = exp.or_(*checks) if len(checks) > 1 else checks[0]
     query = exp.select(*[exp.alias_(exp.func("bool_or", c), f"x{j}", quoted=True) for j, c in enumerate(checks)]).from_(
         exp.to_table(table, quoted=True)).where(condition)
-    row = con.execute(query.sql(dialect="duckdb")).fetchone()
+    row = backend.one(query)
     for j, flag in enumerate(row or ()):
         if flag:
             raise AnonymizeError(
@@ -402,18 +371,16 @@ def _reject_star_values(con, plan: Plan, table: str) -> None:
             )
 
 
-def sa_values(con: duckdb.DuckDBPyConnection, cells: Cells) -> list:
+def sa_values(backend: Backend, cells: Cells) -> list:
     """The sensitive values in SA-code order (code s is the s-th value; NULL sorts last). A code
     with several spellings (a NOCASE 'Flu' and 'flu') is named by its first spelling in byte order."""
-    if _has_column(con, cells.table, SA_KEY):
-        query = f'SELECT "{SA_CODE}", arg_min("{SA_ALIAS}", "{SA_KEY}") FROM "{cells.table}" GROUP BY 1 ORDER BY 1'
+    table = exp.to_table(cells.table, quoted=True)
+    if SA_KEY in backend.columns(TableName(table)):
+        query = exp.select(qcol(SA_CODE), exp.func("arg_min", qcol(SA_ALIAS), qcol(SA_KEY))).from_(table).group_by(
+            exp.Literal.number(1))
     else:
-        query = f'SELECT DISTINCT "{SA_CODE}", "{SA_ALIAS}" FROM "{cells.table}" ORDER BY 1'
-    return [value for _, value in con.execute(query).fetchall()]
-
-
-def _has_column(con, table: str, column: str) -> bool:
-    return column in [d[0] for d in con.execute(f'SELECT * FROM "{table}" LIMIT 0').description]
+        query = exp.select(qcol(SA_CODE), qcol(SA_ALIAS)).distinct().from_(table)
+    return [value for _, value in backend.rows(query.order_by(exp.Literal.number(1)))]
 
 
 # ------------------------------------------------------------------------------ one read of the source
@@ -426,49 +393,16 @@ def _has_column(con, table: str, column: str) -> bool:
 # copied once (its published columns only) into a temp table that every step then reads.
 
 
-def source_is_stable(con, plan: Plan) -> bool:
-    """Whether every read of the source inside one transaction sees the same rows: it is exactly
-    one DuckDB base table (no view, nothing attached from another system, no replacement scan of a
-    file) and none of the columns read is generated (computed at each read)."""
-    parts = [part.name for part in plan.source.table.parts]
-    found = con.execute(
-        "SELECT t.database_name, t.schema_name, t.table_name, 'table', d.type, t.sql FROM duckdb_tables() AS t "
-        "JOIN duckdb_databases() AS d USING (database_name) WHERE lower(t.table_name) = lower($1) "
-        "UNION ALL SELECT database_name, schema_name, view_name, 'view', NULL, NULL FROM duckdb_views() "
-        "WHERE lower(view_name) = lower($1) AND NOT internal", [parts[-1]]).fetchall()
-    if len(parts) >= 3:
-        found = [f for f in found if (f[0].lower(), f[1].lower()) == (parts[-3].lower(), parts[-2].lower())]
-    elif len(parts) == 2:
-        found = [f for f in found if parts[0].lower() in (f[0].lower(), f[1].lower())]
-    if len(found) != 1:  # nothing (a file, a DataFrame) or more than one object the name could mean
-        return False
-    database, schema, table, what, database_type, sql = found[0]
-    if what != "table" or (database_type or "").lower() != "duckdb":
-        return False
-    read = {c.lower() for c in plan.published}
-    where = "database_name = $1 AND schema_name = $2 AND table_name = $3"
-    try:
-        generated = con.execute(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND is_generated",
-                                [database, schema, table]).fetchall()
-    except duckdb.Error:  # DuckDB 1.5 has no is_generated: a column with an expression in a table that has generated ones
-        generated = con.execute(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND column_default IS NOT NULL",
-                                [database, schema, table]).fetchall() if "GENERATED ALWAYS" in (sql or "").upper() else []
-    return not any(name.lower() in read for (name,) in generated)
-
-
-def snapshot_source(con, plan: Plan, name: str) -> Plan:
+def snapshot_source(backend: Backend, plan: Plan, name: str) -> Plan:
     """The plan to publish from: `plan` itself when the source is read once (no `keep` columns,
     no report) or reads the same every time (source_is_stable); else a plan reading the temp table
     `name`, created here with the published columns of one read of the source. Call it right
     after BEGIN; drop `name` after the report (a ROLLBACK drops it too)."""
-    if not isinstance(con, duckdb.DuckDBPyConnection):
-        return plan  # Spark: no transactions and no temp tables that stay put
-    if not (plan.keep or plan.statement.report) or source_is_stable(con, plan):
+    if not backend.reads_stably:
+        return plan  # e.g. Spark: no transactions and no temp tables that stay put
+    if not (plan.keep or plan.statement.report) or backend.source_is_stable(plan.source, plan.published):
         return plan
     snapshot = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
                                    catalog=exp.to_identifier("temp", quoted=True)))
-    copy = exp.select(*[qcol(c) for c in plan.published]).from_(plan.source.table.copy())
-    create = exp.Create(this=snapshot.table.copy(), kind="TABLE", expression=copy,
-                        properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
-    con.execute(create.sql(dialect="duckdb"))
+    backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published]).from_(plan.source.table.copy()))
     return replace(plan, source=snapshot, columns=list(plan.published))

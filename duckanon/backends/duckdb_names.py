@@ -1,76 +1,16 @@
-"""Bind a statement to the catalog: resolve the tables and columns, check them, pick the models."""
+"""DuckDB's name resolution, for the DuckDB backend."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 from sqlglot import exp
 
-from duckanon import hierarchy
-from duckanon import methods
 from duckanon.errors import AnonymizeError, one_line
-from duckanon.sql.statement import AnonymizeStatement, TableName
+from duckanon.sql.statement import TableName, shown_name
 
-
-@dataclass
-class Plan:
-    statement: AnonymizeStatement
-    source: TableName  # catalog.schema.name of the object read (DuckDB): see _check_target
-    target: TableName  # catalog.schema.name of the table written and commented (DuckDB)
-    columns: list[str]  # every source column, in source order
-    qi: list[str]
-    sensitive: str | None
-    keep: list[str]
-    patterns: list[list[int]] | None  # QI indices that may be starred together
-    # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
-    # access rules apply) and checked; for duckanon.solver.emd.SAHierarchy.from_rows
-    sa_hierarchy_rows: list[list[str]] | None = None
-    # How each published column is keyed and published (classes.column_kinds: lower-case name ->
-    # VALUE / STRING / TYPED / TEXT), which columns are strings, and whether the engine has
-    # COLLATE c: set by classes.build_cells from the source's bound types, read by materialize.
-    column_kinds: dict[str, str] = field(default_factory=dict)
-    string_columns: set[str] = field(default_factory=set)
-    collations: bool = False
-
-    @property
-    def source_shown(self) -> str:
-        """The source for messages and suggested queries: catalog.schema.name as DuckDB resolved
-        it, quoted only where needed."""
-        return shown_name(self.source)
-
-    @property
-    def published(self) -> list[str]:
-        """Published columns in source order; every other column is dropped (privacy by default)."""
-        chosen = {c.lower() for c in self.qi + self.keep + ([self.sensitive] if self.sensitive else [])}
-        return [c for c in self.columns if c.lower() in chosen]
-
-
-def _table_columns(con: duckdb.DuckDBPyConnection, table: TableName) -> list[str]:
-    try:
-        relation = con.execute(f"SELECT * FROM {table.sql()} LIMIT 0")
-    except duckdb.CatalogException:
-        raise AnonymizeError(f"unknown table {table.sql()}") from None
-    except duckdb.Error as error:
-        raise AnonymizeError(f"cannot read table {table.sql()}: {one_line(error)}") from None
-    return [d[0] for d in relation.description]
-
-
-def _full_key(con, table: TableName) -> tuple[str, str, str]:
-    """(catalog, schema, name), lower case, with the session defaults filled in: how names are
-    compared on an engine other than DuckDB (Spark), where DuckDB's resolution is not available."""
-    database, schema = con.execute("SELECT current_database(), current_schema()").fetchone()
-    parts = [p.name.lower() for p in table.table.parts]
-    if len(parts) == 1:
-        return (database.lower(), schema.lower(), parts[0])
-    if len(parts) == 2:
-        return (database.lower(), parts[0], parts[1])
-    return tuple(parts[-3:])
-
-
-# --------------------------------------------------------------------------- name resolution
-#
 # The source is read and the target written under names the user wrote; DuckDB resolves each
 # differently: a read looks in the temp schema first, then along the search path (SET search_path,
 # USE), and `x.t` may name a schema or an attached database; CREATE TABLE without TEMP never goes to
@@ -103,20 +43,6 @@ class CatalogObject:
 
     def key(self) -> tuple[str, str, str]:
         return (self.catalog.lower(), self.schema.lower(), self.name.lower())
-
-
-def shown_name(table: TableName) -> str:
-    """A table name for messages: its parts quoted only where DuckDB needs quotes."""
-    return exp.Table(**{arg: exp.to_identifier(part.name) for arg, part in
-                        (("this", table.table.this), ("db", table.table.args.get("db")),
-                         ("catalog", table.table.args.get("catalog"))) if part is not None}
-                     ).sql(dialect="duckdb")
-
-
-def _duckdb_of(con) -> duckdb.DuckDBPyConnection | None:
-    """The DuckDB connection under `con` (a duckanon Connection wraps one), or None (Spark)."""
-    raw = getattr(con, "duckdb", con)
-    return raw if isinstance(raw, duckdb.DuckDBPyConnection) else None
 
 
 def _split_outside_quotes(text: str, separator: str) -> list[str]:
@@ -297,12 +223,9 @@ def _resolve_read(con, session: _Session, table: TableName) -> _Read:
 def resolved(con, table: TableName) -> TableName:
     """`table` fully qualified as the object `SELECT * FROM <table>` reads on DuckDB (temp schema,
     search path, USE, attached databases), for statements that read a table by name (REPORT);
-    unchanged when it is no catalog object (a file) or `con` is not DuckDB's."""
-    raw = _duckdb_of(con)
-    if raw is None:
-        return table
+    unchanged when it is no catalog object (a file)."""
     try:
-        found = _resolve_read(raw, _Session(raw), table).object
+        found = _resolve_read(con, _Session(con), table).object
     except duckdb.Error:
         return table
     return found.table_name() if found is not None else table
@@ -319,36 +242,17 @@ def _scanned_as(con, target: CatalogObject) -> str | None:
     return next(iter(scanned), None) if len(scanned) == 1 else None
 
 
-def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
-    """(QI column, table name) of every `table(name)` hierarchy the statement names."""
-    if not methods.spec(statement.method).takes_hierarchies or statement.hierarchies is None:
-        return []
-    specs = statement.hierarchies
-    by_column = ({c: specs for c in qi} if isinstance(specs, str)
-                 else {c: spec for name, spec in specs.items() for c in qi if c.lower() == name.lower()})
-    tables = []
-    for column, spec in by_column.items():
-        match = hierarchy._SPEC.match(spec.replace("{column}", column))
-        if match and match.group(1).lower() == "table" and match.group(2) is not None:
-            try:
-                items = hierarchy._split(match.group(2), ",")
-            except AnonymizeError:
-                continue
-            if len(items) == 1:
-                tables.append((column, items[0]))
-    return tables
-
-
-def _check_target(con, statement: AnonymizeStatement, qi: list[str], target: TableName) -> tuple[TableName, TableName]:
+def place(con, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
     """Refuse a target that is the source, or a table the source reads (through a view) or a
-    hierarchy table; return the source and the target fully qualified as DuckDB resolves them."""
+    hierarchy table (`hierarchy_tables`: (QI column, table name) pairs); return the source and the
+    target fully qualified as DuckDB resolves them."""
     session = _Session(con)
     try:
-        read = _resolve_read(con, session, statement.source)
+        read = _resolve_read(con, session, source)
     except duckdb.Error as error:  # the plan of a name that was just read: not expected
-        raise AnonymizeError(f"cannot read table {statement.source.sql()}: {one_line(error)}") from None
+        raise AnonymizeError(f"cannot read table {source.sql()}: {one_line(error)}") from None
     written = session.create_location(target)
-    source_shown = read.object.shown() if read.object is not None else shown_name(statement.source)
+    source_shown = read.object.shown() if read.object is not None else shown_name(source)
     if read.object is not None and read.object.key() == written.key():
         raise AnonymizeError(f"the target {written.shown()} is the source {read.object.kind} {source_shown}: "
                              "choose another name with INTO")
@@ -357,7 +261,7 @@ def _check_target(con, statement: AnonymizeStatement, qi: list[str], target: Tab
         what = f"the source {read.object.kind} {source_shown}" if read.object is not None else f"the source {source_shown}"
         raise AnonymizeError(f"the target {written.shown()} is read by {what}: choose another name with INTO")
     if scanned_as is not None:
-        for column, name in _hierarchy_tables(statement, qi):
+        for column, name in hierarchy_tables:
             try:
                 scanned = _plan_of(con, "query_table(?)", [name])[1]
             except duckdb.Error:
@@ -365,73 +269,4 @@ def _check_target(con, statement: AnonymizeStatement, qi: list[str], target: Tab
             if scanned_as in scanned:
                 raise AnonymizeError(f"the target {written.shown()} is the hierarchy table of column {column} "
                                      f"(table({name})): choose another name with INTO")
-    source = read.object.table_name() if read.object is not None else statement.source
-    return source, written.table_name()
-
-
-def bind(con: duckdb.DuckDBPyConnection, statement: AnonymizeStatement) -> Plan:
-    columns = _table_columns(con, statement.source)
-    by_lower = {c.lower(): c for c in columns}
-
-    def resolve(name: str, role: str) -> str:
-        found = by_lower.get(name.lower())
-        if found is None:
-            raise AnonymizeError(
-                f"unknown column '{name}' in {role} for table {statement.source.sql()} (columns: {', '.join(columns)})"
-            )
-        return found
-
-    sensitive = resolve(statement.sensitive, "sensitive") if statement.sensitive else None
-    keep = [resolve(c, "keep") for c in statement.keep]
-    if statement.qi is not None:
-        qi = [resolve(c, "qi") for c in statement.qi]
-    else:
-        excluded = {c.lower() for c in keep + ([sensitive] if sensitive else [])}
-        qi = [c for c in columns if c.lower() not in excluded]
-    for role, names in (("qi", qi), ("keep", keep)):
-        lowered = [c.lower() for c in names]
-        duplicates = sorted({c for c in lowered if lowered.count(c) > 1})
-        if duplicates:
-            raise AnonymizeError(f"column '{duplicates[0]}' is listed twice in {role}")
-    if not qi:
-        raise AnonymizeError("no quasi-identifier columns: name them with qi = (...)")
-    qi_lower = {c.lower() for c in qi}
-    if sensitive and sensitive.lower() in qi_lower:
-        raise AnonymizeError(f"column '{sensitive}' cannot be both sensitive and a quasi-identifier")
-    for c in keep:
-        if c.lower() in qi_lower:
-            raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
-        if sensitive and c.lower() == sensitive.lower():
-            raise AnonymizeError(f"column '{c}' cannot be both kept and sensitive")
-
-    patterns = None
-    if statement.patterns is not None:
-        index = {c.lower(): j for j, c in enumerate(qi)}
-        patterns = []
-        for pattern in statement.patterns:
-            resolved = [resolve(c, "patterns").lower() for c in pattern]
-            missing = [c for c in resolved if c not in index]
-            if missing:
-                raise AnonymizeError(f"pattern column '{missing[0]}' is not a quasi-identifier")
-            patterns.append(sorted(index[c] for c in resolved))
-
-    if statement.target is not None:
-        target = statement.target
-    else:
-        source_table = statement.source.table
-        target = TableName(
-            exp.Table(
-                this=exp.to_identifier(f"{source_table.name}_anon", quoted=True),
-                db=source_table.args.get("db"),
-                catalog=source_table.args.get("catalog"),
-            )
-        )
-    source = statement.source
-    if _duckdb_of(con) is not None:
-        source, target = _check_target(_duckdb_of(con), statement, qi, target)
-    elif _full_key(con, target) == _full_key(con, statement.source):
-        raise AnonymizeError(f"the target {target.sql()} is the source table: choose another name with INTO")
-    sa_hierarchy_rows = None
-    if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
-        sa_hierarchy_rows = hierarchy.read_sa_hierarchy(con, statement.sa_hierarchy)
-    return Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows)
+    return (read.object.table_name() if read.object is not None else source), written.table_name()

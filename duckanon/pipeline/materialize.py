@@ -1,8 +1,8 @@
-"""Step 4 of the pipeline: write the published table inside DuckDB.
+"""Step 4 of the pipeline: the published table, written by the engine.
 
 A small "keyed" table holds, per cell (distinct published QI texts + SA text), the published QI
 strings: the class's text, or '*' where the cell's group is suppressed, or the group's label. The
-source is joined to it on the same class keys the histogram was grouped by (classes.key_of,
+source is joined to it on the same class keys the histogram was grouped by (histogram.key_of,
 NULL-safe), so the only per-row work is one hash join. Cells whose rows go to groups with different
 patterns ("split" cells) get one keyed row per part with a rank range, and only their rows are
 numbered by a window.
@@ -16,19 +16,17 @@ whatever the source was.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
-import duckdb
 import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from duckanon.classes import (
+from duckanon.backends.base import Backend
+from duckanon.pipeline.histogram import (
     CELL_ID, SA_ALIAS, SA_KEY, STAR, Cells, binary_text, hashable, kind_of, key_of, qcol, qi_alias, qi_key, qi_shown,
     sa_key,
 )
 from duckanon.errors import AnonymizeError
-from duckanon.plan import Plan
+from duckanon.pipeline.plan import Plan
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"
@@ -120,7 +118,7 @@ def _sa_text(plan: Plan, table: str | None = None) -> exp.Expr:
 def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> exp.Select:
     """Cells joined with their parts; the published QI strings are computed here, once per part:
     '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
-    text (every value of a class prints as that text: see classes.key_of).
+    text (every value of a class prints as that text: see histogram.key_of).
 
     Stored in the published order: by hash(seed, published strings, published SA), then by those
     values (a total order of the distinct published rows; equal published rows are identical), so
@@ -150,7 +148,7 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> 
 
 def _match(plan: Plan, source: str, keyed: str) -> exp.Expr:
     """A source row belongs to a keyed row: the same class keys (NULL-safe), computed on the
-    source row the way the histogram computed them (classes.key_of)."""
+    source row the way the histogram computed them (histogram.key_of)."""
     columns = plan.qi + ([plan.sensitive] if plan.sensitive else [])
     return exp.and_(*[
         exp.NullSafeEQ(this=key_of(kind_of(plan, col), qcol(col, source)), expression=qcol(alias, keyed))
@@ -178,13 +176,16 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     next to each other. DuckDB keeps that order only while preserve_insertion_order is on: run
     both CREATEs inside `insertion_order_kept`.
     """
-    copies = exp.Unnest(expressions=[exp.func("range", exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1)))])
+    copies = exp.Unnest(expressions=[exp.func("range", exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)),
+                                                            expression=exp.Literal.number(1)), dialect="duckdb")])
     qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
     items = []
     for col in plan.published:
         j = qi_index.get(col.lower())
         items.append(exp.alias_(qcol(out_alias(j) if j is not None else SA_ALIAS), col, quoted=True))
-    expanded = exp.select(exp.Star(), exp.alias_(copies, "copy", quoted=True)).from_(exp.to_table(keyed_table, quoted=True))
+    # an Alias node, not alias_(): that would name the UNNEST's table alias, which Spark cannot place
+    expanded = exp.select(exp.Star(), exp.Alias(this=copies, alias=exp.to_identifier("copy", quoted=True))).from_(
+        exp.to_table(keyed_table, quoted=True))
     return exp.select(*items).from_(expanded.subquery("expanded"))
 
 
@@ -239,43 +240,39 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
     return exp.select(exp.Star()).from_(body.subquery("published")).order_by(order)
 
 
-@contextmanager
-def insertion_order_kept(con):
-    """Run the CREATEs of the keyed and published tables with preserve_insertion_order on: with it
-    off, DuckDB stores a CREATE TABLE AS's rows in any order, ORDER BY or not, and that order comes
-    from the source's (the GROUP BY's hash table, the join's input). The setting is restored after."""
-    if not isinstance(con, duckdb.DuckDBPyConnection):
-        yield
-        return
-    kept = con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]
-    if kept:
-        yield
-        return
-    con.execute("SET preserve_insertion_order = true")
-    try:
-        yield
-    finally:
-        con.execute("SET preserve_insertion_order = false")
+def _count_all() -> exp.Expr:
+    return exp.func("count", exp.Star())
 
 
-def check_published_rows(con, plan: Plan, expected: int, keyed_table: str | None = None) -> None:
+def _checksum(value: exp.Expr, weight: exp.Expr | None = None) -> exp.Expr:
+    """coalesce(sum(weight * hash(value)), 0) as HUGEINT: order-free, so two multisets compare in
+    one pass each."""
+    hashed = exp.cast(exp.func("hash", *value), exp.DataType.build("HUGEINT", dialect="duckdb"))
+    if weight is not None:
+        hashed = exp.Mul(this=exp.cast(exp.paren(weight), exp.DataType.build("HUGEINT", dialect="duckdb")),
+                         expression=hashed)
+    return exp.func("coalesce", exp.func("sum", hashed), exp.Literal.number(0))
+
+
+def check_published_rows(backend: Backend, plan: Plan, expected: int, keyed_table: str | None = None) -> None:
     """Before COMMIT: the published table holds the rows the solution published. A source that
     changes between its reads (a view with USING SAMPLE or random() that snapshot_source did not
     copy) would lose rows, add some, or move them to other classes; refuse it then, before anything
-    is committed. Checked: the row count and, given the keyed table (DuckDB), the multiset of
-    published QI vectors, as a sum of their hashes (one pass over the published rows, no grouping)."""
-    target = plan.target.sql()
-    if keyed_table is None or not isinstance(con, duckdb.DuckDBPyConnection):
-        got = con.execute(f"SELECT count(*) FROM {target}").fetchone()[0]
+    is committed. Checked: the row count and, given the keyed table and a backend that can compare
+    strings byte by byte, the multiset of published QI vectors, as a sum of their hashes (one pass
+    over the published rows, no grouping)."""
+    target = plan.target.table.copy()
+    if keyed_table is None or not backend.has_collations:
+        got = backend.one(exp.select(_count_all()).from_(target))[0]
         checksums = None
     else:
         qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
         shown = [c for c in plan.published if c.lower() in qi_index]  # published order = o{j} order below
-        published = ", ".join(binary_text(plan, qcol(out_alias(qi_index[c.lower()]))).sql(dialect="duckdb") for c in shown)
-        columns = ", ".join(binary_text(plan, qcol(c)).sql(dialect="duckdb") for c in shown)
-        got, checksum = con.execute(f"SELECT count(*), coalesce(sum(hash({columns})::HUGEINT), 0) FROM {target}").fetchone()
-        wanted = con.execute(f'SELECT coalesce(sum(("{HI}" - "{LO}" + 1)::HUGEINT * hash({published})), 0) '
-                             f'FROM "{keyed_table}"').fetchone()[0]
+        published = [binary_text(plan, qcol(out_alias(qi_index[c.lower()]))) for c in shown]
+        columns = [binary_text(plan, qcol(c)) for c in shown]
+        got, checksum = backend.one(exp.select(_count_all(), _checksum(columns)).from_(target))
+        ranks = exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1))
+        wanted = backend.one(exp.select(_checksum(published, ranks)).from_(exp.to_table(keyed_table, quoted=True)))[0]
         checksums = (checksum, wanted)
     if got != expected or (checksums is not None and checksums[0] != checksums[1]):
         what = f"{got} rows would be published instead of {expected}" if got != expected else \

@@ -1,0 +1,218 @@
+"""What the pipeline asks of an engine: the `Backend` protocol.
+
+The pipeline builds every statement as a sqlglot expression; a backend renders it once, in its
+own `dialect`, and runs it. Anything an engine does differently (temporary tables, the published
+table, transactions, its catalog's names, which column types it can compare) is a method here that
+a backend overrides, never a probe of the connection's type in the pipeline. Errors of the engine
+reach the pipeline as `BackendError` only, whatever the engine raised.
+
+A backend is one statement's view of one connection: it records the temporary objects it made,
+so `Work` can remove them whatever happens.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pyarrow as pa
+from sqlglot import exp
+
+from duckanon.errors import AnonymizeError
+from duckanon.sql.statement import TableName
+
+
+class BackendError(Exception):
+    """An error the engine raised while running one of our statements (its first line)."""
+
+
+class UnknownTable(BackendError):
+    """The engine knows no table or view of that name."""
+
+
+def temporary(create: exp.Create) -> exp.Create:
+    create.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+    return create
+
+
+class Backend:
+    """The generic engine: ANSI-ish SQL through sqlglot, no transactions, no catalog insight.
+    Subclasses say what their engine does better (DuckDBBackend) or differently (SparkBackend)."""
+
+    name = "generic"
+    dialect = "duckdb"
+    # capability flags: what the pipeline may rely on
+    transactional = False  # BEGIN / COMMIT / ROLLBACK cover temp tables and the published table
+    binds_column_types = False  # column_types() names the types the source binds (for keys and collations)
+    has_collations = False  # COLLATE c exists (byte-wise comparison of strings)
+    reads_stably = False  # source_is_stable() can tell a base table that reads the same twice
+    writes_reports = False  # the HTML report's SQL macros can be installed
+
+    def __init__(self):
+        self.registered: set[str] = set()  # Arrow tables registered under a name
+        self.temps: list[str] = []  # temp tables made and not yet dropped
+
+    # ------------------------------------------------------------------ running expressions
+    def render(self, expression: exp.Expr) -> str:
+        return expression.sql(dialect=self.dialect)
+
+    def _run(self, sql: str, parameters=None):
+        """Run one statement of engine SQL; raise BackendError (the engine's first line)."""
+        raise NotImplementedError
+
+    def execute(self, expression: exp.Expr, parameters=None):
+        if not isinstance(expression, exp.Expr):
+            raise TypeError("a backend runs sqlglot expressions, not SQL text")
+        return self._run(self.render(expression), parameters)
+
+    def rows(self, expression: exp.Expr, parameters=None) -> list[tuple]:
+        return [tuple(row) for row in self.execute(expression, parameters).fetchall()]
+
+    def one(self, expression: exp.Expr, parameters=None) -> tuple | None:
+        rows = self.rows(expression, parameters)
+        return rows[0] if rows else None
+
+    def arrow(self, expression: exp.Expr) -> pa.Table:
+        return self.execute(expression).to_arrow_table()
+
+    def columns(self, table: TableName) -> list[str]:
+        """The column names of a table or view, in order (UnknownTable if there is none)."""
+        probe = exp.select(exp.Star()).from_(table.table.copy()).limit(0)
+        return [d[0] for d in self.execute(probe).description]
+
+    def column_types(self, select: exp.Select) -> list[str]:
+        """The type names `select` binds, one per column (only where binds_column_types)."""
+        return [row[1] for row in self.rows(exp.Describe(this=select))]
+
+    # ------------------------------------------------------------------ objects of a statement
+    def create_temp(self, name: str, select: exp.Expr) -> None:
+        self.temps.append(name)  # before: a failed CREATE may have made it on some engines
+        self.execute(temporary(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", expression=select)))
+
+    def drop_temp(self, *names: str) -> None:
+        for name in names:
+            self.execute(exp.Drop(tables=[exp.to_table(name, quoted=True)], kind="TABLE", exists=True))
+            if name in self.temps:
+                self.temps.remove(name)
+
+    def create_target(self, table: TableName, select: exp.Expr) -> None:
+        """Create or replace the published table."""
+        self.execute(exp.Create(this=table.table.copy(), kind="TABLE", replace=True, expression=select))
+
+    def register_arrow(self, name: str, table: pa.Table) -> None:
+        raise NotImplementedError
+
+    def unregister(self, name: str) -> None:
+        self.registered.discard(name)
+
+    def set_comment(self, table: TableName, text: str) -> None:
+        self.execute(exp.Comment(this=table.table.copy(), kind="TABLE", expression=exp.Literal.string(text)))
+
+    def table_comment(self, table: TableName) -> str | None:
+        return None
+
+    def file_access_allowed(self) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ catalog
+    def place(self, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
+        """The source and target as the engine resolves them; refuse a target that is the source.
+        The generic engine compares the names with the session's defaults filled in."""
+        if self._full_key(target) == self._full_key(source):
+            raise AnonymizeError(f"the target {target.sql()} is the source table: choose another name with INTO")
+        return source, target
+
+    def resolved(self, table: TableName) -> TableName:
+        """`table` as the object a SELECT reads (for statements that read tables by name)."""
+        return table
+
+    def _full_key(self, table: TableName) -> tuple[str, str, str]:
+        database, schema = self.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
+        parts = [p.name.lower() for p in table.table.parts]
+        if len(parts) == 1:
+            return (database.lower(), schema.lower(), parts[0])
+        if len(parts) == 2:
+            return (database.lower(), parts[0], parts[1])
+        return tuple(parts[-3:])
+
+    def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
+        """The explicit collation of each string column (absent: none) and the default collation."""
+        return {}, ""
+
+    def source_is_stable(self, source: TableName, read: list[str]) -> bool:
+        return False
+
+    # ------------------------------------------------------------------ transactions
+    def in_explicit_transaction(self) -> bool:
+        return False
+
+    def begin(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        self._release()
+
+    def rollback(self) -> None:
+        self.temps.clear()
+        self._release()
+
+    def _release(self) -> None:
+        """What the engine keeps past a statement without transactions (registered data)."""
+        for name in list(self.registered):
+            self.unregister(name)
+
+    @contextmanager
+    def keeping_insertion_order(self):
+        yield
+
+    def close(self) -> None:
+        """The end of a statement: nothing of ours stays open on the caller's connection."""
+
+
+@dataclass
+class Work:
+    """One statement's work on a backend: its own transaction unless the caller has one open (a
+    failed BEGIN inside the caller's transaction would abort it, so that is probed first). Leaving
+    without `commit()` undoes everything: a rollback of our own transaction, or, inside the
+    caller's, dropping the temp tables we made."""
+
+    backend: Backend
+    own_transaction: bool = False
+    committed: bool = False
+
+    def drop_temps(self) -> None:
+        self.backend.drop_temp(*reversed(self.backend.temps))
+
+    def commit(self) -> None:
+        self.drop_temps()
+        if self.own_transaction:
+            self.backend.commit()
+        else:
+            self.backend._release()
+        self.committed = True
+
+    def undo(self) -> None:
+        try:
+            if self.own_transaction and self.backend.transactional:
+                self.backend.rollback()
+            else:
+                self.drop_temps()
+        except BackendError:
+            pass
+        finally:
+            self.backend.temps.clear()
+            self.backend._release()
+
+
+@contextmanager
+def work(backend: Backend):
+    """`with work(backend) as w:` ... `w.commit()`; anything else leaves the database as it was."""
+    own = backend.transactional and not backend.in_explicit_transaction()
+    if own:
+        backend.begin()
+    w = Work(backend, own)
+    try:
+        yield w
+    finally:
+        if not w.committed:
+            w.undo()

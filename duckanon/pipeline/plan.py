@@ -1,0 +1,138 @@
+"""Step 1 of the pipeline: bind a statement to the catalog (tables and columns resolved and checked)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from duckanon import hierarchy, methods
+from duckanon.backends.base import Backend, BackendError, UnknownTable
+from duckanon.errors import AnonymizeError
+from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
+
+
+@dataclass
+class Plan:
+    statement: AnonymizeStatement
+    source: TableName  # catalog.schema.name of the object read, as the backend resolved it (Backend.place)
+    target: TableName  # catalog.schema.name of the table written and commented (DuckDB)
+    columns: list[str]  # every source column, in source order
+    qi: list[str]
+    sensitive: str | None
+    keep: list[str]
+    patterns: list[list[int]] | None  # QI indices that may be starred together
+    # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
+    # access rules apply) and checked; for duckanon.solver.emd.SAHierarchy.from_rows
+    sa_hierarchy_rows: list[list[str]] | None = None
+    # How each published column is keyed and published (histogram.column_kinds: lower-case name ->
+    # VALUE / STRING / TYPED / TEXT), which columns are strings, and whether the engine has
+    # COLLATE c: set by histogram.build_cells from the source's bound types, read by materialize.
+    column_kinds: dict[str, str] = field(default_factory=dict)
+    string_columns: set[str] = field(default_factory=set)
+    collations: bool = False
+
+    @property
+    def source_shown(self) -> str:
+        """The source for messages and suggested queries: catalog.schema.name as DuckDB resolved
+        it, quoted only where needed."""
+        return shown_name(self.source)
+
+    @property
+    def published(self) -> list[str]:
+        """Published columns in source order; every other column is dropped (privacy by default)."""
+        chosen = {c.lower() for c in self.qi + self.keep + ([self.sensitive] if self.sensitive else [])}
+        return [c for c in self.columns if c.lower() in chosen]
+
+
+def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
+    """(QI column, table name) of every `table(name)` hierarchy the statement names."""
+    if not methods.spec(statement.method).takes_hierarchies or statement.hierarchies is None:
+        return []
+    specs = statement.hierarchies
+    by_column = ({c: specs for c in qi} if isinstance(specs, str)
+                 else {c: spec for name, spec in specs.items() for c in qi if c.lower() == name.lower()})
+    tables = []
+    for column, spec in by_column.items():
+        match = hierarchy._SPEC.match(spec.replace("{column}", column))
+        if match and match.group(1).lower() == "table" and match.group(2) is not None:
+            try:
+                items = hierarchy._split(match.group(2), ",")
+            except AnonymizeError:
+                continue
+            if len(items) == 1:
+                tables.append((column, items[0]))
+    return tables
+
+
+def source_columns(backend: Backend, table: TableName) -> list[str]:
+    try:
+        return backend.columns(table)
+    except UnknownTable:
+        raise AnonymizeError(f"unknown table {table.sql()}") from None
+    except BackendError as error:
+        raise AnonymizeError(f"cannot read table {table.sql()}: {error}") from None
+
+
+def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
+    columns = source_columns(backend, statement.source)
+    by_lower = {c.lower(): c for c in columns}
+
+    def resolve(name: str, role: str) -> str:
+        found = by_lower.get(name.lower())
+        if found is None:
+            raise AnonymizeError(
+                f"unknown column '{name}' in {role} for table {statement.source.sql()} (columns: {', '.join(columns)})"
+            )
+        return found
+
+    sensitive = resolve(statement.sensitive, "sensitive") if statement.sensitive else None
+    keep = [resolve(c, "keep") for c in statement.keep]
+    if statement.qi is not None:
+        qi = [resolve(c, "qi") for c in statement.qi]
+    else:
+        excluded = {c.lower() for c in keep + ([sensitive] if sensitive else [])}
+        qi = [c for c in columns if c.lower() not in excluded]
+    for role, names in (("qi", qi), ("keep", keep)):
+        lowered = [c.lower() for c in names]
+        duplicates = sorted({c for c in lowered if lowered.count(c) > 1})
+        if duplicates:
+            raise AnonymizeError(f"column '{duplicates[0]}' is listed twice in {role}")
+    if not qi:
+        raise AnonymizeError("no quasi-identifier columns: name them with qi = (...)")
+    qi_lower = {c.lower() for c in qi}
+    if sensitive and sensitive.lower() in qi_lower:
+        raise AnonymizeError(f"column '{sensitive}' cannot be both sensitive and a quasi-identifier")
+    for c in keep:
+        if c.lower() in qi_lower:
+            raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
+        if sensitive and c.lower() == sensitive.lower():
+            raise AnonymizeError(f"column '{c}' cannot be both kept and sensitive")
+
+    patterns = None
+    if statement.patterns is not None:
+        index = {c.lower(): j for j, c in enumerate(qi)}
+        patterns = []
+        for pattern in statement.patterns:
+            resolved = [resolve(c, "patterns").lower() for c in pattern]
+            missing = [c for c in resolved if c not in index]
+            if missing:
+                raise AnonymizeError(f"pattern column '{missing[0]}' is not a quasi-identifier")
+            patterns.append(sorted(index[c] for c in resolved))
+
+    if statement.target is not None:
+        target = statement.target
+    else:
+        source_table = statement.source.table
+        target = TableName(
+            exp.Table(
+                this=exp.to_identifier(f"{source_table.name}_anon", quoted=True),
+                db=source_table.args.get("db"),
+                catalog=source_table.args.get("catalog"),
+            )
+        )
+    source, target = backend.place(statement.source, target, _hierarchy_tables(statement, qi))
+    sa_hierarchy_rows = None
+    if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
+        sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
+    return Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows)

@@ -1,0 +1,193 @@
+"""Step 3 of the pipeline: the solver's input (the problem) and the solve.
+
+`prepare(con, text)` is the one public way to build what ANONYMIZE gives the solver, for
+benchmarks and tests; the statements build it the same way (build_problem, solve_problem).
+"""
+
+from __future__ import annotations
+
+import decimal
+import uuid
+from dataclasses import dataclass, replace
+
+from sqlglot import exp
+
+from duckanon import hierarchy, methods, progress
+from duckanon.backends import Backend, backend_for, work
+from duckanon.errors import AnonymizeError
+from duckanon.pipeline.histogram import HistogramTooLarge, build_cells, code_alias, qcol, qi_alias, sa_values
+from duckanon.pipeline.plan import Plan, bind
+from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
+from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.generalize import FlatHierarchy
+from duckanon.sql import AnonymizeStatement, statement_for
+
+
+def models_for(plan: Plan, sa_total, sa_values=None) -> list:
+    """The privacy models of the statement; `sa_values` (SA values in code order) is needed for a
+    declared SA order or an SA hierarchy."""
+    statement = plan.statement
+    models = []
+    if statement.k is not None:
+        models.append(KAnonymity(statement.k))
+    if statement.l is not None:
+        models.append(LDiversity(statement.l, statement.l_variant, statement.c))
+    if statement.t is not None:
+        total = tuple(int(x) for x in sa_total)
+        if statement.t_distance == "hierarchical":
+            hierarchy = SAHierarchy.from_rows(plan.sa_hierarchy_rows, source=statement.sa_hierarchy).for_values(
+                [None if v is None else str(v) for v in sa_values], null_label="NULL")
+            models.append(TCloseness(statement.t, total, "hierarchical", hierarchy=hierarchy))
+        elif statement.t_distance == "ordered" and statement.sa_order is not None:
+            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(statement.sa_order, sa_values, plan.sensitive,
+                                                                                      plan.source_shown)))
+        else:
+            models.append(TCloseness(statement.t, total, statement.t_distance))
+    return models
+
+
+def _declared_ranks(order: list, sa_values: list, column: str | None = None, source: str | None = None) -> tuple[int, ...]:
+    """Rank of each SA code in the user's declared order (values compared as text)."""
+    position = {value: i for i, value in enumerate(order)}
+    missing = [v for v in sa_values if (None if v is None else str(v)) not in position]
+    if missing:  # counted, never quoted: a message must not carry a value of the source
+        raise AnonymizeError(hierarchy.sa_order_missing(len(missing), order, column, source))
+    present = sorted(position[None if v is None else str(v)] for v in sa_values)
+    dense = {p: r for r, p in enumerate(present)}  # values absent from the table take no rank
+    return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)
+
+
+def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
+    """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice)."""
+    statement = plan.statement
+    values, numeric = [], []
+    for j in range(len(plan.qi)):
+        rows = backend.rows(exp.select(qcol(code_alias(j)), qcol(qi_alias(j))).distinct().from_(
+            exp.to_table(cells.table, quoted=True)).order_by(exp.Literal.number(1)))
+        column = [v for _, v in rows]
+        values.append(column)
+        sample = next((v for v in column if v is not None), None)
+        numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
+    hierarchies = None
+    if methods.spec(statement.method).takes_hierarchies:
+        specs = statement.hierarchies
+        if isinstance(specs, dict):
+            qi_lower = {c.lower(): c for c in plan.qi}
+            for name in specs:
+                if name.lower() not in qi_lower:
+                    raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
+            by_column = {qi_lower[name.lower()]: spec for name, spec in specs.items()}
+        elif isinstance(specs, str):
+            by_column = {c: specs for c in plan.qi}
+        else:
+            by_column = {}
+        hierarchies = []
+        for j, column in enumerate(plan.qi):
+            spec = by_column.get(column)
+            if spec is None:  # no hierarchy: the value or '*' (suppression of the whole column)
+                hierarchies.append(FlatHierarchy(len(values[j])))
+            else:
+                hierarchies.append(hierarchy.parse_spec(spec, column, backend).bind(values[j], column=column,
+                                                                                 source=plan.source_shown))
+    return Domains(values, numeric, hierarchies, statement.suppression_limit, statement.metric)
+
+
+# Without memory_limit, the solver side may use this share of the memory available when the
+# statement starts (DuckDB keeps its own data within its own memory_limit, spilling beyond it).
+AVAILABLE_MEMORY_SHARE = 0.8
+
+
+def memory_budget(limit: int | None) -> int | None:
+    """Bytes the histogram and solver may use: the option, or a share of the available memory."""
+    if limit is not None:
+        return limit
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        return int(AVAILABLE_MEMORY_SHARE * int(fields["MemAvailable"].split()[0]) * 1024)
+    except (OSError, KeyError, ValueError):  # not Linux: no default limit
+        return None
+
+
+def _cells(backend: Backend, plan: Plan, cells_table: str):
+    """The cells table and histogram, and the plan the solver and the join-back use.
+
+    With k alone the solver never looks at the sensitive values. When they would push the
+    histogram (classes x SA values) over the memory budget, they are left out of it: the
+    sensitive column is then published per row from the source, as a kept column is, and the
+    histogram has one cell per class. (Only then: with the values in, a solver may place the rows
+    of one class by SA value, so the published rows stay as they were for every request that fits.)
+    """
+    budget = memory_budget(plan.statement.memory_limit)
+    try:
+        return plan, build_cells(backend, plan, cells_table, budget)
+    except HistogramTooLarge:
+        statement = plan.statement
+        if plan.sensitive is None or statement.l is not None or statement.t is not None:
+            raise
+    backend.drop_temp(cells_table)
+    solver_plan = replace(plan, sensitive=None, keep=plan.keep + [plan.sensitive])
+    return solver_plan, build_cells(backend, solver_plan, cells_table, budget)
+
+
+@dataclass
+class Problem:
+    """What the solver receives for one statement: the bound plan, the class histogram, the
+    privacy models, the user's patterns (column indexes) and, for generalizing methods, the
+    columns' domains. `solve(problem.histogram, problem.models, method, problem.patterns,
+    domains=problem.domains)` is what ANONYMIZE runs."""
+
+    plan: Plan
+    histogram: object
+    models: list
+    patterns: list | None
+    domains: Domains | None
+
+
+def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None):
+    """The histogram built in DuckDB (a temp table) and the solver's input, and the cells and plan
+    they were built for (see _build_cells)."""
+    statement = plan.statement
+    progress.tell(listener, "building the class histogram (GROUP BY)")
+    plan, cells = _cells(backend, plan, cells_table)
+    hist = cells.histogram
+    needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
+    models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None)
+    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING else None
+    return cells, Problem(plan, hist, models, plan.patterns, domains)
+
+
+def prepare(con, text: str) -> Problem:
+    """The solver's input for an ANONYMIZE text, built exactly as the statement builds it, with
+    nothing written: for benchmarks and tests that call the solver themselves. `con`: a DuckDB
+    connection (or duckanon's), or a Backend."""
+    statement = statement_for(text)
+    if not isinstance(statement, AnonymizeStatement) or statement.explain:
+        raise AnonymizeError("prepare() takes one ANONYMIZE statement")
+    backend = backend_for(con, statement)
+    plan = bind(backend, statement)
+    with work(backend):  # never committed: the temp tables go, nothing is written
+        return build_problem(backend, plan, scratch_name("cells"))[1]
+
+
+def scratch_name(kind: str) -> str:
+    """A temp object's name no user table has and no concurrent statement shares."""
+    return f"__duckanon_{kind}_{uuid.uuid4().hex[:12]}"
+
+
+def solve_problem(backend: Backend, plan: Plan, cells_table: str, started: float | None = None, listener=None):
+    """Classes and solver: the histogram built by the backend (a temp table) and the Solution, and
+    the plan they were built for (see _cells)."""
+    statement = plan.statement
+    cells, problem = build_problem(backend, plan, cells_table, listener)
+    plan, hist, models, domains = problem.plan, problem.histogram, problem.models, problem.domains
+    progress.tell(listener, f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
+    # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
+    deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
+    solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
+                     deadline=deadline)
+    if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
+        solution.notes["whole_domain_cells"] = solution.whole_domain_cells
+    if plan.sensitive is None and statement.sensitive:
+        solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
+    return plan, cells, hist, solution, models, domains

@@ -1,0 +1,97 @@
+"""The result rows of our statements: ANONYMIZE's summary, EXPLAIN's and REPORT's tables."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+
+from sqlglot import exp
+
+
+@dataclass
+class Summary:
+    """The one-row result of ANONYMIZE."""
+
+    rows: int
+    classes: int
+    min_class_size: int | None
+    stars: int
+    suppressed_rows: int
+    method: str
+    optimal: bool
+    lower_bound: int | None
+    seconds: float
+    published_rows: int | None = None  # rows in the published table
+    removed_rows: int = 0  # source rows left out (record suppression: lattice's suppression_limit)
+    optimal_for: str | None = None  # what `optimal` is proven for: "stars", or a metric and its search space
+    target: str | None = None  # the published table, as SQL
+    report: str | None = None  # the HTML report's path, when one was written
+    details: str = "{}"  # JSON: the solver's diagnostics (e.g. tp_phase, residue_rows, exact's status)
+
+    SQL_TYPES = {
+        "rows": "BIGINT", "classes": "BIGINT", "min_class_size": "BIGINT", "stars": "BIGINT",
+        "suppressed_rows": "BIGINT", "method": "VARCHAR", "optimal": "BOOLEAN",
+        "lower_bound": "BIGINT", "seconds": "DOUBLE", "published_rows": "BIGINT", "removed_rows": "BIGINT",
+        "optimal_for": "VARCHAR", "target": "VARCHAR", "report": "VARCHAR", "details": "JSON",
+    }
+
+    def to_json(self) -> str:
+        """The row as one JSON object; `details` nested as an object (so `s->'details'->'x'` works)."""
+        row = asdict(self)
+        row["details"] = json.loads(self.details)
+        return json.dumps(row, default=str)
+
+    def as_sql(self) -> tuple[str, list]:
+        """A SELECT producing this row with proper column types, and its parameters."""
+        items = [f"CAST(? AS {sql_type}) AS {name}" for name, sql_type in self.SQL_TYPES.items()]
+        values = asdict(self)
+        return "SELECT " + ", ".join(items), [values[name] for name in self.SQL_TYPES]
+
+
+@dataclass
+class Table:
+    """A small result table (EXPLAIN's rows), returned like the summary row."""
+
+    columns: list[tuple[str, str]]  # (name, SQL type)
+    rows: list[tuple]
+
+    def as_sql(self) -> tuple[str, list]:
+        names = ", ".join(f'"{name}"' for name, _ in self.columns)
+        if not self.rows:
+            items = ", ".join(f'CAST(NULL AS {sql_type}) AS "{name}"' for name, sql_type in self.columns)
+            return f"SELECT {items} WHERE false", []
+        cells = ", ".join("(" + ", ".join(f"CAST(? AS {sql_type})" for _, sql_type in self.columns) + ")" for _ in self.rows)
+        return f"SELECT * FROM (VALUES {cells}) AS explain({names})", [v for row in self.rows for v in row]
+
+
+def optimal_for(solution, statement) -> str | None:
+    """What a proven optimum is optimal for, in the words the report and the shell use."""
+    if not solution.optimal:
+        return None
+    if solution.method == "lattice":
+        limit = statement.suppression_limit or 0
+        return (f"{statement.metric} among full-domain generalizations of the given hierarchies"
+                + (f" within a {limit:.4g} record-suppression limit" if limit else " with no rows removed"))
+    return "stars"
+
+
+def summarize(hist, solution, started: float, plan=None) -> Summary:
+    """The summary row of a solution (plan: the bound plan, for optimal_for and the target)."""
+    published = solution.published_classes()
+    return Summary(
+        rows=hist.n_rows,
+        classes=len(published),
+        min_class_size=int(published.min()) if len(published) else None,
+        stars=solution.stars,
+        suppressed_rows=solution.suppressed_rows,
+        method=solution.method,
+        optimal=bool(solution.optimal),
+        lower_bound=solution.lower_bound,
+        seconds=round(time.perf_counter() - started, 6),
+        published_rows=int(published.sum()),
+        removed_rows=int(solution.removed_rows),
+        optimal_for=optimal_for(solution, plan.statement) if plan is not None else None,
+        details=json.dumps(solution.notes, default=str, sort_keys=True),
+        target=exp.table_name(plan.target.table, dialect="duckdb") if plan is not None else None,
+    )

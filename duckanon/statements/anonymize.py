@@ -1,0 +1,83 @@
+"""ANONYMIZE: plan -> classes -> solver -> materialize -> summary, in one transaction.
+
+Everything before the final CREATE only reads the source (temp tables aside), and the CREATE OR
+REPLACE of the target runs in the same transaction, so an error at any step leaves the database
+as it was and a re-run replaces the target atomically.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sqlglot import exp
+
+from duckanon import progress
+from duckanon.backends import Backend, BackendError, work
+from duckanon.errors import AnonymizeError
+from duckanon.pipeline.histogram import snapshot_source
+from duckanon.pipeline.materialize import (
+    check_published_rows, column_loss, histogram_publish_select, keyed_arrow, keyed_select, publish_select,
+)
+from duckanon.pipeline.plan import Plan
+from duckanon.pipeline.problem import scratch_name, solve_problem
+from duckanon.pipeline.provenance import describe_target
+from duckanon.pipeline.result import Summary, summarize
+from duckanon.statements.report import place_report, render_report
+
+
+def labelled_columns(solution) -> set[int]:
+    """The QI columns the solution publishes as labels (ranges, sets, hierarchy levels)."""
+    return {j for j, labels in enumerate(solution.group_labels or []) if labels is not None}
+
+
+def _any_split(backend: Backend, keyed_table: str) -> bool:
+    query = exp.select(exp.func("bool_or", exp.column("split", quoted=True))).from_(exp.to_table(keyed_table, quoted=True))
+    return bool(backend.one(query)[0])
+
+
+def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summary:
+    cells_table, parts_view, keyed_table, source_table = (
+        scratch_name(kind) for kind in ("cells", "parts", "keyed", "source"))
+    pending_report = None
+    try:
+        with work(backend) as statement_work:
+            # a source that could read differently twice (a view with random() or USING SAMPLE) is
+            # copied once; a base table reads the same within our transaction
+            read_plan = snapshot_source(backend, plan, source_table)
+            solver_plan, cells, hist, solution, _, domains = solve_problem(backend, read_plan, cells_table, started,
+                                                                           listener)
+            progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
+            backend.register_arrow(parts_view, keyed_arrow(cells, solution))
+            with backend.keeping_insertion_order():  # the published order is the keyed table's (seeded) order
+                backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view,
+                                                              labelled=labelled_columns(solution)))
+                backend.unregister(parts_view)
+                if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
+                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table))
+                else:  # every published row is determined by its cell: no second pass over the source
+                    published = histogram_publish_select(solver_plan, keyed_table)
+                backend.create_target(plan.target, published)
+            solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
+            summary = summarize(hist, solution, started, plan)
+            check_published_rows(backend, plan, summary.published_rows, keyed_table)  # before anything is committed
+            describe_target(backend, plan, summary)
+            backend.drop_temp(cells_table, keyed_table)
+            if plan.statement.report:
+                pending_report = render_report(backend, plan, summary, read_plan)
+                summary.report = str(plan.statement.report)
+            statement_work.commit()
+    except BaseException as error:
+        if pending_report is not None:
+            pending_report.unlink(missing_ok=True)
+        if isinstance(error, BackendError):
+            raise AnonymizeError(f"ANONYMIZE failed: {error}") from None
+        if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
+            raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
+        raise
+    if pending_report is not None:
+        summary.report = place_report(pending_report, plan.statement.report)
+    return summary
+
+
+def _is_ctrl_c(error: BaseException) -> bool:
+    return type(error) is RuntimeError and "interrupted" in str(error).lower()

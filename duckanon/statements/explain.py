@@ -1,0 +1,93 @@
+"""EXPLAIN ANONYMIZE: the plan and a dry run of the solver, nothing written; with a list of k, l
+or t values, one dry run per value."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from duckanon import methods
+from duckanon.backends import Backend, work
+from duckanon.pipeline.plan import bind
+from duckanon.pipeline.problem import scratch_name, solve_problem
+from duckanon.pipeline.result import Table
+
+
+def dry_run(backend: Backend, statement, listener=None):
+    """Plan and solve without writing anything; returns (plan, hist, solution, models, seconds)."""
+    started = time.perf_counter()
+    plan = bind(backend, statement)
+    with work(backend):  # never committed: the temp tables go, nothing is written
+        _, _, hist, solution, models, _ = solve_problem(backend, plan, scratch_name("cells"), started, listener)
+    return plan, hist, solution, models, time.perf_counter() - started
+
+
+def _size_histogram(sizes) -> str:
+    edges = [1, 2, 3, 5, 10, 20, 50, 100, 1000]
+    counts = []
+    for low, high in zip(edges, edges[1:] + [None]):
+        n = int(((sizes >= low) & ((sizes < high) if high else True)).sum())
+        if n:
+            label = f"{low}" if high == low + 1 else (f"{low}-{high - 1}" if high else f">={low}")
+            counts.append(f"{label}: {n}")
+    return ", ".join(counts) or "none"
+
+
+def sweep_rows(backend: Backend, statement) -> list[dict]:
+    """One dry run per value of the swept parameter (k, l or t): loss and risk against it."""
+    name, values = statement.sweep
+    rows = []
+    for value in values:
+        setattr(statement, name, value)
+        _, _, solution, _, seconds = dry_run(backend, statement)
+        published = solution.published_classes()
+        kept_rows = int(published.sum())
+        rows.append({name: value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
+                     "removed_rows": solution.removed_rows, "classes": len(published),
+                     "min_class_size": int(published.min()) if len(published) else None,
+                     "highest_risk": 1.0 / published.min() if len(published) else None,
+                     "average_risk": len(published) / kept_rows if kept_rows else None,
+                     "method": solution.method, "optimal": bool(solution.optimal), "seconds": round(seconds, 3)})
+    setattr(statement, name, values[0])
+    return rows
+
+
+def run_explain(backend: Backend, statement, listener=None) -> Table:
+    """EXPLAIN ANONYMIZE: the plan and a dry run (nothing is written). With a list of k, l or t
+    values, one row per value: loss and risk against the parameter."""
+    if statement.sweep is not None:
+        rows = sweep_rows(backend, statement)
+        name = statement.sweep[0]
+        types = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE"}
+        columns = [(name, types[name]), ("stars", "BIGINT"), ("suppressed_rows", "BIGINT"), ("removed_rows", "BIGINT"),
+                   ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
+                   ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
+        return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])
+    plan, hist, solution, models, seconds = dry_run(backend, statement, listener)
+    sizes = hist.sizes
+    published = solution.published_classes()
+    min_size = max([m.min_group_size() for m in models], default=1)  # the models the dry run used
+    cells_total = hist.n_rows * hist.m
+    why = (f"auto: {methods.spec('auto').summary}" if statement.method == "auto"
+           else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
+    proof = "yes: proven optimal" if solution.optimal else (
+        f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
+        "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else
+        "no: heuristic result without a matching lower bound")
+    items = [
+        ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
+        ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", plan.sensitive or ""),
+        ("rows", str(hist.n_rows)), ("classes (distinct QI vectors)", str(hist.n_classes)),
+        ("class sizes", _size_histogram(sizes)),
+        ("classes below the smallest allowed group", f"{int((sizes < min_size).sum())} classes, "
+                                                      f"{int(sizes[sizes < min_size].sum())} rows (minimum {min_size})"),
+        ("method that would run", solution.method), ("why", why),
+        ("estimated stars", f"{solution.stars} of {cells_total} QI cells ({solution.stars / max(cells_total, 1):.2%})"),
+        ("estimated suppressed rows", str(solution.suppressed_rows)),
+        ("published classes", f"{len(published)} (smallest {int(published.min()) if len(published) else '-'})"),
+        ("lower bound on stars", "" if solution.lower_bound is None else str(solution.lower_bound)),
+        ("optimum proven within the time limit", proof),
+        ("solver details", json.dumps(solution.notes, default=str, sort_keys=True)),
+        ("seconds (dry run)", f"{seconds:.3f}"),
+    ]
+    return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)

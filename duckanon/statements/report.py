@@ -1,0 +1,130 @@
+"""The release report: REPORT on a published table, and the `report` option of ANONYMIZE.
+
+The report reads the tables through DuckDB's SQL macros (duckanon.macros), so it needs the DuckDB
+backend; the front end refuses `report` with another engine.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+from sqlglot import exp
+
+from duckanon import extras
+from duckanon.backends import Backend
+from duckanon.errors import AnonymizeError
+from duckanon.pipeline.plan import Plan, source_columns
+from duckanon.pipeline.provenance import GENERALIZATION_PARAMETERS, published_provenance, release_parameters
+from duckanon.pipeline.result import Summary, Table
+from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
+from duckanon.sql import ReportStatement
+from duckanon.statements.explain import sweep_rows
+
+
+def _duckdb_of(backend: Backend):
+    """The DuckDB connection the report's macros run on."""
+    if not backend.writes_reports:
+        raise AnonymizeError(f"the report needs engine = 'duckdb', not {backend.name}")
+    return backend.con
+
+
+def run_report(backend: Backend, statement: ReportStatement) -> Table:
+    """REPORT: the HTML report of a published table against its original, written to a file.
+    What the statement leaves out comes from the table's provenance comment (if ANONYMIZE made it)."""
+    con = _duckdb_of(backend)
+
+    # queries read the objects DuckDB resolves the names to; messages and the result row show the
+    # names as written
+    written_as = statement
+    published, original = backend.resolved(statement.published), backend.resolved(statement.original)
+    if published.key() == original.key():
+        raise AnonymizeError("REPORT compares a published table with its original: they must differ")
+    statement = replace(statement, published=published, original=original)
+    published_columns = source_columns(backend, statement.published)
+    original_columns = source_columns(backend, statement.original)
+    provenance = published_provenance(backend, statement.published) or {}
+    chosen = {name: getattr(statement, name) if name in statement.given else provenance.get(name)
+              for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance")}
+    chosen.update({name: provenance[name] for name in ("c", "sa_hierarchy", "sa_order") + GENERALIZATION_PARAMETERS
+                   if name in provenance})
+    qi, sensitive = chosen["qi"], chosen["sensitive"]
+    if not qi:
+        raise AnonymizeError(f"REPORT needs qi = (...): {written_as.published.sql()} has no duckanon provenance "
+                             "(it was not published by ANONYMIZE, or its comment was changed)")
+    for column in qi + ([sensitive] if sensitive else []):
+        for table, columns in ((written_as.published, published_columns), (written_as.original, original_columns)):
+            if column.lower() not in {c.lower() for c in columns}:
+                raise AnonymizeError(f"column {column} is not in {table.sql()}")
+    check_file_access(backend, statement.file or "the report")
+    if statement.file:
+        path = statement.file
+    else:
+        path = extras.default_report_path(written_as.published.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
+    params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
+    params.update({"qi": ", ".join(qi), "sensitive": sensitive or ""})
+    summary = provenance.get("summary")
+    try:
+        written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
+                               summary=summary, params=params, risk_threshold=statement.risk_threshold)
+    except OSError as error:
+        raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+    threshold, _ = resolve_risk_threshold(statement.risk_threshold, params.get("k"))
+    risk_of = exp.Table(this=exp.Anonymous(this="anon_risk", expressions=[
+        exp.Placeholder(), exp.Placeholder(),
+        exp.PropertyEQ(this=exp.to_identifier("threshold"), expression=exp.Placeholder())]))
+    risk = backend.one(exp.select("highest_risk", "average_risk", "records_at_risk").from_(risk_of),
+                       [statement.published.sql(), qi, at_risk_sql_threshold(threshold)])
+    columns = [("report", "VARCHAR"), ("published", "VARCHAR"), ("original", "VARCHAR"), ("highest_risk", "DOUBLE"),
+               ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
+    shown = [name.table.sql(dialect="duckdb") for name in (written_as.published, written_as.original)]  # quoted if needed
+    return Table(columns, [(str(written), *shown, *risk, threshold)])
+
+
+def check_file_access(backend: Backend, path: str) -> None:
+    """A report is a file written by Python: honour DuckDB's switch for file access all the same."""
+    if not backend.file_access_allowed():
+        raise AnonymizeError(f"cannot write the report {path}: file access is disabled "
+                             "(SET enable_external_access = false)")
+
+
+def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Plan | None = None) -> Path | None:
+    """Write the report of the release being published, inside the publishing transaction, so a
+    report that cannot be written fails the statement before the commit. A regular file is written
+    to a temporary file beside it and renamed into place after the commit (see place_report); a
+    path that exists and is not a regular file (a device, a pipe) is written directly, now, and
+    None is returned."""
+    statement = plan.statement
+    final = Path(statement.report)
+    if final.is_dir():
+        raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
+    special = final.exists() and not final.is_file()
+    sweep = sweep_rows(backend, statement) if statement.sweep else None
+    params = release_parameters(statement)
+    params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
+    pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        # the rows as they were read (the snapshot of a changing source), named as the user wrote it
+        write_report(_duckdb_of(backend), plan.target.sql(), (read_plan or plan).source.sql(), plan.qi, plan.sensitive, pending,
+                     summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold,
+                     original_shown=plan.source_shown)
+    except OSError as error:
+        if not special:
+            pending.unlink(missing_ok=True)
+        raise AnonymizeError(f"cannot write the report {statement.report}: {error.strerror or error}; "
+                             "nothing was published") from None
+    return None if special else pending
+
+
+def place_report(pending: Path, path: str) -> str:
+    """After the commit: move the rendered report into place. The table is published by now, so a
+    failure here is not the statement's failure: the report stays at the temporary path we return."""
+    try:
+        os.replace(pending, path)
+        return str(path)
+    except OSError:
+        return str(pending)
