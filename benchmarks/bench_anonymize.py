@@ -19,7 +19,7 @@ Inputs (both loaded and replicated inside DuckDB, never through Python):
 For each input the script measures, each as the best of --reps repetitions (the first warms up;
 repetitions during which other processes took > 10% of a core are repeated, up to --max-reps):
   ANONYMIZE s   the summary row's `seconds` (parse, bind, class histogram, solver, publish)
-  solver s      wall time inside duckanon.engine.solve (the Python part), by wrapping it
+  solver s      wall time inside duckanon.pipeline.problem.solve (the Python part), by wrapping it
   floor s       one GROUP BY over the QIs and the SA into a temp table (group s) plus one
                 CREATE TABLE AS SELECT joining the source to it on the QI and SA columns with
                 IS NOT DISTINCT FROM (join s): the same shape as ANONYMIZE's join-back
@@ -120,13 +120,13 @@ def load(con, case: str, rows: int) -> tuple[str, float]:
 
 
 class SolveTimer:
-    """Wraps the `solve` that duckanon.engine calls and accumulates its wall time."""
+    """Wraps the `solve` that duckanon.pipeline.problem calls and accumulates its wall time."""
 
     def __init__(self):
-        import duckanon.engine
+        import duckanon.pipeline.problem
 
-        self.engine = duckanon.engine
-        self.inner = duckanon.engine.solve
+        self.pipeline_step = duckanon.pipeline.problem
+        self.inner = duckanon.pipeline.problem.solve
         self.seconds = 0.0
         self.classes = None
         self.cells = None
@@ -141,11 +141,11 @@ class SolveTimer:
             self.seconds += time.perf_counter() - started
 
     def __enter__(self):
-        self.engine.solve = self
+        self.pipeline_step.solve = self
         return self
 
     def __exit__(self, *exc):
-        self.engine.solve = self.inner
+        self.pipeline_step.solve = self.inner
 
 
 def machine_busy_s() -> float | None:
@@ -363,7 +363,7 @@ def operator_summary(path: str) -> list[dict]:
 
 def phase_profile(con, table: str, out_dir: Path, k: int) -> dict:
     """One warm-up ANONYMIZE, then one with every statement timed and CREATEs profiled."""
-    import duckanon.engine
+    import duckanon.statements
 
     con.execute(anonymize_sql(table, k))
     con.execute(f"DROP TABLE IF EXISTS {table}_anon")
@@ -371,7 +371,7 @@ def phase_profile(con, table: str, out_dir: Path, k: int) -> dict:
     timed = TimedConnection(con.duckdb, out_dir)
     with SolveTimer() as timer:
         started = time.perf_counter()
-        summary = duckanon.engine.run_anonymize(timed, anonymize_sql(table, k))
+        summary = duckanon.statements.run_anonymize(timed, anonymize_sql(table, k))
         wall = time.perf_counter() - started
     steps = [{"step": label(s["sql"]), "seconds": s["seconds"], "sql": s["sql"],
               "operators": operator_summary(s["profile"]) if "profile" in s else None} for s in timed.steps]
@@ -527,7 +527,7 @@ def parent(args) -> None:
           f"DuckDB {meta['duckdb']}, {meta['cpus']} cores, {meta['threads']} threads, {meta['date']}, code {meta['code']}\n")
     print(markdown_table(rows))
     print("\nclasses = distinct QI vectors in the input (the solver's input size); "
-          "ratio = ANONYMIZE s / floor s; solver s = time inside duckanon.engine.solve;\n"
+          "ratio = ANONYMIZE s / floor s; solver s = time inside duckanon.pipeline.problem.solve;\n"
           f"undisturbed = other processes used <= {FOREIGN_LIMIT:.0%} of a core during the repetition "
           "(best taken over those; over all runs if none)")
     for r in rows:

@@ -17,7 +17,7 @@ Requests:
     k5     k = 5
     k5l3   k = 5, l = 3 (frequency l-diversity, the engine's default) on sensitive = occupation
 
-The class histogram is built exactly as ANONYMIZE builds it: `duckanon.engine.prepare(con,
+The class histogram is built exactly as ANONYMIZE builds it: `duckanon.pipeline.problem.prepare(con,
 "ANONYMIZE sub WITH (<request>, qi = (...))")` parses and binds the statement, runs the GROUP BY
 in DuckDB and builds the privacy models, and writes nothing. Then `duckanon.solver.solve(hist, models, method)` is called directly for greedy, mapprox,
 merge and exact (time_limit = --time-limit for exact), so that each method's stars and proven
@@ -66,7 +66,7 @@ MARK = "@@BENCH@@ "
 # ---------------------------------------------------------------- one case (in a subprocess)
 
 def run_case(n: int, request: str, time_limit: float) -> None:
-    from duckanon.engine import prepare
+    from duckanon.pipeline.problem import prepare
     from duckanon.solver import solve
     from duckanon.solver.exact import prepare as exact_model
 
@@ -218,7 +218,7 @@ def markdown(results: list[dict], info: dict, time_limit: float, command: str) -
         "`SELECT * FROM adult ORDER BY hash(rowid), rowid LIMIT n` (rowid = 0-based row position in the CSV; "
         "n = 30,162 is the whole table)",
         "- requests: k = 5; k = 5 and l = 3 (frequency l-diversity) with sensitive = occupation",
-        "- histogram and models built by the engine itself (`duckanon.engine.prepare`: duckanon's parser/binder, "
+        "- histogram and models built by the engine itself (`duckanon.pipeline.problem.prepare`: duckanon's parser/binder, "
         "its GROUP BY in DuckDB, the privacy models), then `duckanon.solver.solve(hist, models, method)` called per method; "
         f"`exact` with time_limit = {time_limit:g} s",
         "",

@@ -46,7 +46,7 @@ def statement(table: str, method: str, limit: float, columns=COLUMNS) -> str:
 
 def case_search(limit: float) -> dict:
     import duckanon
-    from duckanon.engine import prepare
+    from duckanon.pipeline.problem import prepare
     from duckanon.solver.lattice import Lattice
 
     con = duckanon.connect()

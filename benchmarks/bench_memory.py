@@ -28,8 +28,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 CHILD = r"""
 import json, sys, time
 import duckanon
-from duckanon.classes import solver_memory_estimate
-from duckanon.engine import memory_budget
+from duckanon.pipeline.histogram import solver_memory_estimate
+from duckanon.pipeline.problem import memory_budget
 
 rows, n_sa, duckdb_limit, extra = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[5]
 con = duckanon.connect()

@@ -4,7 +4,7 @@
 
 Both read the same Parquet file (written once by DuckDB). Each engine runs in its own
 subprocess; peak memory is the process's VmHWM plus, for Spark, its JVM's.
-Step times: Spark's are read from the phases duckanon reports (progress.report), DuckDB's too.
+Step times: Spark's are read from the phases duckanon reports to a progress listener, DuckDB's too.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ def high_water_mib(pid: str = "self") -> float:
 
 
 def phases():
-    from duckanon import progress
-
+    """The phases the statement reports, with the time each began (the listener passed as progress=)."""
     marks = []
-    return marks, progress.listening(lambda phase, info: marks.append((phase, time.perf_counter())))
+    return marks, lambda phase, info: marks.append((phase, time.perf_counter()))
 
 
 def step_times(marks, started, ended):
@@ -53,11 +52,10 @@ def run_duckdb(parquet: str) -> dict:
 
     con = duckanon.connect()
     con.execute(f"CREATE VIEW big AS SELECT * FROM read_parquet('{parquet}')")
-    marks, listening = phases()
-    with listening:
-        started = time.perf_counter()
-        summary = con.anonymize(STATEMENT)
-        ended = time.perf_counter()
+    marks, listener = phases()
+    started = time.perf_counter()
+    summary = con.anonymize(STATEMENT, progress=listener)
+    ended = time.perf_counter()
     return {"engine": "duckdb", "seconds": ended - started, "steps": step_times(marks, started, ended),
             "stars": summary.stars, "peak_rss_mib": high_water_mib()}
 
@@ -72,11 +70,10 @@ def run_spark(parquet: str) -> dict:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark.read.parquet(parquet).createOrReplaceTempView("big")
-    marks, listening = phases()
-    with listening:
-        started = time.perf_counter()
-        summary = execute(spark, STATEMENT)
-        ended = time.perf_counter()
+    marks, listener = phases()
+    started = time.perf_counter()
+    summary = execute(spark, STATEMENT, progress=listener)
+    ended = time.perf_counter()
     spark.sql("DROP TABLE IF EXISTS big_anon")
     jvm = high_water_mib(str(spark._jvm.ProcessHandle.current().pid()))
     own = high_water_mib()

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import duckanon
-from duckanon.engine import prepare
+from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
 from duckanon.solver.heuristics import best_heuristic, run_heuristic
 

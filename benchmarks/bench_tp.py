@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import duckanon
-from duckanon.engine import prepare
+from duckanon.pipeline.problem import prepare
 from duckanon.solver import LDiversity, solve
 
 ROOT = Path(__file__).resolve().parents[1]
