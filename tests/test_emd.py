@@ -24,8 +24,8 @@ from duckanon.solver.emd import (
     emd_lp,
     emd_ordered,
     ground_distance_matrix,
-    write_hierarchy_table,
 )
+from duckanon.hierarchy import write_hierarchy_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 OCCUPATION = SHARED / "adult" / "adult_hierarchy_occupation.csv"

@@ -30,11 +30,12 @@ from duckanon.hierarchy.missing import SOURCE_PLACEHOLDER, missing_query, sa_ord
 from duckanon.hierarchy.ranges import dates, intervals
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy, from_rows
 from duckanon.hierarchy.spec import _SPEC, _split, parse_spec
-from duckanon.hierarchy.tables import from_table, to_table
+from duckanon.hierarchy.tables import from_table, to_table, write_hierarchy_table
 
 __all__ = [
     "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
     "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "sa_order_missing", "to_table",
+    "write_hierarchy_table",
 ]
 # Also importable from here: STAR, SOURCE_PLACEHOLDER, NULL_SPELLINGS, TableHierarchy, missing_query,
 # and the spec grammar (_SPEC, _split) that duckanon.plan reads to name hierarchies before binding.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from duckanon.backends import BackendError, backend_for
 from duckanon.errors import AnonymizeError
 from duckanon.hierarchy.binding import BoundHierarchy, Hierarchy
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy
+from duckanon.solver.emd import SAHierarchy
 
 
 def from_table(con, table_name: str) -> Hierarchy:
@@ -48,3 +50,28 @@ def to_table(con, hierarchy: Hierarchy | BoundHierarchy, table_name: str) -> Non
                                      name) for name in names])
     backend.execute(exp.Create(this=exp.to_table(table_name, dialect=backend.dialect), kind="TABLE", expression=values),
                     columns)
+
+
+def write_hierarchy_table(con, hierarchy: SAHierarchy, table_name: str, null_label: str | None = None) -> None:
+    """Store a sensitive-attribute tree as table `table_name` (value VARCHAR, level INTEGER, node
+    VARCHAR), the shape the SQL check `anon_t_hierarchical` reads: one row per leaf and level
+    0..levels-1 (level 0: node = value). The leaf labelled `null_label`, if any, is written with
+    value NULL so that it matches NULL sensitive values. `table_name` is one identifier; an
+    existing table of that name is replaced."""
+    values, levels, nodes = [], [], []
+    for leaf, path in hierarchy.paths.items():
+        value = None if leaf == null_label else leaf
+        for level, node in enumerate((leaf, *path)):
+            values.append(value)
+            levels.append(level)
+            nodes.append(node)
+    rows = pa.table({"value": pa.array(values, pa.string()), "level": pa.array(levels, pa.int32()),
+                     "node": pa.array(nodes, pa.string())})
+    backend = backend_for(con)
+    view = "__duckanon_hierarchy_rows"  # an Arrow scan: binding 10^5 rows as parameters is very slow
+    backend.register_arrow(view, rows)
+    try:
+        backend.execute(exp.Create(this=exp.to_table(table_name, quoted=True), kind="TABLE", replace=True,
+                                   expression=exp.select("value", "level", "node").from_(view)))
+    finally:
+        backend.unregister(view)

@@ -15,8 +15,8 @@ here for G groups at once (p is (G, S), q is (S,), SA values indexed 0..S-1 in S
   `SAHierarchy` (ARX CSV format) bound to the table's values with `SAHierarchy.for_values`.
 
 `emd_lp` / `emd_custom` solve the LP itself (HiGHS) for any other D; the tests use them as the
-reference for the closed forms. `write_hierarchy_table` stores a hierarchy in DuckDB for the
-SQL check `anon_t_hierarchical` (sql/t_hierarchical.sql).
+reference for the closed forms. `duckanon.hierarchy.write_hierarchy_table` stores a tree in the
+database for the SQL check `anon_t_hierarchical` (sql/t_hierarchical.sql).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
@@ -312,32 +311,3 @@ def emd_custom(p, q, distance) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------
 # DuckDB
-
-
-def write_hierarchy_table(con, hierarchy: SAHierarchy, table_name: str, null_label: str | None = None) -> None:
-    """Store `hierarchy` as table `table_name` (value VARCHAR, level INTEGER, node VARCHAR).
-
-    One row per leaf and level 0..levels-1 (level 0: node = value), the shape that
-    `anon_t_hierarchical` reads. The leaf labelled `null_label`, if any, is written with value
-    NULL so that it matches NULL sensitive values. `table_name` is one identifier (quoted here);
-    an existing table of that name is replaced.
-    """
-    values, levels, nodes = [], [], []
-    for leaf, path in hierarchy.paths.items():
-        value = None if leaf == null_label else leaf
-        for level, node in enumerate((leaf, *path)):
-            values.append(value)
-            levels.append(level)
-            nodes.append(node)
-    quoted = '"' + table_name.replace('"', '""') + '"'
-    rows = pa.table({
-        "value": pa.array(values, pa.string()),
-        "level": pa.array(levels, pa.int32()),
-        "node": pa.array(nodes, pa.string()),
-    })
-    view = "__duckanon_hierarchy_rows"  # Arrow scan: binding 10^5 rows as parameters is very slow
-    con.register(view, rows)
-    try:
-        con.execute(f"CREATE OR REPLACE TABLE {quoted} AS SELECT value, level, node FROM {view}")
-    finally:
-        con.unregister(view)
