@@ -80,8 +80,8 @@ class PrivacyModel:
         return 1
 
     def deficit(self, sizes: np.ndarray, sa_counts: np.ndarray) -> np.ndarray:
-        """How far each group is from satisfying the model: 0 exactly when it does, about [0, 1]
-        otherwise (all-or-nothing unless a model knows better)."""
+        """How far each group is from satisfying the model, about [0, 1], for repair to merge
+        towards it: 0 when it does (all-or-nothing unless a model knows better)."""
         return (~self.satisfied(sizes, sa_counts)).astype(np.float64)
 
 
@@ -163,8 +163,9 @@ class LDiversity(PrivacyModel):
         return self.l
 
     def deficit(self, sizes, sa_counts):
-        """The frequency form's shortfall, l * r_1 above |G|: a proxy for every form whose
-        satisfaction grows as the top value's share shrinks."""
+        """The frequency form's shortfall, l * r_1 above |G|: a proxy for the entropy and
+        recursive forms, which get easier as the top value's share shrinks (it can stay above 0
+        on a group they accept)."""
         top = sa_counts.max(axis=1, initial=0).astype(np.float64)
         return np.maximum(0.0, self.l * top - sizes) / np.maximum(self.l * top, 1.0)
 
