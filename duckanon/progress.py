@@ -78,7 +78,3 @@ class ShellProgress:
             if self.status is not None:
                 self.status.stop()
         return False
-
-
-def report(phase: str, **info) -> None:
-    """Transitional: solver modules that still report without a listener (removed with them)."""

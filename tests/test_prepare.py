@@ -21,7 +21,7 @@ def test_prepare_gives_what_anonymize_solves_and_writes_nothing(con):
     problem = prepare(con, STATEMENT)
     assert tables(con) == before
     assert problem.histogram.n_rows == 10 and problem.plan.qi == ["zipcode", "age", "education"]
-    assert [type(m).__name__ for m in problem.models] == ["KAnonymity", "LDiversity"]
+    assert [type(m).__name__ for m in problem.models] == ["KAnonymity", "FrequencyLDiversity"]
     assert problem.patterns is None and problem.domains is None
     solution = solve(problem.histogram, problem.models, "exact", problem.patterns, domains=problem.domains)
     summary = result_row(con, STATEMENT)

@@ -185,7 +185,7 @@ def solve_problem(backend: Backend, plan: Plan, cells_table: str, started: float
     # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
     deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
-                     deadline=deadline)
+                     deadline=deadline, progress=listener)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
         solution.notes["whole_domain_cells"] = solution.whole_domain_cells
     if plan.sensitive is None and statement.sensitive:
