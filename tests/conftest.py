@@ -199,3 +199,22 @@ def section(page: str, heading: str) -> str:
     start = page.index(f"<h2>{heading}")
     end = page.find("<h2>", start + 1)
     return page[start:end if end >= 0 else None]
+
+
+def snapshot(con):
+    """Everything a failed statement must leave as it was: tables, views, their rows, temp tables."""
+    tables = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY ALL").fetchall()
+    views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL").fetchall()
+    contents = {t: sorted(map(repr, con.execute(f'SELECT * FROM "{t[0]}"."{t[1]}"').fetchall())) for t in tables}
+    temps = con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0]
+    return tables, views, contents, temps
+
+
+def assert_refused_and_unchanged(db, statement, message):
+    before = snapshot(db)
+    with pytest.raises(duckanon.AnonymizeError, match=message) as caught:
+        db.execute(statement)
+    assert "\n" not in str(caught.value)
+    assert "Traceback" not in str(caught.value)
+    assert snapshot(db) == before

@@ -29,8 +29,7 @@ import pytest
 
 import duckanon
 import duckanon.pipeline.problem
-from conftest import qident
-from test_bad_input import assert_refused_and_unchanged
+from conftest import assert_refused_and_unchanged, qident
 
 REPO = Path(__file__).resolve().parents[1]
 

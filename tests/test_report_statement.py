@@ -8,8 +8,7 @@ import pytest
 
 import duckanon
 from duckanon.cli import main
-from conftest import HOSPITAL
-from test_report import section, table_rows
+from conftest import HOSPITAL, section, table_rows
 
 LATTICE = ("ANONYMIZE hospital INTO released WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
            "method = 'lattice', hierarchies = (zipcode = 'prefix', age = 'intervals(5, 10, 20)'))")
