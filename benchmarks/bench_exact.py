@@ -51,6 +51,8 @@ from pathlib import Path
 
 import duckdb
 
+from machine import cpu_model
+
 ADULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
 QI = ["sex", "age", "race", "marital-status"]
 SENSITIVE = "occupation"
@@ -124,14 +126,7 @@ def run_case(n: int, request: str, time_limit: float) -> None:
 # ---------------------------------------------------------------- driver
 
 def machine() -> dict:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     import scipy
 
     try:

@@ -41,7 +41,6 @@ import ast
 import datetime as dt
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -51,6 +50,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from machine import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
 BEFORE = "f8f9372"
@@ -355,14 +356,7 @@ def markdown(summaries: list[dict], meta: dict) -> str:
 
 
 def machine_note(python: str) -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     versions = subprocess.run([python, "-c", "import duckdb, platform; print(platform.python_version(), duckdb.__version__)"],
                               capture_output=True, text=True, check=True).stdout.split()
     return (f"{os.cpu_count()} cores ({cpu}), shared with other work; Python {versions[0]}, DuckDB {versions[1]}")

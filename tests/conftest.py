@@ -14,23 +14,21 @@ import duckanon
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 HOSPITAL = SHARED / "hospital.csv"
 
-# End-to-end tests: through SQL text, the shells and files. CI runs them on DuckDB 1.5 as well.
-E2E_MODULES = {
-    "test_anonymize", "test_bad_input", "test_bi", "test_cli", "test_cli_dot_commands", "test_duckdb_versions",
-    "test_examples", "test_explain", "test_generalization", "test_macro_files", "test_provenance", "test_python_api",
-    "test_report", "test_report_statement", "test_risk", "test_sql_checks", "test_hostile",
-}
+# Tests live by area: solver/, frontend/, pipeline/, macros/, e2e/, robustness/. The end-to-end
+# areas (through SQL text, the shells, files and the SQL macros) run on DuckDB 1.5 as well in CI.
+E2E_AREAS = {"e2e", "macros"}
 # What the README test's inner run (in the fresh venv it made) runs: `-m smoke` would change the
 # README's command, so the environment variable below selects these instead.
-SMOKE_TESTS = {"test_duckdb_versions.py", "test_examples.py::test_hospital_example"}
+SMOKE_TESTS = {"e2e/test_duckdb_versions.py", "e2e/test_examples.py::test_hospital_example"}
 SMOKE_ONLY = "DUCKANON_SMOKE_ONLY"
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.module.__name__.rsplit(".", 1)[-1] in E2E_MODULES:
+        if item.path.parent.name in E2E_AREAS:
             item.add_marker(pytest.mark.e2e)
-        if item.nodeid.split("tests/")[-1].split("[")[0] in SMOKE_TESTS or item.nodeid.split("tests/")[-1].split("::")[0] in SMOKE_TESTS:
+        test = item.nodeid.split("tests/")[-1]
+        if test.split("[")[0] in SMOKE_TESTS or test.split("::")[0] in SMOKE_TESTS:
             item.add_marker(pytest.mark.smoke)
     if os.environ.get(SMOKE_ONLY):
         selected = [item for item in items if item.get_closest_marker("smoke")]

@@ -38,7 +38,7 @@ The output minimises the published stars (|G| * #columns G disagrees on), ties b
 Bredereck's cost (|G| * stars of the cheapest user pattern covering G; m |L| for the leftover);
 `optimal` and `lower_bound` are about published stars, like every other method's. Bredereck's
 optimum (the pattern-star objective of the paper and of `exact`'s pattern MILP; the brute force
-in tests/test_exact.py) is the same DP with his cost, reported as notes["objective"]; it is at
+in tests/solver/test_exact.py) is the same DP with his cost, reported as notes["objective"]; it is at
 least the published optimum.
 
 Time O(#states * #candidate groups) in the worst case (O(3^n) style for n distinct rows), memory

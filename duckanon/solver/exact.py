@@ -52,7 +52,7 @@ objectives are integers). "Infeasible" then proves the incumbent optimal. Not wi
 whose MILP objective counts pattern stars rather than published stars.
 
 Published stars under patterns. The pattern MILP's optimum (Bredereck's, notes["objective"];
-the brute force of tests/test_exact.py) is no bound on what a correct output *publishes*: each
+the brute force of tests/solver/test_exact.py) is no bound on what a correct output *publishes*: each
 group publishes its meet, which can star fewer columns than its pattern (a user pattern starring
 every column allows any meet). An output honours the patterns when every published class stars a
 subset of a user pattern (or nothing), except at most one class (the fully suppressed rows, one
@@ -102,7 +102,7 @@ from duckanon.solver.partition import STAR, Solution, build_solution, solution_f
 from duckanon.solver.request import Request
 
 # HiGHS presolve is off: with it, HiGHS 1.12 (scipy 1.17) reported wrong "optimal" values on a
-# few small t-closeness models (caught by the brute-force cross-check in tests/test_exact.py),
+# few small t-closeness models (caught by the brute-force cross-check in tests/solver/test_exact.py),
 # and without it the solver was as fast or faster on our models (Adult, 4 QIs, k = 5: 1.6 s
 # instead of 7.7 s on 30k rows).
 PRESOLVE = False

@@ -30,7 +30,7 @@ from duckanon.solver.histogram import Histogram
 from duckanon.solver.partition import Solution
 from duckanon.errors import AnonymizeError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 ADULT = SHARED / "adult"
 
 

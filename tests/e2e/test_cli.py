@@ -15,7 +15,7 @@ import pytest
 
 from duckanon.cli import is_complete, main, split_script
 
-HOSPITAL_CSV = Path(__file__).parents[2] / "shared" / "data" / "hospital.csv"
+HOSPITAL_CSV = Path(__file__).parents[3] / "shared" / "data" / "hospital.csv"
 ANONYMIZE = "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease)"
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
                    "lower_bound", "seconds", "published_rows", "removed_rows", "optimal_for", "target", "report",

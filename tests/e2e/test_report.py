@@ -20,7 +20,7 @@ from duckanon.report import write_report  # noqa: E402
 
 from conftest import HOSPITAL, hospital_module as hospital, section, table_rows  # noqa: E402
 if not HOSPITAL.exists():  # a checkout elsewhere: the data sit next to the repository
-    HOSPITAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hospital.csv"
+    HOSPITAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]
 PARAMS = {"k": 3, "qi": QI, "sensitive": "disease", "note": "<b>not markup</b>"}
 CHROMIUM = Path("/usr/bin/chromium")

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import SMOKE_ONLY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 
 pytestmark = pytest.mark.readme

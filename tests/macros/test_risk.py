@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import duckanon
 
-HOSPITAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "hospital.csv"
+HOSPITAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]
 
 

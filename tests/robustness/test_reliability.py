@@ -38,7 +38,7 @@ import duckanon.pipeline.problem
 from duckanon.backends import BackendError, DuckDBBackend
 from conftest import check_published
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ROWS = 1_000_000  # about 1-3 s of ANONYMIZE with keep columns, most of it writing the target
 SOURCE = (f"CREATE TABLE big AS SELECT i AS id, (i * 7919) % 1000 AS a, i % 7 AS b, 'd' || (i % 13) AS s, "
           f"i::VARCHAR AS payload FROM range({ROWS}) r(i)")

@@ -31,7 +31,7 @@ import duckanon
 import duckanon.pipeline.problem
 from conftest import assert_refused_and_unchanged, qident
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def slow(test):

@@ -13,7 +13,7 @@ from duckanon import methods
 from duckanon.solver import BOUNDED, GENERALIZING, METHODS, RUNNERS
 from duckanon.solver.heuristics import HEURISTICS, TAKE_PATTERNS
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def test_every_method_has_a_runner_and_the_solver_reads_the_registry():

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-SQL_FILE = Path(__file__).parents[1] / "sql" / "checks.sql"
-HOSPITAL = Path(__file__).parents[2] / "shared" / "data" / "hospital.csv"
+SQL_FILE = Path(__file__).parents[2] / "sql" / "checks.sql"
+HOSPITAL = Path(__file__).parents[3] / "shared" / "data" / "hospital.csv"
 HOSPITAL_QI = ["zipcode", "age", "education"]
 
 

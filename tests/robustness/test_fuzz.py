@@ -18,7 +18,7 @@ seed; INTO; options in random order) and runs it through one of the methods. The
 
 CI size: 1,050 examples (about 100 s on two busy shared cores). The `slow` variants run 10,500:
 
-    python -m pytest -m slow tests/test_fuzz.py
+    python -m pytest -m slow tests/robustness/test_fuzz.py
 
 (`slow` tests are skipped unless `-m slow` selects them, so the default `pytest -q` stays fast.)
 One duckanon connection is reused across examples (connecting costs ~50 ms); every example starts

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from duckanon import hierarchy as H
 from duckanon.errors import AnonymizeError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 DATASETS = {"adult": "adult.csv", "cup": "cup.csv", "fars": "fars_subset.csv"}
 
 
@@ -227,7 +227,7 @@ def test_parse_spec_builders():
 
 
 def test_parse_spec_paths_with_column(monkeypatch):
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the repository root, as in the README
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the repository root, as in the README
     spec = "../shared/data/adult/adult_hierarchy_{column}.csv"
     assert H.parse_spec(spec, "age").bind([39]).rows() == [["39", "35-39", "30-39", "20-39", "*"]]
     assert H.parse_spec(spec, "marital-status").bind(["Divorced"]).rows() == [["Divorced", "spouse not present", "*"]]
@@ -304,7 +304,7 @@ def test_to_table_of_bound_builder_with_null():
 
 def test_missing_values_are_counted_never_shown():
     """The message counts the missing values and gives the query listing them; it never shows one
-    (tests/test_trust_names.py runs the queries)."""
+    (tests/pipeline/test_trust_names.py runs the queries)."""
     age = H.from_csv(SHARED / "adult" / "adult_hierarchy_age.csv")
     message = (r"^2 values of column age are missing from hierarchy .*adult_hierarchy_age.csv; list them with: "
                r"SELECT DISTINCT age FROM <table> WHERE NOT EXISTS \(SELECT 1 FROM \(SELECT coalesce\(column0, 'NULL'\) "

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SQL_DIR = REPO / "sql"
 MACRO_FILES = [SQL_DIR / "checks.sql", SQL_DIR / "risk.sql", SQL_DIR / "t_hierarchical.sql"]  # load order
 

@@ -73,7 +73,7 @@ def test_errors_name_the_position(text, where):
 #   `SET enable_external_access = false` refuses them, and errors about their content name lines,
 #   never the file's text; `table(name)` in hierarchies is a name, never SQL.
 # --------------------------------------------------------------------------------------------------
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 INTERNALS = ("sqlglot", "<class", "Token", "TokenType", "Required keyword", "Expecting", "SENTINEL", "Traceback",
              "Error tokenizing")

@@ -27,7 +27,7 @@ from duckanon.solver.emd import (
 )
 from duckanon.hierarchy import write_hierarchy_table
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 OCCUPATION = SHARED / "adult" / "adult_hierarchy_occupation.csv"
 HOSPITAL = SHARED / "hospital.csv"
 TOL = 1e-9
