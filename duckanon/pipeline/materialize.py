@@ -115,7 +115,7 @@ def _sa_text(plan: Plan, table: str | None = None) -> exp.Expr:
     return qcol(SA_KEY, table)
 
 
-def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> exp.Select:
+def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, labelled=()) -> exp.Select:
     """Cells joined with their parts; the published QI strings are computed here, once per part:
     '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
     text (every value of a class prints as that text: see histogram.key_of).
@@ -137,7 +137,7 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, labelled=()) -> 
     parts_per_cell = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[qcol(CELL_ID, p)])
     split = exp.alias_(exp.GT(this=parts_per_cell, expression=exp.Literal.number(1)), "split", quoted=True)
     shown_values = [binary_text(plan, out.this.copy()) for out in outputs] + ([_sa_text(plan, c)] if plan.sensitive else [])
-    order = [exp.func("hash", exp.Literal.number(plan.statement.seed), *shown_values), *[v.copy() for v in shown_values]]
+    order = [exp.func("hash", exp.Literal.number(seed), *shown_values), *[v.copy() for v in shown_values]]
     return (
         exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split)
         .from_(_table(cells_table, c))
@@ -189,10 +189,10 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     return exp.select(*items).from_(expanded.subquery("expanded"))
 
 
-def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
+def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int) -> exp.Select:
     """The published rows: the source joined to the keyed table, in the seeded hash order of the
     published values."""
-    seed = exp.Literal.number(plan.statement.seed)
+    seed_literal = exp.Literal.number(seed)
     body = (
         exp.select(*_projection(plan, "k", "src"))
         .from_(exp.alias_(plan.source.table.copy(), "src", table=True))
@@ -210,7 +210,7 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
         )
         qi_lower = {c.lower() for c in plan.qi}
         per_row = [hashable(plan, c, qcol(c, "src")) for c in plan.published if c.lower() not in qi_lower]
-        row_order = exp.func("hash", seed, *per_row)
+        row_order = exp.func("hash", seed_literal, *per_row)
         rank = exp.Window(
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
             order=exp.Order(expressions=[exp.Ordered(this=row_order)]),
@@ -236,7 +236,7 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool) -> exp.Select:
         body = exp.union(body, parts, distinct=False)
     qi_lower = {c.lower() for c in plan.qi}
     shown = [binary_text(plan, qcol(c)) if c.lower() in qi_lower else hashable(plan, c, qcol(c)) for c in plan.published]
-    order = exp.func("hash", seed, *shown)
+    order = exp.func("hash", seed_literal, *shown)
     return exp.select(exp.Star()).from_(body.subquery("published")).order_by(order)
 
 

@@ -39,6 +39,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
     cells_table, parts_view, keyed_table, source_table = (
         scratch_name(kind) for kind in ("cells", "parts", "keyed", "source"))
     pending_report = None
+    seed = plan.statement.seed  # orders the published rows (materialize)
     try:
         with work(backend) as statement_work:
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
@@ -49,11 +50,11 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
             backend.register_arrow(parts_view, keyed_arrow(cells, solution))
             with backend.keeping_insertion_order():  # the published order is the keyed table's (seeded) order
-                backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view,
+                backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
                                                               labelled=labelled_columns(solution)))
                 backend.unregister(parts_view)
                 if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table))
+                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed)
                 else:  # every published row is determined by its cell: no second pass over the source
                     published = histogram_publish_select(solver_plan, keyed_table)
                 backend.create_target(plan.target, published)
