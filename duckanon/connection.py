@@ -12,7 +12,6 @@ import math
 import numbers
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
 import duckdb
 from sqlglot import exp

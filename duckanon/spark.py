@@ -9,8 +9,11 @@ From the duckanon shell or a duckanon connection, `engine = 'spark'` runs the st
 active SparkSession (or a new one, `spark_master = 'local[2]'` by default), reading the source
 from Spark's catalog; the result row comes back to DuckDB as usual.
 
-Spark has no multi-statement transactions: the target is created by one CTAS after everything
-else succeeded, and temp views are dropped on any error, so a failure leaves no target.
+Spark has no multi-statement transactions. Temp views are dropped on any error. The target is
+written by one CTAS after the solve (an existing target of that name is dropped just before it):
+a failure up to the CTAS leaves the previous target as it was; a failed CTAS leaves no target; a
+failure after it (the published-row check, the comment) leaves the new target and reports the
+error.
 """
 
 from __future__ import annotations

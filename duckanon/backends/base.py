@@ -150,16 +150,22 @@ class Backend:
         pass
 
     def commit(self) -> None:
-        self._release()
+        self.release()
 
     def rollback(self) -> None:
         self.temps.clear()
-        self._release()
+        self.release()
 
-    def _release(self) -> None:
-        """What the engine keeps past a statement without transactions (registered data)."""
-        for name in list(self.registered):
+    def release(self, names=None) -> None:
+        """Let go of registered data (all of it, or `names`): what the engine keeps past a statement."""
+        for name in list(self.registered if names is None else names):
             self.unregister(name)
+
+    @contextmanager
+    def translating(self):
+        """Errors of the engine raised inside the block (by code that runs the engine's own SQL,
+        such as the report's macros) come out as BackendError."""
+        yield
 
     @contextmanager
     def keeping_insertion_order(self):
@@ -173,22 +179,31 @@ class Backend:
 class Work:
     """One statement's work on a backend: its own transaction unless the caller has one open (a
     failed BEGIN inside the caller's transaction would abort it, so that is probed first). Leaving
-    without `commit()` undoes everything: a rollback of our own transaction, or, inside the
-    caller's, dropping the temp tables we made."""
+    without `commit()` undoes what this work made: a rollback of our own transaction, or, inside
+    the caller's (or an enclosing work's, as a sweep's dry runs inside ANONYMIZE), dropping the
+    temp tables and registered data made since it began, never those of the enclosing work."""
 
     backend: Backend
     own_transaction: bool = False
     committed: bool = False
+    first_temp: int = 0  # backend.temps[first_temp:] are this work's
+    registered_before: frozenset = frozenset()
+
+    def _own_temps(self) -> list[str]:
+        return self.backend.temps[self.first_temp:]
+
+    def _own_registered(self) -> list[str]:
+        return [name for name in self.backend.registered if name not in self.registered_before]
 
     def drop_temps(self) -> None:
-        self.backend.drop_temp(*reversed(self.backend.temps))
+        self.backend.drop_temp(*reversed(self._own_temps()))
 
     def commit(self) -> None:
         self.drop_temps()
         if self.own_transaction:
             self.backend.commit()
         else:
-            self.backend._release()
+            self.backend.release(self._own_registered())
         self.committed = True
 
     def undo(self) -> None:
@@ -200,18 +215,18 @@ class Work:
         except BackendError:
             pass
         finally:
-            self.backend.temps.clear()
-            self.backend._release()
+            del self.backend.temps[self.first_temp:]
+            self.backend.release(self._own_registered())
 
 
 @contextmanager
 def work(backend: Backend):
     """`with work(backend) as w:` ... `w.commit()`; anything else leaves the database as it was."""
-    own = backend.transactional and not backend.in_explicit_transaction()
-    if own:
-        backend.begin()
-    w = Work(backend, own)
+    w = Work(backend, first_temp=len(backend.temps), registered_before=frozenset(backend.registered))
     try:
+        if backend.transactional and not backend.in_explicit_transaction():
+            w.own_transaction = True  # before BEGIN: an interrupt right after it still rolls back
+            backend.begin()
         yield w
     finally:
         if not w.committed:

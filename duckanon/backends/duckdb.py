@@ -17,7 +17,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from duckanon.backends import duckdb_names
-from duckanon.backends.base import Backend, BackendError, UnknownTable, temporary
+from duckanon.backends.base import Backend, BackendError, UnknownTable
 from duckanon.errors import one_line
 from duckanon.sql.statement import TableName
 
@@ -39,10 +39,19 @@ class DuckDBBackend(Backend):
     def __init__(self, con: duckdb.DuckDBPyConnection):
         super().__init__()
         self.con = getattr(con, "duckdb", con)  # a duckanon Connection wraps one
+        self._insertion_order_to_restore = False
 
     def _run(self, sql: str, parameters=None):
+        """One statement of DuckDB's SQL (also the catalog queries of this module)."""
         try:
             return self.con.execute(sql, parameters)
+        except duckdb.Error as error:
+            raise _translated(error) from None
+
+    @contextmanager
+    def translating(self):
+        try:
+            yield
         except duckdb.Error as error:
             raise _translated(error) from None
 
@@ -66,35 +75,34 @@ class DuckDBBackend(Backend):
         super().unregister(name)
 
     def table_comment(self, table: TableName) -> str | None:
-        found = self.con.execute(
+        found = self._run(
             "SELECT comment FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) "
             "AND schema_name = coalesce(?, current_schema()) AND lower(table_name) = lower(?)",
             [table.table.catalog or None, table.table.db or None, table.name]).fetchone()
         return found[0] if found else None
 
     def file_access_allowed(self) -> bool:
-        return bool(self.con.execute("SELECT current_setting('enable_external_access')").fetchone()[0])
+        return bool(self._run("SELECT current_setting('enable_external_access')").fetchone()[0])
 
     # ------------------------------------------------------------------ catalog
     def place(self, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
-        return duckdb_names.place(self.con, source, target, hierarchy_tables)
+        with self.translating():
+            return duckdb_names.place(self.con, source, target, hierarchy_tables)
 
     def resolved(self, table: TableName) -> TableName:
-        return duckdb_names.resolved(self.con, table)
+        with self.translating():
+            return duckdb_names.resolved(self.con, table)
 
     def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
         """DESCRIBE does not show collations; the CREATE statement DuckDB writes for an empty copy does."""
         name = f"__duckanon_probe_{uuid.uuid4().hex[:12]}"
         copy = exp.select(*[exp.alias_(exp.column(c, quoted=True), f"c{i}", quoted=True)
                             for i, c in enumerate(columns)]).from_(source.table.copy()).limit(0)
-        self.execute(temporary(exp.Create(this=exp.to_table(name, quoted=True), kind="TABLE", expression=copy)))
-        try:
-            sql = self.con.execute("SELECT sql FROM duckdb_tables() WHERE temporary AND table_name = ?",
-                                   [name]).fetchone()[0]
-        finally:
-            self.con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        self.create_temp(name, copy)  # tracked: the statement's end drops it whatever happens here
+        sql = self._run("SELECT sql FROM duckdb_tables() WHERE temporary AND table_name = ?", [name]).fetchone()[0]
+        self.drop_temp(name)
         found = {i: name.strip('"') for i, name in re.findall(r'"?c(\d+)"? VARCHAR COLLATE ([^,)\s]+)', sql)}
-        default = str(self.con.execute("SELECT current_setting('default_collation')").fetchone()[0] or "")
+        default = str(self._run("SELECT current_setting('default_collation')").fetchone()[0] or "")
         return {c: found[str(i)] for i, c in enumerate(columns) if str(i) in found}, default
 
     def source_is_stable(self, source: TableName, read: list[str]) -> bool:
@@ -102,7 +110,7 @@ class DuckDBBackend(Backend):
         one DuckDB base table (no view, nothing attached from another system, no replacement scan of
         a file) and none of the columns read is generated (computed at each read)."""
         parts = [part.name for part in source.table.parts]
-        found = self.con.execute(
+        found = self._run(
             "SELECT t.database_name, t.schema_name, t.table_name, 'table', d.type, t.sql FROM duckdb_tables() AS t "
             "JOIN duckdb_databases() AS d USING (database_name) WHERE lower(t.table_name) = lower($1) "
             "UNION ALL SELECT database_name, schema_name, view_name, 'view', NULL, NULL FROM duckdb_views() "
@@ -119,10 +127,10 @@ class DuckDBBackend(Backend):
         read = {c.lower() for c in read}
         where = "database_name = $1 AND schema_name = $2 AND table_name = $3"
         try:
-            generated = self.con.execute(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND is_generated",
-                                         [database, schema, table]).fetchall()
-        except duckdb.Error:  # DuckDB 1.5 has no is_generated: a column with an expression in a table that has generated ones
-            generated = self.con.execute(
+            generated = self._run(f"SELECT column_name FROM duckdb_columns() WHERE {where} AND is_generated",
+                                  [database, schema, table]).fetchall()
+        except BackendError:  # DuckDB 1.5 has no is_generated: a column with an expression in a table that has generated ones
+            generated = self._run(
                 f"SELECT column_name FROM duckdb_columns() WHERE {where} AND column_default IS NOT NULL",
                 [database, schema, table]).fetchall() if "GENERATED ALWAYS" in (sql or "").upper() else []
         return not any(name.lower() in read for (name,) in generated)
@@ -131,8 +139,8 @@ class DuckDBBackend(Backend):
     def in_explicit_transaction(self) -> bool:
         """In autocommit mode every statement is its own transaction (two txid_current() differ);
         inside an explicit one they are equal."""
-        first = self.con.execute("SELECT txid_current()").fetchone()[0]
-        return self.con.execute("SELECT txid_current()").fetchone()[0] == first
+        first = self._run("SELECT txid_current()").fetchone()[0]
+        return self._run("SELECT txid_current()").fetchone()[0] == first
 
     def begin(self) -> None:
         self._run("BEGIN TRANSACTION")
@@ -140,7 +148,7 @@ class DuckDBBackend(Backend):
     def commit(self) -> None:
         self._run("COMMIT")
         self.temps.clear()
-        self._release()
+        self.release()
 
     def rollback(self) -> None:
         try:
@@ -148,20 +156,32 @@ class DuckDBBackend(Backend):
         except duckdb.Error:
             pass
         super().rollback()
+        if self._insertion_order_to_restore:
+            self._restore_insertion_order()
 
     @contextmanager
     def keeping_insertion_order(self):
         """With preserve_insertion_order off, DuckDB stores a CREATE TABLE AS's rows in any order,
         ORDER BY or not, and that order comes from the source's (the GROUP BY's hash table, the
         join's input): turned on for the statement's CREATEs, restored after."""
-        if self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0]:
+        if self._run("SELECT current_setting('preserve_insertion_order')").fetchone()[0]:
             yield
             return
-        self.con.execute("SET preserve_insertion_order = true")
+        self._run("SET preserve_insertion_order = true")
+        self._insertion_order_to_restore = True
         try:
             yield
         finally:
+            self._restore_insertion_order()
+
+    def _restore_insertion_order(self) -> None:
+        """SET fails inside an aborted transaction: then the rollback restores it (the error that
+        aborted it is the one the caller sees)."""
+        try:
             self.con.execute("SET preserve_insertion_order = false")
+            self._insertion_order_to_restore = False
+        except duckdb.Error:
+            pass
 
     def close(self) -> None:
         """DuckDB 2 streams results: none of ours stays unread to block the caller's next query."""

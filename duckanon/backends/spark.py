@@ -2,8 +2,11 @@
 
 The pipeline's expressions are rendered in Spark's dialect and run with `spark.sql`. The class
 histogram is computed by Spark's GROUP BY and only it comes back to the driver; the solver is
-unchanged. Spark has no multi-statement transactions: the target is created by one CTAS after
-everything else succeeded, and temp views are dropped on any error, so a failure leaves no target.
+unchanged. Spark has no multi-statement transactions. Temp views are dropped on any error. The target is
+written by one CTAS after the solve (an existing target of that name is dropped just before it):
+a failure up to the CTAS leaves the previous target as it was; a failed CTAS leaves no target; a
+failure after it (the published-row check, the comment) leaves the new target and reports the
+error.
 
 This module sits below the pipeline (backends are loaded by name from `duckanon.backends`); the
 Python API that runs statements on Spark is `duckanon.spark`.
@@ -26,7 +29,10 @@ class _Result:
 
     def _all(self):
         if self._rows is None:
-            self._rows = [tuple(r) for r in self.frame.collect()] if self.frame is not None else []
+            try:
+                self._rows = [tuple(r) for r in self.frame.collect()] if self.frame is not None else []
+            except Exception as error:  # a query fails when Spark runs it, not when it plans it
+                raise BackendError(f"Spark: {one_line(error)}") from None
         return self._rows
 
     def fetchall(self):
@@ -76,7 +82,7 @@ class SparkBackend(Backend):
         """Through the catalog: it uncaches the view too, without resolving its plan (which may read
         a temp view dropped before it)."""
         for name in names:
-            self.spark.catalog.dropTempView(name)
+            self._catalog(self.spark.catalog.dropTempView, name)
             if name in self.temps:
                 self.temps.remove(name)
 
@@ -101,10 +107,17 @@ class SparkBackend(Backend):
     def unregister(self, name: str) -> None:
         """Spark's cached temp views still read it by name: it is dropped at the statement's end."""
 
-    def _release(self) -> None:
-        for name in self.registered:
-            self.spark.catalog.dropTempView(name)
-        self.registered.clear()
+    def release(self, names=None) -> None:
+        for name in list(self.registered if names is None else names):
+            self._catalog(self.spark.catalog.dropTempView, name)
+            self.registered.discard(name)
+
+    def _catalog(self, call, *args):
+        """A call of Spark's catalog API, its errors as BackendError."""
+        try:
+            return call(*args)
+        except Exception as error:  # py4j and pyspark errors
+            raise BackendError(f"Spark: {one_line(error)}") from None
 
 
 def session(master: str | None = None):

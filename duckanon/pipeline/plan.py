@@ -16,7 +16,7 @@ from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
 class Plan:
     statement: AnonymizeStatement
     source: TableName  # catalog.schema.name of the object read, as the backend resolved it (Backend.place)
-    target: TableName  # catalog.schema.name of the table written and commented (DuckDB)
+    target: TableName  # the table written and commented, as the backend resolved it
     columns: list[str]  # every source column, in source order
     qi: list[str]
     sensitive: str | None

@@ -146,7 +146,7 @@ class Problem:
 
 def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None):
     """The histogram built in DuckDB (a temp table) and the solver's input, and the cells and plan
-    they were built for (see _build_cells)."""
+    they were built for (see _cells)."""
     statement = plan.statement
     progress.tell(listener, "building the class histogram (GROUP BY)")
     plan, cells = _cells(backend, plan, cells_table)

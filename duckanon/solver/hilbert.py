@@ -28,7 +28,6 @@ from collections import defaultdict
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import FrequencyLDiversity
 from duckanon.solver.partition import Solution, build_solution
 from duckanon.solver.request import Request
 

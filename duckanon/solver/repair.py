@@ -20,8 +20,9 @@ from duckanon.solver.partition import STAR, Solution, build_solution, identity_s
 
 
 def deficit(models, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
-    """How far groups are from satisfying the models, 0 exactly when they do (each model's
-    `deficit`, scaled to ~[0, 1])."""
+    """How far groups are from satisfying the models (the sum of each model's `deficit`, scaled to
+    ~[0, 1]): 0 for a group that satisfies them all; a proxy, which may stay above 0 on a group
+    that satisfies them (see LDiversity.deficit)."""
     total = np.zeros(len(sizes))
     for model in models:
         total += model.deficit(sizes, sa)

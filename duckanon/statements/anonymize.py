@@ -1,4 +1,4 @@
-"""ANONYMIZE: plan -> classes -> solver -> materialize -> summary, in one transaction.
+"""ANONYMIZE: plan -> histogram -> solver -> materialize -> summary, in one transaction.
 
 Everything before the final CREATE only reads the source (temp tables aside), and the CREATE OR
 REPLACE of the target runs in the same transaction, so an error at any step leaves the database
@@ -6,8 +6,6 @@ as it was and a re-run replaces the target atomically.
 """
 
 from __future__ import annotations
-
-import time
 
 from sqlglot import exp
 
@@ -64,7 +62,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             describe_target(backend, plan, summary)
             backend.drop_temp(cells_table, keyed_table)
             if plan.statement.report:
-                pending_report = render_report(backend, plan, summary, read_plan)
+                pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
             statement_work.commit()
     except BaseException as error:

@@ -33,13 +33,13 @@ def _size_histogram(sizes) -> str:
     return ", ".join(counts) or "none"
 
 
-def sweep_rows(backend: Backend, statement) -> list[dict]:
+def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
     """One dry run per value of the swept parameter (k, l or t): loss and risk against it."""
     name, values = statement.sweep
     rows = []
     for value in values:
         setattr(statement, name, value)
-        _, _, solution, _, seconds = dry_run(backend, statement)
+        _, _, solution, _, seconds = dry_run(backend, statement, listener)
         published = solution.published_classes()
         kept_rows = int(published.sum())
         rows.append({name: value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
@@ -56,7 +56,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     """EXPLAIN ANONYMIZE: the plan and a dry run (nothing is written). With a list of k, l or t
     values, one row per value: loss and risk against the parameter."""
     if statement.sweep is not None:
-        rows = sweep_rows(backend, statement)
+        rows = sweep_rows(backend, statement, listener)
         name = statement.sweep[0]
         types = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE"}
         columns = [(name, types[name]), ("stars", "BIGINT"), ("suppressed_rows", "BIGINT"), ("removed_rows", "BIGINT"),

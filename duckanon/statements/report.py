@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlglot import exp
 
 from duckanon import extras
-from duckanon.backends import Backend
+from duckanon.backends import Backend, BackendError
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan, source_columns
 from duckanon.pipeline.provenance import GENERALIZATION_PARAMETERS, published_provenance, release_parameters
@@ -69,10 +69,13 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
     params.update({"qi": ", ".join(qi), "sensitive": sensitive or ""})
     summary = provenance.get("summary")
     try:
-        written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
-                               summary=summary, params=params, risk_threshold=statement.risk_threshold)
+        with backend.translating():
+            written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
+                                   summary=summary, params=params, risk_threshold=statement.risk_threshold)
     except OSError as error:
         raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+    except BackendError as error:
+        raise AnonymizeError(f"REPORT failed: {error}") from None
     threshold, _ = resolve_risk_threshold(statement.risk_threshold, params.get("k"))
     risk_of = exp.Table(this=exp.Anonymous(this="anon_risk", expressions=[
         exp.Placeholder(), exp.Placeholder(),
@@ -92,7 +95,8 @@ def check_file_access(backend: Backend, path: str) -> None:
                              "(SET enable_external_access = false)")
 
 
-def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Plan | None = None) -> Path | None:
+def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Plan | None = None,
+                  listener=None) -> Path | None:
     """Write the report of the release being published, inside the publishing transaction, so a
     report that cannot be written fails the statement before the commit. A regular file is written
     to a temporary file beside it and renamed into place after the commit (see place_report); a
@@ -103,15 +107,20 @@ def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Pla
     if final.is_dir():
         raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
     special = final.exists() and not final.is_file()
-    sweep = sweep_rows(backend, statement) if statement.sweep else None
+    sweep = sweep_rows(backend, statement, listener) if statement.sweep else None
     params = release_parameters(statement)
     params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
     pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         # the rows as they were read (the snapshot of a changing source), named as the user wrote it
-        write_report(_duckdb_of(backend), plan.target.sql(), (read_plan or plan).source.sql(), plan.qi, plan.sensitive, pending,
-                     summary=summary, params=params, sweep=sweep, risk_threshold=statement.risk_threshold,
-                     original_shown=plan.source_shown)
+        with backend.translating():  # a failing query of the report fails the statement, as ANONYMIZE's own
+            write_report(_duckdb_of(backend), plan.target.sql(), (read_plan or plan).source.sql(), plan.qi,
+                         plan.sensitive, pending, summary=summary, params=params, sweep=sweep,
+                         risk_threshold=statement.risk_threshold, original_shown=plan.source_shown)
+    except BackendError:
+        if not special:
+            pending.unlink(missing_ok=True)
+        raise
     except OSError as error:
         if not special:
             pending.unlink(missing_ok=True)

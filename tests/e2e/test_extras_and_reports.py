@@ -104,3 +104,32 @@ def test_default_output_directory(tmp_path, monkeypatch):
     assert str(extras.default_report_path("t")) == "duckanon_output/t_report.html"
     monkeypatch.setenv(extras.OUTPUT_DIR_VARIABLE, str(tmp_path))
     assert extras.default_report_path("t") == tmp_path / "t_report.html"
+
+
+def test_a_sweep_in_the_report_of_a_view_keeps_the_snapshot_it_reads(con, tmp_path):
+    """A view is copied once (the snapshot the report reads); the sweep's dry runs inside the
+    statement drop only their own temp tables, never the statement's."""
+    con.execute("CREATE VIEW hospital_view AS SELECT * FROM hospital")
+    path = tmp_path / "r.html"
+    row = result_row(con, "ANONYMIZE hospital_view INTO released WITH (k = (2, 3), qi = (zipcode, age), "
+                          f"sensitive = disease, report = '{path}')")
+    assert row["report"] == str(path) and path.read_text().startswith("<!DOCTYPE html>")
+    assert con.execute("SELECT count(*) FROM released").fetchone()[0] == 10
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
+
+
+def test_an_error_after_the_order_setting_is_one_line_and_restores_it(con, tmp_path):
+    """The target cannot be written (a read-only database) while preserve_insertion_order is
+    switched on for the CREATEs: the user gets DuckDB's reason as one line, and the setting is
+    theirs again."""
+    import duckdb
+
+    ro = tmp_path / "ro.duckdb"
+    duckdb.connect(str(ro)).close()
+    con.execute(f"ATTACH '{ro}' AS ro (READ_ONLY)")
+    con.execute("SET preserve_insertion_order = false")
+    with pytest.raises(duckanon.AnonymizeError) as caught:
+        con.execute("ANONYMIZE hospital INTO ro.main.x WITH (k = 3, qi = (zipcode, age), keep = (education))")
+    assert str(caught.value).startswith("ANONYMIZE failed: ") and "read-only" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0] is False
