@@ -89,7 +89,10 @@ def utility(db, published, original, qi, sa, k) -> dict:
 # distinct SA values, then the largest share of one value, then the farthest from the table's mix.
 _RANKED_CLASSES = """
     WITH cells AS (
-        SELECT cls, cls::VARCHAR AS class, coalesce(sa_value::VARCHAR, 'NULL') AS value, n,
+        -- one QI: its value in parentheses; DuckDB 2 prints a one-field row as '(v,)', 1.5 as '(v)'
+        SELECT cls, CASE WHEN len($qi) = 1 THEN '(' || coalesce(struct_extract(cls, 1)::VARCHAR, 'NULL') || ')'
+                         ELSE cls::VARCHAR END AS class,
+               coalesce(sa_value::VARCHAR, 'NULL') AS value, n,
                sum(n) OVER (PARTITION BY cls) AS size,
                sum(n) OVER (PARTITION BY sa_value) AS nt, sum(n) OVER () AS total
         FROM anon_sa_counts($p, $qi, $sa)

@@ -308,7 +308,7 @@ def test_sa_section_shows_the_least_diverse_classes(tmp_path):
     rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
             for row in re.findall(r"<tr>(.*?)</tr>", part) if "<td" in row]
     assert len(rows) == 30
-    assert [r[1] for r in rows[:5]] == [f"(small{i},)" for i in range(5)]
+    assert [r[1] for r in rows[:5]] == [f"(small{i})" for i in range(5)]  # one QI: the same text on DuckDB 1.5 and 2
     assert all(r[3] == "1" and r[4] == "1" for r in rows[:5])
     assert all(r[3] == "5" for r in rows[5:])
     con.close()
