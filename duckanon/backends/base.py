@@ -30,6 +30,16 @@ class UnknownTable(BackendError):
     """The engine knows no table or view of that name."""
 
 
+def _full_key(table: TableName, database: str, schema: str) -> tuple[str, str, str]:
+    """(catalog, schema, name), lower case, with the session's defaults filled in."""
+    parts = [p.name.lower() for p in table.table.parts]
+    if len(parts) == 1:
+        return (database.lower(), schema.lower(), parts[0])
+    if len(parts) == 2:
+        return (database.lower(), parts[0], parts[1])
+    return tuple(parts[-3:])
+
+
 def temporary(create: exp.Create) -> exp.Create:
     create.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
     return create
@@ -118,22 +128,14 @@ class Backend:
     def place(self, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
         """The source and target as the engine resolves them; refuse a target that is the source.
         The generic engine compares the names with the session's defaults filled in."""
-        if self._full_key(target) == self._full_key(source):
+        defaults = self.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
+        if _full_key(target, *defaults) == _full_key(source, *defaults):
             raise AnonymizeError(f"the target {target.sql()} is the source table: choose another name with INTO")
         return source, target
 
     def resolved(self, table: TableName) -> TableName:
         """`table` as the object a SELECT reads (for statements that read tables by name)."""
         return table
-
-    def _full_key(self, table: TableName) -> tuple[str, str, str]:
-        database, schema = self.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
-        parts = [p.name.lower() for p in table.table.parts]
-        if len(parts) == 1:
-            return (database.lower(), schema.lower(), parts[0])
-        if len(parts) == 2:
-            return (database.lower(), parts[0], parts[1])
-        return tuple(parts[-3:])
 
     def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
         """The explicit collation of each string column (absent: none) and the default collation."""
