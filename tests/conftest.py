@@ -62,6 +62,14 @@ def con():
     yield from connection_with(HOSPITAL_TABLE)
 
 
+@pytest.fixture
+def hospital(con):
+    """The hospital table on `con`, whatever connection a module's own `con` fixture makes (the
+    SQL checks install their macros on plain DuckDB or through duckanon)."""
+    con.execute("CREATE TABLE IF NOT EXISTS hospital AS SELECT * FROM read_csv(?)", [str(HOSPITAL)])
+    return con
+
+
 @pytest.fixture(scope="module")
 def hospital_module():
     """The hospital table on one connection shared by the tests of a module (reports)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from pathlib import Path
 
 import duckdb
 import pytest
@@ -19,7 +18,6 @@ from hypothesis import strategies as st
 
 import duckanon
 
-HOSPITAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "hospital.csv"
 QI = ["zipcode", "age", "education"]
 
 
@@ -36,14 +34,6 @@ def mcon():
     c = duckanon.connect()
     yield c
     c.close()
-
-
-@pytest.fixture
-def hospital(con):
-    if not HOSPITAL.exists():
-        pytest.skip(f"{HOSPITAL} not found")
-    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    return con
 
 
 def one(con, sql):

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SQL_FILE = Path(__file__).parents[2] / "sql" / "checks.sql"
-HOSPITAL = Path(__file__).parents[3] / "shared" / "data" / "hospital.csv"
 HOSPITAL_QI = ["zipcode", "age", "education"]
 
 
@@ -42,14 +41,6 @@ def mcon():
     c = new_connection()
     yield c
     c.close()
-
-
-@pytest.fixture
-def hospital(con):
-    if not HOSPITAL.exists():
-        pytest.skip(f"{HOSPITAL} not found")
-    con.execute("CREATE TABLE hospital AS SELECT * FROM read_csv(?)", [str(HOSPITAL)])
-    return con
 
 
 def one(con, sql, params=None):
