@@ -45,13 +45,21 @@ class Plan:
         return [c for c in self.columns if c.lower() in chosen]
 
 
+def hierarchy_specs(specs, qi: list[str]) -> dict[str, str]:
+    """QI column -> the hierarchy spec the statement's `hierarchies` gives it (one string: every
+    QI; names matched without case)."""
+    if isinstance(specs, str):
+        return {c: specs for c in qi}
+    if isinstance(specs, dict):
+        return {c: spec for name, spec in specs.items() for c in qi if c.lower() == name.lower()}
+    return {}
+
+
 def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
     """(QI column, table name) of every `table(name)` hierarchy the statement names."""
     if not methods.spec(statement.method).takes_hierarchies or statement.hierarchies is None:
         return []
-    specs = statement.hierarchies
-    by_column = ({c: specs for c in qi} if isinstance(specs, str)
-                 else {c: spec for name, spec in specs.items() for c in qi if c.lower() == name.lower()})
+    by_column = hierarchy_specs(statement.hierarchies, qi)
     tables = []
     for column, spec in by_column.items():
         match = hierarchy._SPEC.match(spec.replace("{column}", column))

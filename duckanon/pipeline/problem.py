@@ -16,7 +16,7 @@ from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import HistogramTooLarge, build_cells, code_alias, qcol, qi_alias, sa_values
-from duckanon.pipeline.plan import Plan, bind
+from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
@@ -72,15 +72,11 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
     if methods.spec(statement.method).takes_hierarchies:
         specs = statement.hierarchies
         if isinstance(specs, dict):
-            qi_lower = {c.lower(): c for c in plan.qi}
+            qi_lower = {c.lower() for c in plan.qi}
             for name in specs:
                 if name.lower() not in qi_lower:
                     raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
-            by_column = {qi_lower[name.lower()]: spec for name, spec in specs.items()}
-        elif isinstance(specs, str):
-            by_column = {c: specs for c in plan.qi}
-        else:
-            by_column = {}
+        by_column = hierarchy_specs(specs, plan.qi)
         hierarchies = []
         for j, column in enumerate(plan.qi):
             spec = by_column.get(column)
