@@ -15,6 +15,8 @@ Python API that runs statements on Spark is `duckanon.spark`.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError, UnknownTable
@@ -75,8 +77,28 @@ class SparkBackend(Backend):
             raise BackendError(f"Spark: {message}") from None
 
     def create_temp(self, name: str, select: exp.Expr) -> None:
+        """A cached temp view (CACHE TABLE ... AS, eager). Its shuffles run with one partition per
+        core (defaultParallelism) instead of spark.sql.shuffle.partitions: a cached plan keeps the
+        partitioning of its last shuffle (adaptive execution does not coalesce it unless
+        spark.sql.optimizer.canChangeCachedPlanOutputPartitioning is on, and then it would make one
+        partition of a small table), so the keyed table of 11,000 cells sat in 200 partitions,
+        its ORDER BY sampled and shuffled them all, and the histogram-only publish expanded it in
+        200 tasks writing 200 files. The temp tables on Spark hold one row per cell, never per
+        source row, so one partition per core is what their readers want."""
         self.temps.append(name)
-        self.execute(exp.Cache(this=exp.to_identifier(name, quoted=True), expression=select))
+        with self._shuffle_partitions(self.spark.sparkContext.defaultParallelism):
+            self.execute(exp.Cache(this=exp.to_identifier(name, quoted=True), expression=select))
+
+    @contextmanager
+    def _shuffle_partitions(self, count: int):
+        """spark.sql.shuffle.partitions set to `count` for the session while inside, then restored."""
+        key = "spark.sql.shuffle.partitions"
+        before = self._catalog(self.spark.conf.get, key)
+        self._catalog(self.spark.conf.set, key, str(max(1, int(count))))
+        try:
+            yield
+        finally:
+            self._catalog(self.spark.conf.set, key, before)
 
     def drop_temp(self, *names: str) -> None:
         """Through the catalog: it uncaches the view too, without resolving its plan (which may read
