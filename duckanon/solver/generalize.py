@@ -8,6 +8,7 @@ when the published labels are, with STAR where a column is published as '*'.
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import numpy as np
@@ -47,8 +48,12 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
 
 def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
                      context: SolveContext = UNBOUNDED) -> Solution:
-    """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`)."""
+    """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`).
+    `search_seconds` in the notes is the search alone: the lattice's precomputation on the
+    histogram and the search, not the solution built from its node."""
+    started = time.perf_counter()
     search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search(context)
+    search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
@@ -68,7 +73,8 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
                         dropped=~node.ok, masked=masked)
     solution.notes.update({
         "levels": list(node.levels), "metric": metric, "metric_value": search.value,
-        "nodes_evaluated": search.evaluated, "lattice_nodes": search.nodes, "removed_rows": int(node.sa_counts[~node.ok].sum()),
+        "nodes_evaluated": search.evaluated, "search_seconds": round(search_seconds, 4), "lattice_nodes": search.nodes,
+        "removed_rows": int(node.sa_counts[~node.ok].sum()),
         "optimal_for": f"{metric} among full-domain generalizations",
     })
     if not search.optimal:
@@ -165,16 +171,44 @@ def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list
     return solution
 
 
-def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels) -> float:
+def loss_row_costs(hist: Histogram, hierarchies) -> list[np.ndarray]:
+    """Per QI, (n_values, H+1): ARX's loss of one cell with value v published at level h."""
+    return Lattice(hist, [h.codes for h in hierarchies], [], 0.0, "loss").row_cost
+
+
+def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels, costs=None) -> float:
     """ARX's loss per cell, averaged over rows x QIs: a value at level h costs (leaves under its
-    node - 1) / (domain - 1), a star 1, a removed row 1 per QI."""
-    costs = Lattice(hist, [h.codes for h in hierarchies], [], 0.0, "loss").row_cost
+    node - 1) / (domain - 1), a star 1, a removed row 1 per QI. `costs`: loss_row_costs, when
+    the caller has them."""
+    costs = loss_row_costs(hist, hierarchies) if costs is None else costs
     kept = solution.kept_groups[solution.part_group]
     stars = solution.group_rep[solution.part_group] == STAR
     total = float(solution.part_count[~kept].sum()) * hist.m
     for j, level in enumerate(levels):
         cell = np.where(stars[:, j], 1.0, costs[j][hist.codes[solution.part_class, j], level])
         total += float((solution.part_count[kept] * cell[kept]).sum())
+    return total / max(hist.n_rows * hist.m, 1)
+
+
+def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
+    """A lower bound on the loss of any cell suppression of the classes of `node` (a lattice
+    NodeResult): every cell costs at least its level's loss, and a row left unstarred shares its
+    group only with rows of its own class, so the unstarred rows of a class form a part of it
+    that satisfies the models (closed under merging): beyond the models' kept_rows_bound, each
+    row of the class gets a star, which adds at least 1 - (the cheapest of its cells)."""
+    n_groups = len(node.sa_counts)
+    group_cost = np.zeros((n_groups, hist.m))
+    total = 0.0
+    for j, level in enumerate(node.levels):
+        cell = costs[j][hist.codes[:, j], level]  # the same for every class of a group
+        group_cost[node.member_of, j] = cell
+        total += float(hist.sizes @ cell)
+    sizes = node.sa_counts.sum(axis=1)
+    kept = sizes
+    for model in models:
+        kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
+    cheapest_star = (1.0 - group_cost.max(axis=1)) if hist.m else np.zeros(n_groups)
+    total += float(((sizes - kept) * cheapest_star).sum())
     return total / max(hist.n_rows * hist.m, 1)
 
 
@@ -194,22 +228,50 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     limits, the optimal lattice node that needs at most that share of rows removed; then, instead
     of removing the violating rows, `suppress` (the best cell-suppression heuristic) runs on the
     generalized classes, so outliers lose only the cells that make them stand out. The candidate
-    with the lowest ARX loss (generalized cells plus stars, on one scale) is published."""
+    with the lowest ARX loss (generalized cells plus stars, on one scale) is published; among
+    equal losses the one of the smallest limit.
+
+    One lattice serves every limit, largest first: a node optimal at a limit that removes no
+    more rows than a smaller limit allows is that limit's optimum too, and needs no search.
+    Limits that reach the same node share one cell suppression, and a node is suppressed only
+    when `gensup_loss_bound` says it could beat the best loss found: nodes are tried in
+    increasing bound."""
+    started = time.perf_counter()
+    lattice = Lattice(hist, [h.codes for h in hierarchies], models, 0.0, metric, cell_suppression_after=True)
+    limits = sorted({suppression_limit, *GENSUP_LIMITS})
+    optimum = {}  # limit -> its LatticeResult
+    evaluated = 0
+    for limit in reversed(limits):
+        lattice.set_suppression_limit(limit)
+        covering = [found for found in optimum.values() if found.node.suppressed_rows <= lattice.limit_rows]
+        if covering:
+            optimum[limit] = min(covering, key=lambda found: found.value)
+            continue
+        optimum[limit] = lattice.search(context)
+        evaluated += optimum[limit].evaluated
+    search_seconds = time.perf_counter() - started
+    costs = loss_row_costs(hist, hierarchies)
+    first_limit = {}  # node levels -> the smallest limit whose optimum it is
+    for limit in limits:
+        first_limit.setdefault(optimum[limit].node.levels, limit)
+    bounds = {levels: gensup_loss_bound(hist, optimum[limit].node, models, costs) for levels, limit in first_limit.items()}
     best = None
-    for limit in sorted({suppression_limit, *GENSUP_LIMITS}):
-        candidate = _gensup_at(hist, hierarchies, models, limit, metric, suppress, context)
-        value = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"])
+    for levels in sorted(first_limit, key=lambda levels: (bounds[levels], first_limit[levels])):
+        limit = first_limit[levels]
+        if best is not None and (bounds[levels], limit) >= (best.notes["loss"], best.notes["suppression_limit"]):
+            continue  # cannot beat the best: its loss is at least its bound
+        candidate = _gensup_at(hist, hierarchies, optimum[limit], suppress, context)
+        value = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"], costs)
         candidate.notes.update({"loss": value, "suppression_limit": limit})
-        if best is None or value < best.notes["loss"]:
+        if best is None or (value, limit) < (best.notes["loss"], best.notes["suppression_limit"]):
             best = candidate
+    best.notes.update({"nodes_evaluated": evaluated, "search_seconds": round(search_seconds, 4)})
     return best
 
 
-def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric, suppress: CellSuppression,
-               context: SolveContext) -> Solution:
-    # the violating rows are cell-suppressed below, not removed
-    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric,
-                     cell_suppression_after=True).search(context)
+def _gensup_at(hist: Histogram, hierarchies, search, suppress: CellSuppression, context: SolveContext) -> Solution:
+    """Cell suppression on the classes of the node `search` found (the violating rows are
+    suppressed cell by cell, not removed), mapped back onto the original classes."""
     node = search.node
     n_rolled = len(node.sa_counts)
     rolled_codes = np.zeros((n_rolled, hist.m), dtype=np.int64)
@@ -244,6 +306,6 @@ def _gensup_at(hist: Histogram, hierarchies, models, suppression_limit, metric, 
         masked[:, j] = whole_domain(hierarchies[j].codes, node.levels[j])  # one label for everything: a star
     parts = [np.asarray(a, dtype=np.int64) for a in (out_c, out_s, out_g, out_n)]
     solution = Solution(*parts, group_rep=group_rep, method="gensup", group_labels=labels, masked=masked)
-    solution.notes.update({"levels": list(node.levels), "metric": metric, "generalization_metric_value": search.value,
-                           "cell_suppression": inner.method, "nodes_evaluated": search.evaluated})
+    solution.notes.update({"levels": list(node.levels), "metric": search.metric,
+                           "generalization_metric_value": search.value, "cell_suppression": inner.method})
     return solution

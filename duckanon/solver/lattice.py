@@ -34,12 +34,20 @@ Search (branch and bound over the lattice, with Flash-style predictive tagging):
     with no suppression limit, satisfying nodes tag everything above them (every metric is
     monotone in generalization when nothing is removed). With a limit a metric is not monotone
     (a coarser node removes fewer rows, which can cost less), so a solution tags only itself.
+  * Removed rows at finer nodes. For the other models (l-diversity, t-closeness) a node's
+    violating classes split at finer nodes, and the parts that satisfy the models form a
+    sub-multiset of the class that satisfies them (all are closed under merging). Each model
+    bounds how many rows such a sub-multiset can hold (`kept_rows_bound`: 0 below l distinct
+    values, the t-close share of the SA counts, ...), so a node whose classes must lose more
+    rows than the limit fails with every finer node.
   * Bounds. Every metric is at least its value on the node computed as if nothing were removed
     (ARX's lower bound): each charge above is >= 0 on top of it (a removed cell's 1 is at least
     its cost at any level, the removed rows' entropy is >= 0, |T| >= a class size). For the
     separable metrics (entropy, loss, precision, stars) that bound needs no grouping at all; for
-    discernibility and aecs it is 0. Nodes are visited in increasing bound; the search stops
-    when the next bound is no better than the best solution found: that solution is optimal.
+    discernibility and aecs it is 0. With k-anonymity alone the rows a node removes are removed
+    at every finer node too, at finer levels, so the charge a solution pays is a floor added to
+    the bound of every finer node. Nodes are decided coarsest first; the search stops when no
+    undecided node's bound (plus floor) is below the best solution found: that one is optimal.
 """
 
 from __future__ import annotations
@@ -213,14 +221,13 @@ class Lattice:
         self.level_codes = [np.asarray(c, dtype=np.int64) for c in level_codes]
         self.heights = [c.shape[1] - 1 for c in self.level_codes]
         self.models = request
-        self.limit_rows = int(np.floor(suppression_limit * hist.n_rows + 1e-9))
         self.metric = metric
         self.measure = METRICS[metric]
         self.cell_suppression_after = cell_suppression_after
         self.sizes = hist.sizes
         self.n = hist.n_rows
         self.m = hist.m
-        self.monotone_with_suppression = request.monotone_with_suppression or self.limit_rows == 0
+        self.set_suppression_limit(suppression_limit)
         # per column, per level: rows per generalized code (for entropy), leaves per code (loss)
         self.value_rows = [np.bincount(hist.codes[:, j], weights=self.sizes, minlength=len(c)).astype(np.float64)
                            for j, c in enumerate(self.level_codes)]
@@ -237,6 +244,18 @@ class Lattice:
         self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
         self.blocks = self._make_blocks()
         self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
+        # the nonzero SA counts as (class, SA code, rows): a node's group SA counts are one
+        # bincount over them (a strided column at a time is ten times slower)
+        sa = hist.sa_counts
+        self.sa_width = sa.shape[1]
+        self.sa_class, self.sa_code = np.nonzero(sa)
+        self.sa_rows = sa[self.sa_class, self.sa_code].astype(np.float64)
+
+    def set_suppression_limit(self, suppression_limit: float) -> None:
+        """The share of rows a solution may remove, for the next search (the precomputation and
+        the cached groupings do not depend on it, so one lattice serves several limits)."""
+        self.limit_rows = int(np.floor(suppression_limit * self.n + 1e-9))
+        self.monotone_with_suppression = self.models.monotone_with_suppression or self.limit_rows == 0
 
     # -- keys ----------------------------------------------------------------------------------
     BLOCK_COMBINATIONS = 64  # level combinations of one block of columns (its cached code arrays)
@@ -305,19 +324,29 @@ class Lattice:
             return np.zeros(self.hist.n_classes, dtype=np.int64), 1
         return key, space
 
+    def _group_rows(self, levels) -> tuple[np.ndarray, np.ndarray]:
+        """Per class its group id at `levels`, and the rows per group id."""
+        key, space = self._keys(levels)
+        if space > self.dense_limit:
+            key, space = self._densify(key, space)
+        return key, np.bincount(key, weights=self.float_sizes, minlength=space)
+
     def removed_classes(self, levels) -> np.ndarray:
         """k-anonymity alone: per class whether it is in a class of fewer than k rows at `levels`."""
         if self.k <= 1 or not self.hist.n_classes:
             return np.zeros(self.hist.n_classes, dtype=bool)
-        key, space = self._keys(levels)
-        if space > self.dense_limit:
-            key, space = self._densify(key, space)
-        counts = np.bincount(key, weights=self.float_sizes, minlength=space)
+        key, counts = self._group_rows(levels)
         return counts[key] < self.k
 
     def suppressed_rows(self, levels) -> int:
-        """k-anonymity alone: the rows in classes of fewer than k rows at `levels`."""
-        return int(self.sizes[self.removed_classes(levels)].sum())
+        """k-anonymity alone: the rows in classes of fewer than k rows at `levels` (summed over
+        the group ids when there are fewer ids than classes: an id no class has counts 0)."""
+        if self.k <= 1 or not self.hist.n_classes:
+            return 0
+        key, counts = self._group_rows(levels)
+        if len(counts) <= len(key):
+            return int(counts[counts < self.k].sum())
+        return int(self.sizes[counts[key] < self.k].sum())
 
     # -- metrics -------------------------------------------------------------------------------
     def _row_costs(self, j: int) -> np.ndarray:
@@ -356,17 +385,29 @@ class Lattice:
         columns' level codes, lexicographically."""
         if levels in self.cache:
             return self.cache[levels]
-        sa = self.hist.sa_counts
         key, space = self._keys(levels)
         member_of, n_groups = self._densify(key, space)
-        group_sa = np.stack([np.bincount(member_of, weights=sa[:, s], minlength=n_groups) for s in range(sa.shape[1])],
-                            axis=1).astype(np.int64)
+        width = self.sa_width
+        group_sa = np.bincount(member_of[self.sa_class] * width + self.sa_code, weights=self.sa_rows,
+                               minlength=n_groups * width).reshape(n_groups, width).astype(np.int64)
         ok = all_satisfied(self.models, group_sa.sum(axis=1), group_sa)
         node = NodeResult(levels, group_sa, member_of, ok, int(group_sa[~ok].sum()))
         if len(self.cache) > 64:
             self.cache.clear()
         self.cache[levels] = node
         return node
+
+    def removed_floor(self, node: NodeResult) -> int:
+        """Rows removed at `node` and at every finer node, at least: at a finer node each group
+        of `node` splits into parts, and the parts kept form a sub-multiset of the group that
+        satisfies every model (all are closed under merging), so each group loses at least its
+        size minus the models' `kept_rows_bound`. ARX prunes models that are not monotone with
+        suppression by their minimal group size alone; this is the same bound for every model."""
+        sizes = node.sa_counts.sum(axis=1)
+        kept = sizes
+        for model in self.models:
+            kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
+        return int((sizes - kept).sum())
 
     # -- search --------------------------------------------------------------------------------
     def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
@@ -382,13 +423,22 @@ class Lattice:
         level_sum = nodes.sum(axis=1)
         state = {"best": None, "value": np.inf, "evaluated": 0, "empty": None}
         monotone_metric = self.limit_rows == 0  # then a coarser node is never better
+        # When removed rows stay removed at finer nodes (monotone models), what a node's removed
+        # rows cost is a floor for every finer node: they are removed there too, at finer levels,
+        # and each metric's charge grows with the rows removed and with finer levels (1 - a
+        # cell's cost; the entropy of the removed set, n * H, grows under both). A node whose
+        # bound plus floor is no better than the best cannot be the answer.
+        charge_floors = self.measure.separable and self.monotone_with_suppression and self.limit_rows > 0
+        floor = np.zeros(len(nodes))
         # per column and level: which nodes are at most / at least that level (cone tagging)
         at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
         at_least = [[nodes[:, j] >= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
 
         def cone(levels, sides) -> np.ndarray:
-            return np.logical_and.reduce([sides[j][int(h)] for j, h in enumerate(levels)]) if self.m else \
-                np.ones(len(nodes), dtype=bool)
+            inside = np.ones(len(nodes), dtype=bool)
+            for j, h in enumerate(levels):
+                np.logical_and(inside, sides[j][int(h)], out=inside)
+            return inside
 
         def visit(levels: np.ndarray) -> bool:
             """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
@@ -398,8 +448,8 @@ class Lattice:
             key = tuple(int(x) for x in levels)
             node = None
             if self.k_only:  # decided by the suppressed-row count alone
-                removed = self.removed_classes(key)
-                suppressed = int(self.sizes[removed].sum())  # (no BLAS matmul: it spins threads)
+                removed = None  # (the classes, only for a solution's charge)
+                suppressed = self.suppressed_rows(key)
             else:
                 node = self.evaluate(key)
                 suppressed = node.suppressed_rows
@@ -409,7 +459,7 @@ class Lattice:
                 context.report("lattice search", nodes=state["evaluated"], of=len(nodes),
                                 best=None if state["best"] is None else round(state["value"], 2))
             if suppressed > self.limit_rows:
-                if self.monotone_with_suppression:
+                if self.monotone_with_suppression or self.removed_floor(node) > self.limit_rows:
                     status[cone(levels, at_most)] = -1  # every finer node fails too
                 else:
                     status[index] = -1
@@ -421,8 +471,14 @@ class Lattice:
                 return True
             if self.measure.separable:  # no grouping needed beyond the removed classes
                 value = self.bound(key)
-                if value < state["value"]:  # else the charge (>= 0) cannot make it better
-                    value += self.removal_charge(key, removed)
+                if charge_floors or value < state["value"]:  # else the charge (>= 0) cannot make it better
+                    if removed is None:
+                        removed = self.removed_classes(key)
+                    charge = self.removal_charge(key, removed)
+                    value += charge
+                    if charge_floors and charge > 0:
+                        finer = cone(levels, at_most)
+                        floor[finer] = np.maximum(floor[finer], charge)
             else:
                 node = node or self.evaluate(key)
                 value = node.value = self.value(node)
@@ -457,16 +513,43 @@ class Lattice:
                     low = mid + 1
         # 2. Close the gap: every node that could beat the best (bound below it) is decided,
         #    coarsest first, so a failure tags the most finer nodes at once.
+        #    A node whose charge floor rules it out is deferred, not evaluated: evaluating it could
+        #    only tag its finer nodes as failing, so before a finer node is evaluated the
+        #    deferred nodes above it that could still fail are evaluated first, in this order,
+        #    until one tags it. The nodes evaluated are then a subset of those the bound alone
+        #    would evaluate, and the best found is the same.
+        order = np.lexsort((bounds, -level_sum))
+        rank = np.empty(len(nodes), dtype=np.int64)
+        rank[order] = np.arange(len(nodes))
+        deferred = np.zeros(len(nodes), dtype=bool)
+        can_fail = self.limit_rows < self.n
+
+        def evaluate_deferred_above(pick: int) -> None:
+            above = np.flatnonzero(deferred & (status == 0) & cone(nodes[pick], at_least))
+            for index in above[np.argsort(rank[above])].tolist():
+                deferred[index] = False
+                visit(nodes[index])
+                if status[pick] == -1:
+                    return
+
         optimal = True
-        for pick in np.lexsort((bounds, -level_sum)).tolist():
+        for pick in order.tolist():
             best = state["value"]  # (inf while only empty publications were found)
             if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
-                optimal = not ((status == 0) & (bounds < best - 1e-9 * max(1.0, abs(best)))).any()
+                optimal = not ((status == 0) & (bounds + floor < best - 1e-9 * max(1.0, abs(best)))).any()
                 break
-            if status[pick] == 0 and (best == np.inf or bounds[pick] < best - 1e-9 * max(1.0, abs(best))):
+            if status[pick] != 0:
+                continue
+            if best == np.inf or bounds[pick] + floor[pick] < best - 1e-9 * max(1.0, abs(best)):
+                if can_fail and charge_floors and deferred.any():
+                    evaluate_deferred_above(pick)
+                    if status[pick] != 0:
+                        continue
                 visit(nodes[pick])
+            elif bounds[pick] < best - 1e-9 * max(1.0, abs(best)):
+                deferred[pick] = True
         if state["best"] is None and state["empty"] is not None:
             raise AnonymizeError(
                 f"method 'lattice' would publish no rows: every generalization that satisfies the request within "

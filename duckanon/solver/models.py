@@ -84,6 +84,14 @@ class PrivacyModel:
         towards it: 0 when it does (all-or-nothing unless a model knows better)."""
         return (~self.satisfied(sizes, sa_counts)).astype(np.float64)
 
+    def kept_rows_bound(self, sizes: np.ndarray, sa_counts: np.ndarray) -> np.ndarray:
+        """Per group, at least as many rows as any sub-multiset of it that satisfies the model can
+        hold. The lattice's pruning with a suppression limit rests on it: at a finer node a
+        group splits into parts, and the parts that satisfy a model closed under merging form
+        such a sub-multiset, so at least `sizes - kept_rows_bound` of its rows are removed there,
+        at every finer node. The default knows nothing beyond the group itself."""
+        return np.asarray(sizes, dtype=np.int64)
+
 
 class KAnonymity(PrivacyModel):
     name = "k-anonymity"
@@ -113,6 +121,11 @@ class KAnonymity(PrivacyModel):
 
     def deficit(self, sizes, sa_counts):
         return np.maximum(0, self.k - sizes) / self.k
+
+    def kept_rows_bound(self, sizes, sa_counts):
+        """A group of fewer than k rows has no part of k rows."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        return np.where(sizes >= self.k, sizes, 0)
 
     def __str__(self):
         return f"{self.k}-anonymity"
@@ -169,6 +182,13 @@ class LDiversity(PrivacyModel):
         top = sa_counts.max(axis=1, initial=0).astype(np.float64)
         return np.maximum(0.0, self.l * top - sizes) / np.maximum(self.l * top, 1.0)
 
+    def kept_rows_bound(self, sizes, sa_counts):
+        """Every form needs l distinct values (frequency: l * r_1 <= |G|; entropy: ln of the
+        distinct count bounds it; recursive: r_l > 0), and a part has no more distinct values
+        than its group."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        return np.where((np.asarray(sa_counts) > 0).sum(axis=1) >= self.l, sizes, 0)
+
     def __str__(self):
         return f"{self.variant} {self.l}-diversity"
 
@@ -185,6 +205,18 @@ class FrequencyLDiversity(LDiversity):
 
     def ok(self, counts, size):
         return self.l * max(counts) <= size
+
+    def kept_rows_bound(self, sizes, sa_counts):
+        """A part of m rows takes at most m / l of each value: it exists only if
+        sum_s min(r_s, m / l) >= m. With the counts sorted down, r_1 >= r_2 >= ..., leaving the j
+        largest values capped at m / l gives m (1 - j / l) <= r_(j+1) + r_(j+2) + ..., for
+        j = 0..l-1; the smallest of these limits is the largest such m (a real number, floored)."""
+        counts = -np.sort(-np.asarray(sa_counts, dtype=np.float64), axis=1)
+        tails = np.cumsum(counts[:, ::-1], axis=1)[:, ::-1]  # tails[:, j] = r_(j+1) + ...
+        j = np.arange(min(self.l, counts.shape[1]))
+        limits = tails[:, j] * self.l / (self.l - j)
+        most = np.floor(limits.min(axis=1, initial=np.inf) + 1e-9) if len(j) else np.zeros(len(counts))
+        return np.minimum(super().kept_rows_bound(sizes, sa_counts), most.astype(np.int64))
 
     def _infeasible_message(self, sa_total):
         return (f"{self} is infeasible: the most frequent sensitive value covers {int(sa_total.max())} of "
@@ -319,6 +351,39 @@ class TCloseness(PrivacyModel):
     def deficit(self, sizes, sa_counts):
         return np.maximum(0.0, self.emd(np.maximum(sizes.astype(np.float64), 1.0), sa_counts) - self.t)
 
+    def smallest_distance(self) -> float:
+        """The ground distance between two distinct values is at least this (> 0)."""
+        ground = self.distance_matrix()
+        off = ground[~np.eye(len(ground), dtype=bool)]
+        return float(off.min()) if len(off) else 1.0
+
+    def kept_rows_bound(self, sizes, sa_counts):
+        """Every unit of mass a part's distribution p moves to reach the table's q travels at
+        least the smallest ground distance d, so EMD(p, q) >= d * TV(p, q), with TV the total
+        variation, 1/2 sum |p - q| = sum_s max(0, q_s - p_s). A part of m rows with a_s <= r_s
+        rows of value s is t-close only if TV <= t' = t / d; TV is smallest when every value s
+        short of m q_s takes all its r_s rows, so such a part exists only if
+        sum_s max(0, m q_s - r_s) <= t' m. The left side is the largest over sets
+        A of values of m Q_A - R_A, so m <= R_A / (Q_A - t') for every A with Q_A > t'; the
+        tightest A are the values with the smallest r_s / q_s, so the bound is the smallest of
+        those ratios over the prefixes of that order (a real number, floored)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        distance = self.smallest_distance()
+        if not distance > 0 or not len(sizes):
+            return sizes
+        slack = (self.t + EMD_TOLERANCE) / distance
+        q = self.table_distribution()
+        counts = np.asarray(sa_counts, dtype=np.float64)
+        present = q > 0
+        q, counts = q[present], counts[:, present]
+        order = np.argsort(counts / q, axis=1, kind="stable")
+        mass = np.cumsum(q[order], axis=1) - slack
+        rows = np.cumsum(np.take_along_axis(counts, order, axis=1), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limits = np.where(mass > 0, rows / np.where(mass > 0, mass, 1.0), np.inf)
+        most = np.floor(np.minimum(limits.min(axis=1), np.iinfo(np.int64).max / 2) * (1 + 1e-12) + 1e-9)
+        return np.minimum(sizes, most.astype(np.int64))
+
     def __str__(self):
         return f"{self.t:g}-closeness ({self.distance} distance)"
 
@@ -334,6 +399,9 @@ class EqualDistanceTCloseness(TCloseness):
 
     def _emd(self, p, q):
         return emd.emd_equal(p, q)
+
+    def smallest_distance(self):
+        return 1.0
 
     def distance_matrix(self):
         v = len(self.sa_total)
@@ -379,6 +447,9 @@ class OrderedDistanceTCloseness(TCloseness):
 
     def _parameters(self):
         return (self.t, self.sa_total, self.order)
+
+    def smallest_distance(self):
+        return 1.0 / max(len(self.sa_total) - 1, 1)  # neighbouring ranks
 
     def _emd(self, p, q):
         if self.order is not None:

@@ -1,0 +1,216 @@
+"""The lattice search and `gensup` on the cases of the ARX side-by-side harness (issue 18,
+targets 2 and 3), with a same-answer check against answers stored from an earlier solver.
+
+    python benchmarks/bench_search_vs_arx.py [--only SUBSTR] [--reps 5] [--gensup-reps 3]
+        [--no-gensup] [--write-reference FILE] [--reference FILE]
+
+Cases: `harness.cases()` of ../shared/arx-side-by-side/py/harness.py (Adult 9 and 8 QIs x k in
+2, 5, 10, 100 x suppression 0 and 5%; distinct l = 3 and t = 0.2 on occupation with 4%; CUP 8
+QIs k = 5 at 0 and 5%), each stated as that harness's duck_case.py states it (the table read with
+all_varchar, ARX's hierarchies, metric = 'loss').
+
+Per case, in this process:
+  * search: `Lattice(...).search()` on the problem `prepare` builds for the statement, --reps
+    times (median, min, max seconds); its levels, metric value, removed rows, nodes evaluated;
+  * lattice: the whole ANONYMIZE statement, --reps times, and the `search_seconds` its details
+    report;
+  * gensup: the whole ANONYMIZE ... method = 'gensup' statement, --gensup-reps times; its levels,
+    stars, suppression limit and loss (generalization_loss: ARX's loss per cell, a star 1).
+--write-reference stores the answers (not the times); --reference compares with stored answers:
+the same levels, metric value and removed rows, no more nodes evaluated, and for gensup a loss
+no higher. Writes benchmarks/results/bench_search_vs_arx.{json,md} (not with --write-reference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT.parent / "shared" / "arx-side-by-side" / "py"
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(HARNESS))
+
+import harness  # noqa: E402  (the harness defines the cases)
+
+import duckanon  # noqa: E402
+from duckanon.pipeline.problem import prepare  # noqa: E402
+from duckanon.solver import solve  # noqa: E402
+from duckanon.solver.generalize import generalization_loss  # noqa: E402
+from duckanon.solver.lattice import Lattice  # noqa: E402
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def statement(case: dict, method: str) -> str:
+    """The statement duck_case.py runs for `case` (metric loss, seed 1)."""
+    hierarchies = harness.DATASETS[case["ds"]]["hier"].replace("{col}", "{column}")
+    options = [f"qi = ({', '.join(q(c) for c in case['qis'])})", f"method = '{method}'", "seed = 1"]
+    if case["k"]:
+        options.append(f"k = {case['k']}")
+    if case["l"]:
+        options += [f"l = {case['l']}", "l_variant = 'distinct'"]
+    if case["t"] >= 0:
+        options += [f"t = {case['t']}", "t_distance = 'equal'"]
+    if case["sensitive"] and (case["l"] or case["t"] >= 0):
+        options.append(f"sensitive = {q(case['sensitive'])}")
+    options += ["metric = 'loss'", f"suppression_limit = {case['supp']}", f"hierarchies = '{hierarchies}'"]
+    return f"ANONYMIZE src INTO out WITH ({', '.join(options)})"
+
+
+_CONNECTIONS: dict[str, object] = {}
+
+
+def connection(dataset: str):
+    if dataset not in _CONNECTIONS:
+        con = duckanon.connect()
+        con.execute(f"CREATE TABLE src AS SELECT * FROM read_csv('{harness.DATASETS[dataset]['csv']}', delim=';', "
+                    f"header=true, all_varchar=true)")
+        _CONNECTIONS[dataset] = con
+    return _CONNECTIONS[dataset]
+
+
+def spread(times: list[float]) -> dict:
+    return {"median": statistics.median(times), "min": min(times), "max": max(times), "reps": len(times)}
+
+
+def timed_statement(con, text: str, reps: int) -> tuple[dict, dict]:
+    times, details = [], {}
+    for _ in range(reps):
+        started = time.perf_counter()
+        row = con.execute(text).fetchone()
+        times.append(time.perf_counter() - started)
+        details = json.loads(row[-1])
+    return spread(times), details
+
+
+def run_case(case: dict, reps: int, gensup_reps: int) -> dict:
+    con = connection(case["ds"])
+    problem = prepare(con, statement(case, "lattice"))
+    codes = [h.codes for h in problem.domains.hierarchies]
+    times = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        result = Lattice(problem.histogram, codes, problem.models, case["supp"], "loss").search()
+        times.append(time.perf_counter() - started)
+    out = {"case": case["id"], "classes": problem.histogram.n_classes, "lattice_nodes": result.nodes,
+           "search": {"levels": list(result.node.levels), "value": result.value,
+                      "removed_rows": int(result.node.sa_counts[~result.node.ok].sum()),
+                      "nodes_evaluated": result.evaluated, "optimal": result.optimal},
+           "search_s": spread(times)}
+    whole, details = timed_statement(con, statement(case, "lattice"), reps)
+    out["lattice_statement_s"] = whole
+    out["lattice_search_seconds"] = details.get("search_seconds")
+    if gensup_reps:
+        text = statement(case, "gensup")
+        whole, details = timed_statement(con, text, gensup_reps)
+        gensup_problem = prepare(con, text)
+        solution = solve(gensup_problem.histogram, gensup_problem.models, "gensup", domains=gensup_problem.domains)
+        loss = generalization_loss(gensup_problem.histogram, gensup_problem.domains.hierarchies, solution,
+                                   solution.notes["levels"])
+        out["gensup"] = {"levels": solution.notes["levels"], "stars": int(solution.stars), "loss": loss,
+                         "suppression_limit": solution.notes.get("suppression_limit"),
+                         "cell_suppression": solution.notes.get("cell_suppression")}
+        out["gensup_statement_s"] = whole
+        out["gensup_search_seconds"] = details.get("search_seconds")
+    return out
+
+
+def answers(record: dict) -> dict:
+    return {key: record[key] for key in ("case", "search", "gensup") if key in record}
+
+
+def compare(record: dict, reference: dict) -> list[str]:
+    """What differs from the stored answer (empty: the same answer)."""
+    problems = []
+    new, old = record["search"], reference["search"]
+    if new["levels"] != old["levels"]:
+        problems.append(f"levels {new['levels']} != {old['levels']}")
+    if not math.isclose(new["value"], old["value"], rel_tol=1e-9, abs_tol=1e-9):
+        problems.append(f"value {new['value']} != {old['value']}")
+    if new["removed_rows"] != old["removed_rows"]:
+        problems.append(f"removed rows {new['removed_rows']} != {old['removed_rows']}")
+    if new["nodes_evaluated"] > old["nodes_evaluated"]:
+        problems.append(f"nodes evaluated {new['nodes_evaluated']} > {old['nodes_evaluated']}")
+    if "gensup" in record and "gensup" in reference:
+        if record["gensup"]["loss"] > reference["gensup"]["loss"] + 1e-12:
+            problems.append(f"gensup loss {record['gensup']['loss']:.6f} > {reference['gensup']['loss']:.6f}")
+    return problems
+
+
+def fmt(s: dict | None) -> str:
+    if not s:
+        return "-"
+    return f"{s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f})"
+
+
+def markdown(records: list[dict], reference_path: str | None) -> str:
+    lines = ["# Lattice search and gensup on the ARX side-by-side cases", "",
+             "Search: `Lattice.search()` in-process; statement: the whole ANONYMIZE; seconds as median (min-max).",
+             f"Same-answer check against {reference_path or '(no reference)'}.", "",
+             "| case | classes | search s | nodes evaluated (ref) | levels | removed | lattice statement s | "
+             "gensup statement s | gensup loss (ref) | same answer |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ref = r.get("reference") or {}
+        nodes = f"{r['search']['nodes_evaluated']} / {r['lattice_nodes']}"
+        if ref:
+            nodes += f" ({ref['search']['nodes_evaluated']})"
+        gensup = r.get("gensup")
+        loss = "-" if not gensup else f"{gensup['loss']:.4f}"
+        if gensup and ref.get("gensup"):
+            loss += f" ({ref['gensup']['loss']:.4f})"
+        same = "-" if not ref else ("yes" if not r["differences"] else "; ".join(r["differences"]))
+        lines.append(f"| {r['case']} | {r['classes']} | {fmt(r['search_s'])} | {nodes} | {tuple(r['search']['levels'])} | "
+                     f"{r['search']['removed_rows']} | {fmt(r['lattice_statement_s'])} | {fmt(r.get('gensup_statement_s'))} | "
+                     f"{loss} | {same} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--gensup-reps", type=int, default=3)
+    parser.add_argument("--no-gensup", action="store_true")
+    parser.add_argument("--write-reference")
+    parser.add_argument("--reference", help="answers stored by --write-reference (benchmarks/results/"
+                        "bench_search_vs_arx_reference_c51a3ae.json: the solver before issue 18)")
+    parser.add_argument("--out", default=str(RESULTS / "bench_search_vs_arx"))
+    args = parser.parse_args()
+    reference = {}
+    if args.reference:
+        reference = {r["case"]: r for r in json.loads(Path(args.reference).read_text())["answers"]}
+    records = []
+    for case in harness.cases():
+        if args.only and args.only not in case["id"]:
+            continue
+        record = run_case(case, args.reps, 0 if args.no_gensup else args.gensup_reps)
+        if case["id"] in reference:
+            record["reference"] = answers(reference[case["id"]])
+            record["differences"] = compare(record, reference[case["id"]])
+        records.append(record)
+        print(json.dumps({key: record.get(key) for key in ("case", "search", "search_s", "lattice_statement_s",
+                                                             "lattice_search_seconds", "gensup", "gensup_statement_s",
+                                                             "differences")}), flush=True)
+    if args.write_reference:
+        Path(args.write_reference).write_text(json.dumps({"answers": [answers(r) for r in records]}, indent=1))
+        return
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(records, indent=1))
+    out.with_suffix(".md").write_text(markdown(records, args.reference))
+    print(markdown(records, args.reference))
+    if any(r.get("differences") for r in records):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
