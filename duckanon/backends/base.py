@@ -57,6 +57,7 @@ class Backend:
     has_collations = False  # COLLATE c exists (byte-wise comparison of strings)
     reads_stably = False  # source_is_stable() can tell a base table that reads the same twice
     writes_reports = False  # the HTML report's SQL macros can be installed
+    has_enum_types = False  # CAST(x AS ENUM('a', 'b')): a sort can carry strings as small codes
 
     def __init__(self):
         self.registered: set[str] = set()  # Arrow tables registered under a name

@@ -35,6 +35,7 @@ class DuckDBBackend(Backend):
     has_collations = True
     reads_stably = True
     writes_reports = True
+    has_enum_types = True
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         super().__init__()

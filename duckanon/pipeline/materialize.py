@@ -8,10 +8,17 @@ patterns ("split" cells) get one keyed row per part with a rank range, and only 
 numbered by a window.
 
 Row order. The published rows are in a seeded pseudo-random order that depends on the published
-values and the seed alone: hash(seed, published columns). Never on source values a row no longer
-shows (a suppressed value, the spelling of a generalized one), never on the source order, and
-without row ids: the same published multiset with the same seed comes out in the same order,
-whatever the source was.
+values and the seed alone: by the part's hash (hash(seed, published QI strings, published SA),
+PART_HASH) where every row of a part is the same (no `keep` columns), else by hash(part hash, the
+row's own published values: the SA and kept columns). Never on source values a row no longer shows (a suppressed value, the spelling
+of a generalized one), never on the source order, and without row ids: the same published multiset
+with the same seed comes out in the same order, whatever the source was.
+
+The cost of that order. With `keep` columns the published rows must be sorted, and a sort moves its
+whole payload: eight VARCHAR QI columns made it cost as much again as the join. The sort therefore
+carries each QI as a DuckDB ENUM of the few published strings of its column (one or two bytes,
+ENUM_LIMIT values at most), and the strings are put back after the sort, in a projection that keeps
+the sorted order.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ from duckanon.pipeline.plan import Plan
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"
+PART_HASH, ROW_ORDER = "ph", "row_order"
+# Columns with more distinct published strings than this are sorted as VARCHARs: the ENUM's
+# dictionary is part of the statement's text.
+ENUM_LIMIT = 4096
 
 
 def out_alias(j: int) -> str:
@@ -120,9 +131,10 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
     text (every value of a class prints as that text: see histogram.key_of).
 
-    Stored in the published order: by hash(seed, published strings, published SA), then by those
-    values (a total order of the distinct published rows; equal published rows are identical), so
-    the histogram-only path publishes in this order. Nothing else enters the order."""
+    Stored in the published order: by hash(seed, published strings, published SA) (kept as
+    PART_HASH), then by those values (a total order of the distinct published rows; equal
+    published rows are identical), so the histogram-only path publishes in this order. Nothing
+    else enters the order."""
     c, p = "c", "p"
     outputs = []
     for j in range(len(plan.qi)):
@@ -137,9 +149,11 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     parts_per_cell = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[qcol(CELL_ID, p)])
     split = exp.alias_(exp.GT(this=parts_per_cell, expression=exp.Literal.number(1)), "split", quoted=True)
     shown_values = [binary_text(plan, out.this.copy()) for out in outputs] + ([_sa_text(plan, c)] if plan.sensitive else [])
-    order = [exp.func("hash", exp.Literal.number(seed), *shown_values), *[v.copy() for v in shown_values]]
+    part_hash = exp.func("hash", exp.Literal.number(seed), *shown_values)
+    order = [part_hash.copy(), *[v.copy() for v in shown_values]]
     return (
-        exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split)
+        exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split,
+                   exp.alias_(part_hash, PART_HASH, quoted=True))
         .from_(_table(cells_table, c))
         .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)))
         .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order])
@@ -154,17 +168,6 @@ def _match(plan: Plan, source: str, keyed: str) -> exp.Expr:
         exp.NullSafeEQ(this=key_of(kind_of(plan, col), qcol(col, source)), expression=qcol(alias, keyed))
         for col, alias in zip(columns, _key_aliases(plan))
     ])
-
-
-def _projection(plan: Plan, keyed: str, source: str, source_name=lambda i, col: col) -> list[exp.Expr]:
-    """Published columns in source order: QIs from the keyed row, SA and kept columns from the source."""
-    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
-    items = []
-    for i, col in enumerate(plan.published):
-        j = qi_index.get(col.lower())
-        value = qcol(out_alias(j), keyed) if j is not None else qcol(source_name(i, col), source)
-        items.append(exp.alias_(value, col, quoted=True))
-    return items
 
 
 def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
@@ -189,14 +192,57 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     return exp.select(*items).from_(expanded.subquery("expanded"))
 
 
-def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int) -> exp.Select:
-    """The published rows: the source joined to the keyed table, in the seeded hash order of the
-    published values."""
+def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str) -> dict[int, list[str]]:
+    """Per QI column j with at most ENUM_LIMIT distinct published strings (compared byte by byte):
+    those strings, the dictionary of the ENUM its rows are sorted as (publish_select). Empty on an
+    engine without ENUM types."""
+    if not backend.has_enum_types or not plan.qi:
+        return {}
+    columns = [exp.func("list", exp.Distinct(expressions=[binary_text(plan, qcol(out_alias(j)))]))
+               for j in range(len(plan.qi))]
+    found = backend.one(exp.select(*columns).from_(exp.to_table(keyed_table, quoted=True)))
+    return {j: [v for v in values if v is not None] for j, values in enumerate(found)
+            if len(values) <= ENUM_LIMIT}
+
+
+def _sorted_as(value: exp.Expr, dictionary: list[str] | None) -> exp.Expr:
+    if dictionary is None:
+        return value
+    enum = exp.DataType(this=exp.DataType.Type.ENUM, expressions=[exp.Literal.string(v) for v in dictionary])
+    return exp.Cast(this=value, to=enum)
+
+
+def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
+                   dictionaries: dict[int, list[str]] | None = None) -> exp.Select:
+    """The published rows: the source joined to the keyed table, ordered by hash(part hash, the
+    row's own published values). The QIs travel through the sort as ENUMs
+    of `dictionaries` (published_dictionaries) and are cast back to VARCHAR above it; a projection
+    of a sorted subquery keeps its order."""
+    dictionaries = dictionaries or {}
     seed_literal = exp.Literal.number(seed)
+    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
+    per_row = [c for c in plan.published if c.lower() not in qi_index]  # the SA and kept columns
+    # the keyed table with each QI as the sort will carry it
+    coded = exp.select(exp.Star(), *[
+        exp.alias_(_sorted_as(qcol(out_alias(j)), dictionaries.get(j)), f"e{j}", quoted=True)
+        for j in range(len(plan.qi))
+    ]).from_(exp.to_table(keyed_table, quoted=True))
+
+    def rows(keyed: str, source: str, source_name=lambda i, col: col) -> list[exp.Expr]:
+        """QIs (coded) from the keyed row, the rest from the source row, then the row's sort key."""
+        items = []
+        for i, col in enumerate(plan.published):
+            j = qi_index.get(col.lower())
+            value = qcol(f"e{j}", keyed) if j is not None else qcol(source_name(i, col), source)
+            items.append(exp.alias_(value, f"v{i}", quoted=True))
+        own = [hashable(plan, col, qcol(source_name(plan.published.index(col), col), source)) for col in per_row]
+        items.append(exp.alias_(exp.func("hash", qcol(PART_HASH, keyed), *own), ROW_ORDER, quoted=True))
+        return items
+
     body = (
-        exp.select(*_projection(plan, "k", "src"))
+        exp.select(*rows("k", "src"))
         .from_(exp.alias_(plan.source.table.copy(), "src", table=True))
-        .join(_table(keyed_table, "k"), on=_match(plan, "src", "k"))
+        .join(exp.alias_(coded.subquery(), "k", table=True), on=_match(plan, "src", "k"))
     )
     if any_split:
         body = body.where(exp.Not(this=qcol("split", "k")))
@@ -208,9 +254,7 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int) -> 
             exp.select(*[qcol(a) for a in _key_aliases(plan)], qcol(CELL_ID))
             .from_(exp.to_table(keyed_table, quoted=True)).where(qcol("split")).distinct()
         )
-        qi_lower = {c.lower() for c in plan.qi}
-        per_row = [hashable(plan, c, qcol(c, "src")) for c in plan.published if c.lower() not in qi_lower]
-        row_order = exp.func("hash", seed_literal, *per_row)
+        row_order = exp.func("hash", seed_literal, *[hashable(plan, c, qcol(c, "src")) for c in per_row])
         rank = exp.Window(
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
             order=exp.Order(expressions=[exp.Ordered(this=row_order)]),
@@ -229,15 +273,21 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int) -> 
             exp.Between(this=qcol(RANK, "r"), low=qcol(LO, "p"), high=qcol(HI, "p")),
         )
         parts = (
-            exp.select(*_projection(plan, "p", "r", source_name=lambda i, col: f"v{i}"))
+            exp.select(*rows("p", "r", source_name=lambda i, col: f"v{i}"))
             .from_(ranked.subquery("r"))
-            .join(_table(keyed_table, "p"), on=in_range)
+            .join(exp.alias_(coded.subquery(), "p", table=True), on=in_range)
         )
         body = exp.union(body, parts, distinct=False)
-    qi_lower = {c.lower() for c in plan.qi}
-    shown = [binary_text(plan, qcol(c)) if c.lower() in qi_lower else hashable(plan, c, qcol(c)) for c in plan.published]
-    order = exp.func("hash", seed_literal, *shown)
-    return exp.select(exp.Star()).from_(body.subquery("published")).order_by(order)
+    ordered = (exp.select(exp.Star()).from_(body.subquery("published"))
+               .order_by(qcol(ROW_ORDER)))
+    outputs = []
+    for i, col in enumerate(plan.published):
+        value = qcol(f"v{i}")
+        j = qi_index.get(col.lower())
+        if j is not None and j in dictionaries:
+            value = _varchar(value)
+        outputs.append(exp.alias_(value, col, quoted=True))
+    return exp.select(*outputs).from_(ordered.subquery("sorted"))
 
 
 def _count_all() -> exp.Expr:

@@ -14,7 +14,8 @@ from duckanon.backends import Backend, BackendError, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.materialize import (
-    check_published_rows, column_loss, histogram_publish_select, keyed_arrow, keyed_select, publish_select,
+    check_published_rows, column_loss, histogram_publish_select, keyed_arrow, keyed_select, published_dictionaries,
+    publish_select,
 )
 from duckanon.pipeline.plan import Plan
 from duckanon.pipeline.problem import scratch_name, solve_problem
@@ -52,13 +53,18 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                                                               labelled=labelled_columns(solution)))
                 backend.unregister(parts_view)
                 if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed)
+                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed,
+                                               published_dictionaries(backend, solver_plan, keyed_table))
                 else:  # every published row is determined by its cell: no second pass over the source
                     published = histogram_publish_select(solver_plan, keyed_table)
                 backend.create_target(plan.target, published)
             solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
             summary = summarize(hist, solution, started, plan)
-            check_published_rows(backend, plan, summary.published_rows, keyed_table)  # before anything is committed
+            # before anything is committed; the classes are checked only where the source was read
+            # twice and could have changed in between (a stable or copied source cannot)
+            reread = solver_plan.keep and not (backend.reads_stably and backend.source_is_stable(
+                read_plan.source, read_plan.published))
+            check_published_rows(backend, plan, summary.published_rows, keyed_table if reread else None)
             describe_target(backend, plan, summary)
             backend.drop_temp(cells_table, keyed_table)
             if plan.statement.report:
