@@ -19,6 +19,11 @@ Per case, in this process:
 --write-reference stores the answers (not the times); --reference compares with stored answers:
 the same levels, metric value and removed rows, no more nodes evaluated, and for gensup a loss
 no higher. Writes benchmarks/results/bench_search_vs_arx.{json,md} (not with --write-reference).
+
+--breakdown: where the whole lattice statement's time goes, per case (median of --reps runs):
+the pipeline's steps timed by wrapping the functions ANONYMIZE calls (the GROUP BY into the cells
+table, the columns' domains, the solve and within it the search, the keyed table, the target,
+the check of the published rows, the rest). Writes benchmarks/results/bench_search_breakdown.md.
 """
 
 from __future__ import annotations
@@ -174,6 +179,107 @@ def markdown(records: list[dict], reference_path: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The steps of one ANONYMIZE statement, as (module, function, label) wrapped by --breakdown; the
+# search is inside the solve, reported on its own.
+STEPS = [
+    ("duckanon.pipeline.problem", "build_cells", "histogram"),
+    ("duckanon.pipeline.problem", "column_domains", "domains"),
+    ("duckanon.pipeline.problem", "solve", "solve"),
+    ("duckanon.solver.generalize", "Lattice", "search"),
+    ("duckanon.statements.anonymize", "keyed_arrow", "keyed arrow"),
+    ("duckanon.statements.anonymize", "check_published_rows", "check"),
+    ("duckanon.statements.anonymize", "column_loss", "column loss"),
+    ("duckanon.statements.anonymize", "describe_target", "provenance"),
+]
+# written through the backend: the keyed temp table (the cells table is inside `histogram`) and
+# the target
+WRITES = ["keyed table", "target"]
+
+
+def breakdown(cases: list[dict], reps: int) -> str:
+    """Wall time of each step of the lattice statement (STEPS, WRITES), the statement, and the
+    rest (parse, bind, the transaction, the summary)."""
+    import importlib
+
+    from duckanon.backends.duckdb import DuckDBBackend
+
+    spent: dict[str, float] = {}
+
+    def add(label, started):
+        spent[label] = spent.get(label, 0.0) + time.perf_counter() - started
+
+    def timed(label, function):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                add(label, started)
+        return wrapper
+
+    originals = []
+    for module_name, name, label in STEPS:
+        module = importlib.import_module(module_name)
+        original = getattr(module, name)
+        if name == "Lattice":  # the search: the lattice built, then searched
+            class Timed(original):
+                def __init__(self, *args, **kwargs):
+                    started = time.perf_counter()
+                    super().__init__(*args, **kwargs)
+                    add("search", started)
+
+                def search(self, *args, **kwargs):
+                    started = time.perf_counter()
+                    try:
+                        return super().search(*args, **kwargs)
+                    finally:
+                        add("search", started)
+            setattr(module, name, Timed)
+        else:
+            setattr(module, name, timed(label, original))
+        originals.append((module, name, original))
+    create_temp, create_target = DuckDBBackend.create_temp, DuckDBBackend.create_target
+
+    def keyed_temp(self, name, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return create_temp(self, name, *args, **kwargs)
+        finally:
+            if "_keyed_" in name:
+                add("keyed table", started)
+    DuckDBBackend.create_temp = keyed_temp
+    DuckDBBackend.create_target = timed("target", create_target)
+    originals += [(DuckDBBackend, "create_temp", create_temp), (DuckDBBackend, "create_target", create_target)]
+    labels = [label for *_, label in STEPS] + WRITES
+    top = [label for label in labels if label != "search"]
+    lines = ["# Where the lattice statement's time goes (ARX harness cases)", "",
+             f"Median run of {reps} per case (by statement time), milliseconds. `histogram`: the GROUP BY into the "
+             "cells temp table and its Arrow transfer; `search` is part of `solve`; `rest` is the statement minus "
+             "the other columns (parse, bind, transaction, summary).", "",
+             "| case | statement | " + " | ".join(labels) + " | rest |", "|---|" + "---|" * (len(labels) + 2)]
+    try:
+        for case in cases:
+            con = connection(case["ds"])
+            text = statement(case, "lattice")
+            con.execute(text).fetchone()  # warm-up
+            runs = []
+            for _ in range(reps):
+                spent.clear()
+                started = time.perf_counter()
+                con.execute(text).fetchone()
+                total = time.perf_counter() - started
+                runs.append((total, dict(spent), total - sum(spent.get(label, 0.0) for label in top)))
+            runs.sort(key=lambda run: run[0])
+            total, parts, rest = runs[len(runs) // 2]
+            lines.append(f"| {case['id']} | {total * 1e3:.0f} | " +
+                         " | ".join(f"{parts.get(label, 0.0) * 1e3:.0f}" for label in labels) + f" | {rest * 1e3:.0f} |")
+            print(lines[-1], flush=True)
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="")
@@ -184,7 +290,13 @@ def main() -> None:
     parser.add_argument("--reference", help="answers stored by --write-reference (benchmarks/results/"
                         "bench_search_vs_arx_reference_c51a3ae.json: the solver before issue 18)")
     parser.add_argument("--out", default=str(RESULTS / "bench_search_vs_arx"))
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
+    if args.breakdown:
+        text = breakdown([c for c in harness.cases() if args.only in c["id"]], args.reps)
+        (RESULTS / "bench_search_breakdown.md").write_text(text)
+        print(text)
+        return
     reference = {}
     if args.reference:
         reference = {r["case"]: r for r in json.loads(Path(args.reference).read_text())["answers"]}
@@ -199,6 +311,7 @@ def main() -> None:
         records.append(record)
         print(json.dumps({key: record.get(key) for key in ("case", "search", "search_s", "lattice_statement_s",
                                                              "lattice_search_seconds", "gensup", "gensup_statement_s",
+                                                             "gensup_search_seconds",
                                                              "differences")}), flush=True)
     if args.write_reference:
         Path(args.write_reference).write_text(json.dumps({"answers": [answers(r) for r in records]}, indent=1))

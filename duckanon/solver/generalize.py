@@ -18,6 +18,7 @@ from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
+from duckanon.solver.request import Request
 
 TOP = "*"
 
@@ -202,11 +203,12 @@ def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
     for j, level in enumerate(node.levels):
         cell = costs[j][hist.codes[:, j], level]  # the same for every class of a group
         group_cost[node.member_of, j] = cell
-        total += float(hist.sizes @ cell)
+        total += float((hist.sizes * cell).sum())
     sizes = node.sa_counts.sum(axis=1)
     kept = sizes
     for model in models:
         kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
+    kept = np.where(kept >= Request.of(models).min_group_size, kept, 0)  # a smaller part satisfies no model
     cheapest_star = (1.0 - group_cost.max(axis=1)) if hist.m else np.zeros(n_groups)
     total += float(((sizes - kept) * cheapest_star).sum())
     return total / max(hist.n_rows * hist.m, 1)

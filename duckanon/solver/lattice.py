@@ -46,8 +46,10 @@ Search (branch and bound over the lattice, with Flash-style predictive tagging):
     separable metrics (entropy, loss, precision, stars) that bound needs no grouping at all; for
     discernibility and aecs it is 0. With k-anonymity alone the rows a node removes are removed
     at every finer node too, at finer levels, so the charge a solution pays is a floor added to
-    the bound of every finer node. Nodes are decided coarsest first; the search stops when no
-    undecided node's bound (plus floor) is below the best solution found: that one is optimal.
+    the bound of every finer node; for the other models the rows every finer node must remove
+    (above) are priced the same way for the metrics charged by the cell. Nodes are decided
+    coarsest first; the search stops when no undecided node's bound (plus floor) is below the
+    best solution found: that one is optimal.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class LatticeMetric:
 
     name = "metric"
     separable = True
+    # what a removed row costs is its cells' 1 - cost at the node's levels (removal_charge below):
+    # known per group of a node, whichever of its rows are removed
+    per_cell_charge = True
 
     def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int) -> np.ndarray:
         """(n_values,): what one row with value v costs published at level h, given the
@@ -84,10 +89,9 @@ class LatticeMetric:
     def removal_charge(self, lattice: Lattice, levels, which: np.ndarray, weights: np.ndarray) -> float:
         """What the rows of the classes `which` (original class ids, `weights` rows each) cost on
         top of the bound: 1 per removed cell (the most a cell can cost) unless said otherwise."""
-        total = 0.0
+        total = float(weights.sum()) * len(levels)
         for j, h in enumerate(levels):
-            costs = lattice.row_cost[j][lattice.hist.codes[which, j], h]
-            total += float((weights * (1.0 - costs)).sum())
+            total -= float((weights * lattice.class_costs(j, h)[which]).sum())  # (a BLAS dot spins threads)
         return total
 
     def value(self, lattice: Lattice, node: NodeResult) -> float:
@@ -99,6 +103,7 @@ class EntropyMetric(LatticeMetric):
     the entropy of their generalized values within the removed set."""
 
     name = "entropy"
+    per_cell_charge = False
 
     def level_costs(self, codes, rows, h):
         g = codes[:, h]
@@ -236,7 +241,8 @@ class Lattice:
         self.rolled = [[c[hist.codes[:, j], h] for h in range(c.shape[1])] for j, c in enumerate(self.level_codes)]
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
-        self.column_total = [self.value_rows[j] @ self.row_cost[j] for j in range(self.m)]
+        self._class_costs: dict[tuple[int, int], np.ndarray] = {}
+        self.column_total = [(self.value_rows[j][:, None] * self.row_cost[j]).sum(axis=0) for j in range(self.m)]
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
         self.k_only = request.k_only
         self.k = request.k
@@ -357,6 +363,13 @@ class Lattice:
             out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h)
         return out
 
+    def class_costs(self, j: int, h: int) -> np.ndarray:
+        """Per class, what one of its cells in column j costs at level h (cached)."""
+        costs = self._class_costs.get((j, h))
+        if costs is None:
+            costs = self._class_costs[(j, h)] = self.row_cost[j][self.hist.codes[:, j], h]
+        return costs
+
     def bound(self, levels) -> float:
         """The metric with nothing removed; never above the real value (a removed row costs the
         top level, the most any level costs). Separable: no grouping needed."""
@@ -403,11 +416,35 @@ class Lattice:
         satisfies every model (all are closed under merging), so each group loses at least its
         size minus the models' `kept_rows_bound`. ARX prunes models that are not monotone with
         suppression by their minimal group size alone; this is the same bound for every model."""
-        sizes = node.sa_counts.sum(axis=1)
+        return int(self._lost_rows(node)[1].sum())
+
+    def _lost_rows(self, node: NodeResult) -> tuple[np.ndarray, np.ndarray]:
+        """The violating groups of `node` and the rows each loses at every finer node, at least
+        (a satisfying group is its own satisfying part: it need lose none; a part needs the
+        request's minimal group size)."""
+        violating = np.flatnonzero(~node.ok)
+        counts = node.sa_counts[violating]
+        sizes = counts.sum(axis=1)
         kept = sizes
         for model in self.models:
-            kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
-        return int((sizes - kept).sum())
+            kept = np.minimum(kept, model.kept_rows_bound(sizes, counts))
+        kept = np.where(kept >= self.models.min_group_size, kept, 0)  # a part smaller is no satisfying part
+        return violating, sizes - kept
+
+    def charge_floor(self, node: NodeResult) -> float:
+        """What the rows removed at any finer node cost, at least, for a metric that charges a
+        removed row its cells' 1 - cost: each group of `node` loses at least its size minus the
+        kept-rows bound there (removed_floor), and a row's cells cost no more at finer levels,
+        so each such row is charged at least what a row of its group is charged at `node`."""
+        violating, lost = self._lost_rows(node)
+        if not lost.any():
+            return 0.0
+        member = np.empty(len(node.ok), dtype=np.int64)
+        member[node.member_of] = np.arange(len(node.member_of))  # a class of each group
+        cost = np.zeros(len(violating))
+        for j, h in enumerate(node.levels):  # a group's classes share their codes at its levels
+            cost += self.class_costs(j, h)[member[violating]]
+        return float((lost * (self.m - cost)).sum())
 
     # -- search --------------------------------------------------------------------------------
     def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
@@ -426,10 +463,14 @@ class Lattice:
         # When removed rows stay removed at finer nodes (monotone models), what a node's removed
         # rows cost is a floor for every finer node: they are removed there too, at finer levels,
         # and each metric's charge grows with the rows removed and with finer levels (1 - a
-        # cell's cost; the entropy of the removed set, n * H, grows under both). A node whose
-        # bound plus floor is no better than the best cannot be the answer.
-        charge_floors = self.measure.separable and self.monotone_with_suppression and self.limit_rows > 0
+        # cell's cost; the entropy of the removed set, n * H, grows under both). For the other
+        # models the rows removed at finer nodes are bounded by count (charge_floor), which
+        # prices them for the metrics charged by the cell. A node whose bound plus floor is no
+        # better than the best cannot be the answer.
+        charge_floors = self.measure.separable and self.limit_rows > 0 and (
+            self.monotone_with_suppression or self.measure.per_cell_charge)
         floor = np.zeros(len(nodes))
+        value_of = np.full(len(nodes), np.inf)  # the value of the solutions valued in full
         # per column and level: which nodes are at most / at least that level (cone tagging)
         at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
         at_least = [[nodes[:, j] >= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
@@ -439,6 +480,11 @@ class Lattice:
             for j, h in enumerate(levels):
                 np.logical_and(inside, sides[j][int(h)], out=inside)
             return inside
+
+        def raise_floor(levels, charge: float) -> None:
+            if charge > 0:
+                finer = cone(levels, at_most)
+                floor[finer] = np.maximum(floor[finer], charge)
 
         def visit(levels: np.ndarray) -> bool:
             """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
@@ -463,6 +509,8 @@ class Lattice:
                     status[cone(levels, at_most)] = -1  # every finer node fails too
                 else:
                     status[index] = -1
+                    if charge_floors:
+                        raise_floor(levels, self.charge_floor(node))
                 return False
             if suppressed >= self.n > 0 and not self.cell_suppression_after:
                 # publishes nothing: never the answer while a node publishes rows
@@ -476,12 +524,12 @@ class Lattice:
                         removed = self.removed_classes(key)
                     charge = self.removal_charge(key, removed)
                     value += charge
-                    if charge_floors and charge > 0:
-                        finer = cone(levels, at_most)
-                        floor[finer] = np.maximum(floor[finer], charge)
+                    value_of[index] = value
+                    if charge_floors:
+                        raise_floor(levels, charge if self.monotone_with_suppression else self.charge_floor(node))
             else:
                 node = node or self.evaluate(key)
-                value = node.value = self.value(node)
+                value = value_of[index] = node.value = self.value(node)
             if value < state["value"]:
                 state["best"], state["value"] = key, value
             if monotone_metric and self.monotone_with_suppression:
@@ -490,9 +538,27 @@ class Lattice:
                 status[index] = 1
             return True
 
-        # 1. A good first solution: binary searches along a few bottom-to-top chains (Flash).
+        # 1. A good first solution: binary searches along a few bottom-to-top chains (Flash) for
+        #    the frontier of the nodes within the limit. When every node is (a limit that allows
+        #    removing every row, as gensup's cell suppression afterwards does), the frontier is
+        #    the bottom; a descent from the top to a node no finer neighbour improves finds a
+        #    better first solution there.
         heights = np.array(self.heights)
-        for first in range(max(self.m, 1)):
+        can_fail = self.limit_rows < self.n
+        if not can_fail and self.m:
+            current = heights.copy()
+            visit(current)
+            while True:
+                finer = [current - np.eye(self.m, dtype=np.int64)[j] for j in range(self.m) if current[j] > 0]
+                for levels in finer:
+                    visit(levels)
+                if not finer:
+                    break
+                step = min(finer, key=lambda levels: value_of[int(levels @ strides)])
+                if not value_of[int(step @ strides)] < value_of[int(current @ strides)]:
+                    break
+                current = step
+        for first in range(max(self.m, 1) if can_fail else 0):
             chain, current = [np.zeros(self.m, dtype=np.int64)], np.zeros(self.m, dtype=np.int64)
             while (current < heights).any():
                 ranked = np.argsort(np.where(current < heights, current / np.maximum(heights, 1), np.inf), kind="stable")
@@ -522,7 +588,6 @@ class Lattice:
         rank = np.empty(len(nodes), dtype=np.int64)
         rank[order] = np.arange(len(nodes))
         deferred = np.zeros(len(nodes), dtype=bool)
-        can_fail = self.limit_rows < self.n
 
         def evaluate_deferred_above(pick: int) -> None:
             above = np.flatnonzero(deferred & (status == 0) & cone(nodes[pick], at_least))
