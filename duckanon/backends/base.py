@@ -106,9 +106,16 @@ class Backend:
             if name in self.temps:
                 self.temps.remove(name)
 
-    def create_target(self, table: TableName, select: exp.Expr) -> None:
-        """Create or replace the published table."""
-        self.execute(exp.Create(this=table.table.copy(), kind="TABLE", replace=True, expression=select))
+    def create_target(self, table: TableName, select: exp.Expr, kind: str = "TABLE") -> None:
+        """Create or replace the published table (or view: kind = 'VIEW')."""
+        self.execute(exp.Create(this=table.table.copy(), kind=kind, replace=True, expression=select))
+
+    def existing_kind(self, table: TableName) -> str | None:
+        """What the name holds now: 'TABLE', 'VIEW' or None (engines without a catalog: None)."""
+        return None
+
+    def drop_object(self, table: TableName, kind: str) -> None:
+        self.execute(exp.Drop(tables=[table.table.copy()], kind=kind, exists=True))
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
         raise NotImplementedError
@@ -116,8 +123,8 @@ class Backend:
     def unregister(self, name: str) -> None:
         self.registered.discard(name)
 
-    def set_comment(self, table: TableName, text: str) -> None:
-        self.execute(exp.Comment(this=table.table.copy(), kind="TABLE", expression=exp.Literal.string(text)))
+    def set_comment(self, table: TableName, text: str, kind: str = "TABLE") -> None:
+        self.execute(exp.Comment(this=table.table.copy(), kind=kind, expression=exp.Literal.string(text)))
 
     def table_comment(self, table: TableName) -> str | None:
         return None

@@ -75,12 +75,34 @@ class DuckDBBackend(Backend):
             pass
         super().unregister(name)
 
+    def _catalog_entry(self, table: TableName) -> tuple[str, str | None] | None:
+        """(kind, comment) of the table or view the name holds in its catalog and schema."""
+        where = ("database_name = coalesce(?, current_database()) AND schema_name = coalesce(?, current_schema()) "
+                 "AND lower({name}) = lower(?)")
+        parameters = [table.table.catalog or None, table.table.db or None, table.name]
+        return self._run(
+            f"SELECT 'TABLE', comment FROM duckdb_tables() WHERE {where.format(name='table_name')} UNION ALL "
+            f"SELECT 'VIEW', comment FROM duckdb_views() WHERE NOT internal AND {where.format(name='view_name')}",
+            parameters * 2).fetchone()
+
     def table_comment(self, table: TableName) -> str | None:
-        found = self._run(
-            "SELECT comment FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) "
-            "AND schema_name = coalesce(?, current_schema()) AND lower(table_name) = lower(?)",
-            [table.table.catalog or None, table.table.db or None, table.name]).fetchone()
+        found = self._catalog_entry(table)
+        return found[1] if found else None
+
+    def existing_kind(self, table: TableName) -> str | None:
+        found = self._catalog_entry(table)
         return found[0] if found else None
+
+    def create_target(self, table: TableName, select: exp.Expr, kind: str = "TABLE") -> None:
+        """CREATE OR REPLACE cannot turn a view into a table or back: the other kind is dropped first
+        (in the statement's transaction, like the replacement itself): a table, as a table target
+        would be replaced, but a view only if duckanon published it (materialize = 'view'); the
+        user's own view makes the CREATE fail."""
+        existing = self.existing_kind(table)
+        if existing == "TABLE" and kind == "VIEW" or existing == "VIEW" and kind == "TABLE" and (
+                self.table_comment(table) or "").startswith("duckanon {"):
+            self.drop_object(table, existing)
+        super().create_target(table, select, kind)
 
     def file_access_allowed(self) -> bool:
         return bool(self._run("SELECT current_setting('enable_external_access')").fetchone()[0])

@@ -34,6 +34,7 @@ from duckanon.pipeline.histogram import (
 )
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan
+from duckanon.sql.statement import TableName
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"
@@ -170,6 +171,24 @@ def _match(plan: Plan, source: str, keyed: str) -> exp.Expr:
     ])
 
 
+def _copies(count: exp.Expr, name: str = "copy") -> exp.Expr:
+    """`count` copies of a row: UNNEST(range(count)) in the SELECT list, as an Alias node (alias_()
+    would name the UNNEST's table alias, which Spark cannot place)."""
+    unnest = exp.Unnest(expressions=[exp.func("range", count, dialect="duckdb")])
+    return exp.Alias(this=unnest, alias=exp.to_identifier(name, quoted=True))
+
+
+def _published_from_keyed(plan: Plan) -> list[exp.Expr]:
+    """The published columns, in source order, from a keyed row: QIs as published, the SA's value."""
+    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
+    return [exp.alias_(qcol(out_alias(qi_index[c.lower()]) if c.lower() in qi_index else SA_ALIAS), c, quoted=True)
+            for c in plan.published]
+
+
+def _part_rows() -> exp.Expr:
+    return exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1))
+
+
 def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     """The published rows generated from the keyed table alone, `hi - lo + 1` copies per part.
 
@@ -179,16 +198,48 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     next to each other. DuckDB keeps that order only while preserve_insertion_order is on: run
     both CREATEs inside `insertion_order_kept`.
     """
-    copies = exp.Unnest(expressions=[exp.func("range", exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)),
-                                                            expression=exp.Literal.number(1)), dialect="duckdb")])
-    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
-    items = []
-    for col in plan.published:
-        j = qi_index.get(col.lower())
-        items.append(exp.alias_(qcol(out_alias(j) if j is not None else SA_ALIAS), col, quoted=True))
-    # an Alias node, not alias_(): that would name the UNNEST's table alias, which Spark cannot place
-    expanded = exp.select(exp.Star(), exp.Alias(this=copies, alias=exp.to_identifier("copy", quoted=True))).from_(
-        exp.to_table(keyed_table, quoted=True))
+    expanded = exp.select(exp.Star(), _copies(_part_rows())).from_(exp.to_table(keyed_table, quoted=True))
+    return exp.select(*_published_from_keyed(plan)).from_(expanded.subquery("expanded"))
+
+
+def unused_name(plan: Plan, name: str) -> str:
+    """`name`, or `_name`, `__name`...: a column name no published column has."""
+    taken = {c.lower() for c in plan.published}
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def count_column(plan: Plan) -> str:
+    """The name of the count in the table of counts."""
+    return unused_name(plan, "published_count")
+
+
+def counts_select(plan: Plan, keyed_table: str) -> exp.Select:
+    """materialize = 'view': the table behind the view, one row per distinct published row (its
+    published columns under their names, and how many rows publish it), stored in the keyed
+    table's (seeded) order, so the view expands to the very rows and order the table form has.
+    Rows are distinct byte by byte (the part hash and texts keyed_select orders by), and within one
+    every value prints alike, so any_value() is exact. Only published values: never a class key,
+    never a source value a row hides."""
+    texts = [binary_text(plan, qcol(out_alias(j))) for j in range(len(plan.qi))] + (
+        [_sa_text(plan)] if plan.sensitive else [])
+    values = [exp.alias_(exp.func("any_value", item.this), item.alias, quoted=True) for item in _published_from_keyed(plan)]
+    total = exp.alias_(exp.cast(exp.func("sum", _part_rows()), exp.DataType.build("BIGINT")), count_column(plan), quoted=True)
+    return (exp.select(*values, total).from_(exp.to_table(keyed_table, quoted=True))
+            .group_by(qcol(PART_HASH), *texts)
+            .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in [qcol(PART_HASH), *[t.copy() for t in texts]]]))
+
+
+def view_select(plan: Plan, counts: TableName) -> exp.Select:
+    """materialize = 'view': the published rows, each row of the table of counts repeated `count`
+    times in the table's stored order (a SELECT over one table keeps it while the reader's
+    preserve_insertion_order is on, DuckDB's default). The table is named without its catalog
+    and schema: DuckDB binds a view's names in the view's own, so the view still reads its table
+    when the database file is attached under another name."""
+    table = exp.Table(this=exp.to_identifier(counts.name, quoted=True))
+    items = [exp.alias_(qcol(c), c, quoted=True) for c in plan.published]
+    expanded = exp.select(exp.Star(), _copies(qcol(count_column(plan)), unused_name(plan, "copy"))).from_(table)
     return exp.select(*items).from_(expanded.subquery("expanded"))
 
 
@@ -201,8 +252,8 @@ def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str) -> di
     columns = [exp.func("list", exp.Distinct(expressions=[binary_text(plan, qcol(out_alias(j)))]))
                for j in range(len(plan.qi))]
     found = backend.one(exp.select(*columns).from_(exp.to_table(keyed_table, quoted=True)))
-    return {j: [v for v in values if v is not None] for j, values in enumerate(found)
-            if len(values) <= ENUM_LIMIT}
+    strings = [[v for v in values or [] if v is not None] for values in found]
+    return {j: values for j, values in enumerate(strings) if 0 < len(values) <= ENUM_LIMIT}  # ENUM() is no type
 
 
 def _sorted_as(value: exp.Expr, dictionary: list[str] | None) -> exp.Expr:
@@ -312,7 +363,11 @@ def check_published_rows(backend: Backend, plan: Plan, expected: int, keyed_tabl
     strings byte by byte, the multiset of published QI vectors, as a sum of their hashes (one pass
     over the published rows, no grouping)."""
     target = plan.target.table.copy()
-    if keyed_table is None or not backend.has_collations:
+    if plan.counts is not None:  # a view: its table of counts says how many rows it expands to
+        total = exp.func("coalesce", exp.func("sum", qcol(count_column(plan))), exp.Literal.number(0))
+        got = backend.one(exp.select(total).from_(plan.counts.table.copy()))[0]
+        checksums = None
+    elif keyed_table is None or not backend.has_collations:
         got = backend.one(exp.select(_count_all()).from_(target))[0]
         checksums = None
     else:

@@ -31,6 +31,9 @@ class Plan:
     column_kinds: dict[str, str] = field(default_factory=dict)
     string_columns: set[str] = field(default_factory=set)
     collations: bool = False
+    # materialize = 'view': the table holding one row per distinct published row and its count,
+    # which the view (the target) expands
+    counts: TableName | None = None
 
     @property
     def source_shown(self) -> str:
@@ -43,6 +46,35 @@ class Plan:
         """Published columns in source order; every other column is dropped (privacy by default)."""
         chosen = {c.lower() for c in self.qi + self.keep + ([self.sensitive] if self.sensitive else [])}
         return [c for c in self.columns if c.lower() in chosen]
+
+
+# The comment that marks a table of counts as duckanon's (so a re-run may replace it), followed by
+# the name of its view.
+COUNTS_COMMENT = "duckanon: the published rows of view "
+
+
+def counts_name(target: TableName) -> TableName:
+    return TableName(exp.Table(this=exp.to_identifier(f"{target.name}_counts", quoted=True),
+                               db=target.table.args.get("db"), catalog=target.table.args.get("catalog")))
+
+
+def is_counts_of(backend: Backend, counts: TableName, view: TableName | None) -> bool:
+    """Whether `counts` is a table of counts duckanon made (for `view`, if given)."""
+    comment = backend.table_comment(counts) or ""
+    if backend.existing_kind(counts) != "TABLE" or not comment.startswith(COUNTS_COMMENT):
+        return False
+    return view is None or comment == COUNTS_COMMENT + shown_name(view)
+
+
+def counts_table(backend: Backend, statement: AnonymizeStatement, target: TableName) -> TableName:
+    """materialize = 'view': the table of counts beside the view, named after it (`<view>_counts`),
+    placed and checked like the target. A table of that name that duckanon did not make is refused:
+    publishing never replaces the user's own tables."""
+    counts = backend.place(statement.source, counts_name(target))[1]
+    if backend.existing_kind(counts) is not None and not is_counts_of(backend, counts, None):
+        raise AnonymizeError(f"materialize = 'view' keeps the view's rows in a table {shown_name(counts)}, which "
+                             "already exists and was not made by duckanon: drop it or choose another name with INTO")
+    return counts
 
 
 def hierarchy_specs(specs, qi: list[str]) -> dict[str, str]:
@@ -143,4 +175,5 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     sa_hierarchy_rows = None
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
-    return Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows)
+    counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
+    return Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts)

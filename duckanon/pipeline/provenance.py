@@ -8,7 +8,8 @@ from dataclasses import asdict
 from duckanon import methods
 from duckanon._version import __version__
 from duckanon.backends import Backend
-from duckanon.pipeline.plan import Plan
+from duckanon.pipeline.plan import COUNTS_COMMENT, Plan
+from duckanon.sql.statement import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
@@ -36,11 +37,17 @@ def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
     statement = plan.statement
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
     provenance.update(release_parameters(statement))
+    if plan.counts is not None:
+        provenance["materialize"] = "view"
     provenance["summary"] = {name: value for name, value in asdict(summary).items()
                              if name not in ("details", "target", "report")}
     provenance["summary"]["details"] = json.loads(summary.details)
     text = "duckanon " + json.dumps(provenance, default=str, sort_keys=True)
-    backend.set_comment(plan.target, text)
+    if plan.counts is None:
+        backend.set_comment(plan.target, text)
+    else:
+        backend.set_comment(plan.target, text, kind="VIEW")
+        backend.set_comment(plan.counts, COUNTS_COMMENT + shown_name(plan.target))
 
 
 def published_provenance(backend: Backend, table) -> dict | None:

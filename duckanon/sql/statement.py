@@ -16,6 +16,7 @@ from duckanon.sql.parser import Anonymize, AnonOption, Report, parse_statement, 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
 ENGINES = ("duckdb", "spark")
+MATERIALIZE_FORMS = ("table", "view")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class AnonymizeStatement:
     engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
     spark_master: str | None = None  # engine = spark: the master of a new session (default local[2])
     memory_limit: int | None = None  # bytes for the histogram and solver; None: 80% of the available memory
+    # 'view': the target is a view over a small table of (published values, count), see materialize
+    materialize: str = "table"
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
     sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
     text: str = ""
@@ -270,6 +273,7 @@ _OPTIONS = {
     "engine": lambda v: _word(v, "engine", ENGINES),
     "spark_master": lambda v: _string(v, "spark_master"),
     "memory_limit": lambda v: _memory(v),
+    "materialize": lambda v: _word(v, "materialize", MATERIALIZE_FORMS),
     "qi": lambda v: _names(v, "qi"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),
@@ -356,6 +360,11 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
                              "macros): publish on Spark, then run REPORT on the tables in DuckDB")
     if "spark_master" in seen and statement.engine != "spark":
         raise AnonymizeError("option spark_master needs engine = 'spark'")
+    if statement.materialize == "view" and statement.keep:
+        raise AnonymizeError("materialize = 'view' generates the rows from the count of each published row, which "
+                             "holds no kept column: drop keep, or publish a table")
+    if statement.materialize == "view" and statement.engine != "duckdb":
+        raise AnonymizeError("materialize = 'view' needs engine = 'duckdb'")
     if statement.t_distance != "equal" and statement.t is None:
         raise AnonymizeError("option t_distance needs t")
     if statement.l_variant != "frequency" and statement.l is None:

@@ -14,10 +14,10 @@ from duckanon.backends import Backend, BackendError, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.materialize import (
-    check_published_rows, column_loss, histogram_publish_select, keyed_arrow, keyed_select, published_dictionaries,
-    publish_select,
+    check_published_rows, column_loss, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
+    published_dictionaries, publish_select, view_select,
 )
-from duckanon.pipeline.plan import Plan
+from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.provenance import describe_target
 from duckanon.pipeline.result import Summary, summarize
@@ -32,6 +32,15 @@ def labelled_columns(solution) -> set[int]:
 def _any_split(backend: Backend, keyed_table: str) -> bool:
     query = exp.select(exp.func("bool_or", exp.column("split", quoted=True))).from_(exp.to_table(keyed_table, quoted=True))
     return bool(backend.one(query)[0])
+
+
+def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
+    """A view published with materialize = 'view' and now replaced by a table leaves its table of
+    counts behind: dropped with it (only the one duckanon made for that view)."""
+    if backend.existing_kind(plan.target) == "VIEW":
+        counts = counts_name(plan.target)
+        if is_counts_of(backend, counts, plan.target):
+            backend.drop_object(counts, "TABLE")
 
 
 def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summary:
@@ -52,12 +61,17 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                 backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
                                                               labelled=labelled_columns(solution)))
                 backend.unregister(parts_view)
-                if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-                    published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed,
-                                               published_dictionaries(backend, solver_plan, keyed_table))
-                else:  # every published row is determined by its cell: no second pass over the source
-                    published = histogram_publish_select(solver_plan, keyed_table)
-                backend.create_target(plan.target, published)
+                if plan.counts is not None:  # materialize = 'view': a view over the count of each published row
+                    backend.create_target(plan.counts, counts_select(solver_plan, keyed_table))
+                    backend.create_target(plan.target, view_select(solver_plan, plan.counts), kind="VIEW")
+                else:
+                    _drop_replaced_counts(backend, plan)
+                    if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
+                        published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed,
+                                                   published_dictionaries(backend, solver_plan, keyed_table))
+                    else:  # every published row is determined by its cell: no second pass over the source
+                        published = histogram_publish_select(solver_plan, keyed_table)
+                    backend.create_target(plan.target, published)
             solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
             summary = summarize(hist, solution, started, plan)
             # before anything is committed; the classes are checked only where the source was read
