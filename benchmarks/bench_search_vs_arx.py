@@ -20,6 +20,11 @@ Per case, in this process:
 the same levels, metric value and removed rows, no more nodes evaluated, and for gensup a loss
 no higher. Writes benchmarks/results/bench_search_vs_arx.{json,md} (not with --write-reference).
 
+--arx: ARX's anonymize() time for the same case in the same run, through the harness's own
+command (harness.arx_cmd with its timing step's warm-up 2 and 5 repetitions, CUP 5%: 1 and 3, in
+one JVM; the median of ARX's in-JVM runs). Needs the harness built: ARXSIDE_WORK as for
+../shared/arx-side-by-side/run.sh (its classpath.txt).
+
 --breakdown: where the whole lattice statement's time goes, per case (median of --reps runs):
 the pipeline's steps timed by wrapping the functions ANONYMIZE calls (the GROUP BY into the cells
 table, the columns' domains, the solve and within it the search, the keyed table, the target,
@@ -128,6 +133,18 @@ def run_case(case: dict, reps: int, gensup_reps: int) -> dict:
     return out
 
 
+def arx_time(case: dict) -> dict:
+    """ARX's time for `case`, as the harness's arx_time step measures it."""
+    slow = case["ds"] == "cup" and case["supp"] > 0
+    warmup, repeat = (1, 3) if slow else (2, 5)
+    records, wall, _, rc, tail, load = harness.run(harness.arx_cmd(case, warmup=warmup, repeat=repeat, stats=0), ["RESULT"])
+    result = records.get("RESULT", {})
+    if rc or not result.get("runs_ms"):
+        return {"error": tail or f"rc {rc}"}
+    runs = [ms / 1e3 for ms in result["runs_ms"]]
+    return {**spread(runs), "transformation": result.get("transformation"), "load1": load}
+
+
 def answers(record: dict) -> dict:
     return {key: record[key] for key in ("case", "search", "gensup") if key in record}
 
@@ -160,9 +177,9 @@ def markdown(records: list[dict], reference_path: str | None) -> str:
     lines = ["# Lattice search and gensup on the ARX side-by-side cases", "",
              "Search: `Lattice.search()` in-process; statement: the whole ANONYMIZE; seconds as median (min-max).",
              f"Same-answer check against {reference_path or '(no reference)'}.", "",
-             "| case | classes | search s | nodes evaluated (ref) | levels | removed | lattice statement s | "
+             "| case | classes | search s | ARX s | nodes evaluated (ref) | levels | removed | lattice statement s | "
              "gensup statement s | gensup loss (ref) | same answer |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         ref = r.get("reference") or {}
         nodes = f"{r['search']['nodes_evaluated']} / {r['lattice_nodes']}"
@@ -173,7 +190,11 @@ def markdown(records: list[dict], reference_path: str | None) -> str:
         if gensup and ref.get("gensup"):
             loss += f" ({ref['gensup']['loss']:.4f})"
         same = "-" if not ref else ("yes" if not r["differences"] else "; ".join(r["differences"]))
-        lines.append(f"| {r['case']} | {r['classes']} | {fmt(r['search_s'])} | {nodes} | {tuple(r['search']['levels'])} | "
+        arx = r.get("arx")
+        arx_text = "-" if not arx else (arx.get("error", "error")[:40] if "median" not in arx else fmt(arx))
+        if arx and arx.get("transformation") is not None and list(arx["transformation"]) != r["search"]["levels"]:
+            arx_text += f" (ARX's levels {tuple(arx['transformation'])})"
+        lines.append(f"| {r['case']} | {r['classes']} | {fmt(r['search_s'])} | {arx_text} | {nodes} | {tuple(r['search']['levels'])} | "
                      f"{r['search']['removed_rows']} | {fmt(r['lattice_statement_s'])} | {fmt(r.get('gensup_statement_s'))} | "
                      f"{loss} | {same} |")
     return "\n".join(lines) + "\n"
@@ -291,6 +312,7 @@ def main() -> None:
                         "bench_search_vs_arx_reference_c51a3ae.json: the solver before issue 18)")
     parser.add_argument("--out", default=str(RESULTS / "bench_search_vs_arx"))
     parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--arx", action="store_true")
     args = parser.parse_args()
     if args.breakdown:
         text = breakdown([c for c in harness.cases() if args.only in c["id"]], args.reps)
@@ -305,13 +327,15 @@ def main() -> None:
         if args.only and args.only not in case["id"]:
             continue
         record = run_case(case, args.reps, 0 if args.no_gensup else args.gensup_reps)
+        if args.arx:
+            record["arx"] = arx_time(case)
         if case["id"] in reference:
             record["reference"] = answers(reference[case["id"]])
             record["differences"] = compare(record, reference[case["id"]])
         records.append(record)
         print(json.dumps({key: record.get(key) for key in ("case", "search", "search_s", "lattice_statement_s",
                                                              "lattice_search_seconds", "gensup", "gensup_statement_s",
-                                                             "gensup_search_seconds",
+                                                             "gensup_search_seconds", "arx",
                                                              "differences")}), flush=True)
     if args.write_reference:
         Path(args.write_reference).write_text(json.dumps({"answers": [answers(r) for r in records]}, indent=1))

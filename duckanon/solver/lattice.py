@@ -54,7 +54,6 @@ Search (branch and bound over the lattice, with Flash-style predictive tagging):
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -450,7 +449,9 @@ class Lattice:
     def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
         """The best node (module docstring); at the context's deadline the best found so far,
         optimal only if no undecided node could beat it. Reports the nodes decided."""
-        nodes = np.array(list(itertools.product(*[range(h + 1) for h in self.heights])), dtype=np.int64).reshape(-1, self.m)
+        radices = [h + 1 for h in self.heights]  # every level vector, in product order
+        nodes = np.stack(np.unravel_index(np.arange(int(np.prod(radices))), radices), axis=1).astype(np.int64) \
+            if self.m else np.zeros((1, 0), dtype=np.int64)
         bounds = np.zeros(len(nodes))
         if self.measure.separable:
             for j in range(self.m):
@@ -551,7 +552,8 @@ class Lattice:
             while True:
                 finer = [current - np.eye(self.m, dtype=np.int64)[j] for j in range(self.m) if current[j] > 0]
                 for levels in finer:
-                    visit(levels)
+                    if status[int(levels @ strides)] == 0:
+                        visit(levels)
                 if not finer:
                     break
                 step = min(finer, key=lambda levels: value_of[int(levels @ strides)])
