@@ -53,6 +53,30 @@ class _Result:
         return pa.table({name: [row[i] for row in rows] for i, name in enumerate(names)})
 
 
+def stored_order(select: exp.Expr) -> exp.Expr:
+    """`select` with every ORDER BY that has no LIMIT turned into DISTRIBUTE BY + SORT BY of the
+    same keys, for a query whose rows Spark stores (a cached view, the target's Parquet files).
+
+    Spark reads a stored table back in no promised order, so what an ORDER BY gives there is the
+    order inside each stored partition or file. Spark runs a global ORDER BY as a range
+    partitioning, which first samples its input by running the whole query below it once more
+    (on the keep path: the source read and joined back a second time), then shuffles and sorts.
+    DISTRIBUTE BY the keys + SORT BY the keys gives each partition the same inner order with one
+    hash shuffle and no sampling pass. A row's partition and its place in it still depend on the
+    sort keys alone (the pipeline sorts by a hash of the published values and the seed), never
+    on the source's order."""
+    select = select.copy()
+    for node in list(select.find_all(exp.Select)):
+        order = node.args.get("order")
+        if order is None or node.args.get("limit") is not None or node.args.get("offset") is not None:
+            continue
+        keys = [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
+        node.set("order", None)
+        node.set("distribute", exp.Distribute(expressions=[k.copy() for k in keys]))
+        node.set("sort", exp.Sort(expressions=[o.copy() for o in order.expressions]))
+    return select
+
+
 class SparkBackend(Backend):
     """The pipeline's backend on a SparkSession: expressions rendered in Spark's dialect and run
     with `spark.sql`; temp tables are cached temp views; the small mapping table goes to Spark as
@@ -87,7 +111,7 @@ class SparkBackend(Backend):
         source row, so one partition per core is what their readers want."""
         self.temps.append(name)
         with self._shuffle_partitions(self.spark.sparkContext.defaultParallelism):
-            self.execute(exp.Cache(this=exp.to_identifier(name, quoted=True), expression=select))
+            self.execute(exp.Cache(this=exp.to_identifier(name, quoted=True), expression=stored_order(select)))
 
     @contextmanager
     def _shuffle_partitions(self, count: int):
@@ -111,8 +135,44 @@ class SparkBackend(Backend):
     def create_target(self, table, select: exp.Expr) -> None:
         """Spark has no CREATE OR REPLACE ... AS for managed tables: drop, then CTAS as Parquet."""
         self.execute(exp.Drop(tables=[table.table.copy()], kind="TABLE", exists=True))
-        self.execute(exp.Create(this=table.table.copy(), kind="TABLE", expression=select, properties=exp.Properties(
-            expressions=[exp.FileFormatProperty(this=exp.Var(this="parquet"))])))
+        select = self._broadcast_temps(stored_order(select))
+        self.execute(exp.Create(this=table.table.copy(), kind="TABLE", expression=select,
+                                properties=exp.Properties(expressions=[exp.FileFormatProperty(this=exp.Var(this="parquet"))])))
+
+    BROADCAST_LIMIT = 256 << 20  # bytes of a cached temp view that a join may broadcast
+
+    def _broadcast_temps(self, select: exp.Expr) -> exp.Expr:
+        """`select` with a BROADCAST hint on every joined relation that reads only our temp views
+        (cached, one row per cell, their size known exactly) when it is joined with one that
+        does not (the source): the join back streams the source past the keyed table.
+
+        Spark picks a join's broadcast side from size estimates, and a Parquet source's estimate
+        is its size on disk: Adult replicated to 10M rows is 3.8 MB on disk, less than its keyed
+        table's 3.8 MB in memory, so Spark broadcast the 10M-row source (a driver of 1 GB ran out
+        of memory). Temp views larger than BROADCAST_LIMIT are left to Spark's choice."""
+        small = set()
+        for name in self.temps:
+            try:
+                size = int(self.spark.table(name)._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+            except Exception:  # no statistics: leave the join to Spark
+                continue
+            if size <= self.BROADCAST_LIMIT:
+                small.add(name.lower())
+
+        def reads_small(relation: exp.Expr) -> bool:
+            tables = [relation] if isinstance(relation, exp.Table) else list(relation.find_all(exp.Table))
+            return bool(tables) and all(t.name.lower() in small for t in tables)
+
+        for node in select.find_all(exp.Select):
+            joins, first = node.args.get("joins") or [], node.args.get("from_")
+            if not small or not joins or first is None:
+                continue
+            relations = [first.this] + [join.this for join in joins]
+            names = [r.alias_or_name for r in relations if reads_small(r)]
+            if names and len(names) < len(relations):
+                node.set("hint", exp.Hint(expressions=[
+                    exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(n) for n in names])]))
+        return select
 
     def register_arrow(self, name: str, table) -> None:
         """The small mapping table to Spark (Spark broadcasts it in the join-back)."""
