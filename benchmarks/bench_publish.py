@@ -1,0 +1,191 @@
+"""Every publish path against the floor at 10M rows, side by side (issue 18, targets 1 and 6).
+
+    python benchmarks/bench_publish.py                     # 10M rows, 5 repetitions
+    python benchmarks/bench_publish.py --copies 33 --reps 2  # ~1M rows, a quick look
+    python benchmarks/bench_publish.py --out benchmarks/results/bench_publish.json
+
+Input: Adult (30,162 rows, ../shared/data) with every row repeated `--copies` times (330: 9,953,460
+rows) and an `id` column (row_number), built inside DuckDB; QIs `sex, age, race, marital-status,
+education, native-country, workclass, occupation`, sensitive `salary-class`, k = 5 x copies (the
+combinatorial problem of Adult with k = 5, scaled).
+
+Each repetition runs, in this order and in one process (so the ratios are measured side by side):
+  floor            one GROUP BY over the QIs and the SA into a temp table, plus one CREATE TABLE AS
+                   SELECT joining the source back to it on those columns (IS NOT DISTINCT FROM),
+                   publishing the source's columns (with id for the keep cases)
+  table            ANONYMIZE, no kept column (rows generated from the class counts)
+  keep             ANONYMIZE ... keep = (id): the join back to the source and the seeded sort
+  keep, split      a table `split` of as many rows, QIs (q1, q2) and an id: the rows ('a', 'x'),
+                   ('b', 'x'), ('c', 'y') in proportions 6:1:1, k = 3/8 of the rows: the solution
+                   moves a sixth of class ('a', 'x') into the suppressed group, so one cell of 75%
+                   of the rows is split and every one of its rows is ranked within it (the
+                   split path at its heaviest); its floor is the same GROUP BY + join on that table
+  view             ANONYMIZE ... materialize = 'view' (a view over a table of counts)
+Ratios are ANONYMIZE's wall time over the floor's of the same repetition (with id in the floor
+for the keep cases). A repetition counts as disturbed when other processes took more than 10% of
+a core meanwhile (bench_anonymize.Meter); the medians use every repetition, the spread is shown.
+
+Then, once, the bytes on disk: each form published INTO its own attached database file (table,
+view and its table of counts), the file's size after DETACH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+
+import duckanon
+import duckanon.statements.anonymize as anonymize_statement
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_anonymize import ADULT_CSV, QI, SA, Meter, q  # noqa: E402
+from machine import cpu_model  # noqa: E402
+
+CASES = {
+    "table": "",
+    "keep": ", keep = (id)",
+    "keep, split": None,  # its own table and statement: split_statement
+    "view": ", materialize = 'view'",
+}
+FLOOR_OF = {"table": "floor", "keep": "floor with id", "keep, split": "floor of split", "view": "floor"}
+
+
+def statement(copies: int, extra: str, into: str = "") -> str:
+    return (f"ANONYMIZE big {into}WITH (k = {5 * copies}, qi = ({', '.join(q(c) for c in QI)}), "
+            f"sensitive = {q(SA)}, seed = 1{extra})")
+
+
+def split_statement(rows: int) -> str:
+    return f"ANONYMIZE split INTO big_anon WITH (k = {3 * rows // 8}, qi = (q1, q2), keep = (id), seed = 1)"
+
+
+def floor(raw, table: str, keys: list[str], published: str) -> None:
+    """GROUP BY the keys into a temp table, then CREATE TABLE AS the source joined back to it."""
+    raw.execute("DROP TABLE IF EXISTS floor_groups")
+    raw.execute("DROP TABLE IF EXISTS floor_out")
+    raw.execute(f"CREATE TEMP TABLE floor_groups AS SELECT {', '.join(q(c) for c in keys)}, count(*) AS n "
+                f"FROM {table} GROUP BY ALL")
+    on = " AND ".join(f"src.{q(c)} IS NOT DISTINCT FROM g.{q(c)}" for c in keys)
+    raw.execute(f"CREATE TABLE floor_out AS SELECT {published} FROM {table} src JOIN floor_groups g ON {on}")
+
+
+FLOORS = {
+    "floor": lambda raw: floor(raw, "big", QI + [SA], ", ".join(f"src.{q(c)}" for c in QI + [SA])),
+    "floor with id": lambda raw: floor(raw, "big", QI + [SA], "src.*"),
+    "floor of split": lambda raw: floor(raw, "split", ["q1", "q2"], "src.*"),
+}
+
+
+class SplitSeen:
+    """Whether the keyed table had split cells (rows of one cell in several published groups)."""
+
+    def __init__(self):
+        self.seen = []
+        self.original = anonymize_statement._any_split
+
+    def __call__(self, backend, keyed_table):
+        found = self.original(backend, keyed_table)
+        self.seen.append(found)
+        return found
+
+
+def run(copies: int, reps: int) -> dict:
+    con = duckanon.connect()
+    raw = con.duckdb
+    raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
+    raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({copies}) r(i)")
+    rows = raw.execute("SELECT count(*) FROM big").fetchone()[0]
+    raw.execute(f"CREATE TABLE split AS SELECT v.q1, v.q2, row_number() OVER () AS id FROM (VALUES ('a', 'x'), "
+                f"('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('b', 'x'), ('c', 'y')) v(q1, q2), "
+                f"range({rows // 8}) r(i)")
+    split_rows = raw.execute("SELECT count(*) FROM split").fetchone()[0]
+    split = SplitSeen()
+    anonymize_statement._any_split = split
+    results = {name: [] for name in [*FLOORS, *CASES]}
+    for rep in range(reps):
+        for name in results:
+            with Meter() as meter:
+                if name in FLOORS:
+                    FLOORS[name](raw)
+                elif CASES[name] is None:
+                    con.execute(split_statement(split_rows))
+                else:
+                    con.execute(statement(copies, CASES[name]))
+            record = meter.record()
+            if name in CASES:
+                record["published_rows"] = raw.execute("SELECT count(*) FROM big_anon").fetchone()[0]
+            results[name].append(record)
+            print(f"rep {rep + 1} {name:12s} {record['wall']:6.2f} s  cpu {record['cpu']:6.2f} s"
+                  f"{'' if record['clean'] else '  (disturbed)'}", flush=True)
+    anonymize_statement._any_split = split.original
+    assert split.seen and all(split.seen[1::2]), "the split case had no split cell: it does not measure that path"
+    summary = {}
+    for name in CASES:
+        base = FLOOR_OF[name]
+        ratios = [case["wall"] / ref["wall"] for case, ref in zip(results[name], results[base])]
+        summary[name] = {
+            "median_s": statistics.median(r["wall"] for r in results[name]),
+            "floor_median_s": statistics.median(r["wall"] for r in results[base]),
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "cpu_ratio_median": statistics.median(
+                case["cpu"] / ref["cpu"] for case, ref in zip(results[name], results[base])),
+            "clean_reps": sum(case["clean"] and ref["clean"] for case, ref in zip(results[name], results[base])),
+        }
+    return {"rows": rows, "split_rows": split_rows, "copies": copies, "reps": reps, "runs": results, "summary": summary,
+            "split_cells_seen": split.seen, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def bytes_on_disk(copies: int) -> dict:
+    """Each form published into its own database file: the file's size after DETACH."""
+    sizes = {}
+    with tempfile.TemporaryDirectory() as work:
+        con = duckanon.connect()
+        raw = con.duckdb
+        raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
+        raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({copies}) r(i)")
+        for name in ("table", "view"):
+            path = Path(work) / f"{name}.duckdb"
+            raw.execute(f"ATTACH '{path}' AS out_{name}")
+            with Meter() as meter:
+                con.execute(statement(copies, CASES[name], into=f"INTO out_{name}.big_anon "))
+            raw.execute(f"DETACH out_{name}")
+            sizes[name] = {"bytes": path.stat().st_size, "seconds": meter.wall}
+        check = duckdb.connect(str(Path(work) / "view.duckdb"), read_only=True)
+        sizes["view"]["counts_rows"] = check.execute("SELECT count(*) FROM big_anon_counts").fetchone()[0]
+        sizes["view"]["rows"] = check.execute("SELECT count(*) FROM big_anon").fetchone()[0]
+        check.close()
+    return sizes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--copies", type=int, default=330)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    result = run(args.copies, args.reps)
+    result["disk"] = bytes_on_disk(args.copies)
+    result["machine"] = {"cpu": cpu_model(), "duckdb": duckdb.__version__}
+    print(f"\n{result['rows']:,} rows, {args.reps} repetitions, DuckDB {duckdb.__version__}, {cpu_model()}")
+    print("| path | ANONYMIZE s (median) | floor s (median) | ratio median (min-max) | CPU ratio | undisturbed reps |")
+    print("|---|---|---|---|---|---|")
+    for name, s in result["summary"].items():
+        print(f"| {name} | {s['median_s']:.2f} | {s['floor_median_s']:.2f} | {s['ratio_median']:.2f} "
+              f"({s['ratio_min']:.2f}-{s['ratio_max']:.2f}) | {s['cpu_ratio_median']:.2f} | {s['clean_reps']} |")
+    disk = result["disk"]
+    print(f"\nbytes on disk: table {disk['table']['bytes']:,} ({disk['table']['seconds']:.2f} s), "
+          f"view {disk['view']['bytes']:,} ({disk['view']['seconds']:.2f} s; {disk['view']['counts_rows']:,} rows "
+          f"of counts for {disk['view']['rows']:,} published rows)")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
