@@ -20,6 +20,10 @@ Per case, in this process:
 the same levels, metric value and removed rows, no more nodes evaluated, and for gensup a loss
 no higher. Writes benchmarks/results/bench_search_vs_arx.{json,md} (not with --write-reference).
 
+--before PATH: a checkout of the solver before (git worktree add PATH c51a3ae): its lattice.py's
+search is timed alternately with this one's on the same problem, --reps times each (the
+"search_before_s" column).
+
 --arx: ARX's anonymize() time for the same case in the same run, through the harness's own
 command (harness.arx_cmd with its timing step's warm-up 2 and 5 repetitions, CUP 5%: 1 and 3, in
 one JVM; the median of ARX's in-JVM runs). Needs the harness built: ARXSIDE_WORK as for
@@ -101,12 +105,27 @@ def timed_statement(con, text: str, reps: int) -> tuple[dict, dict]:
     return spread(times), details
 
 
-def run_case(case: dict, reps: int, gensup_reps: int) -> dict:
+def lattice_before(checkout: str):
+    """The Lattice class of `checkout`'s duckanon/solver/lattice.py, run against this package."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lattice_before", Path(checkout) / "duckanon/solver/lattice.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["lattice_before"] = module
+    spec.loader.exec_module(module)
+    return module.Lattice
+
+
+def run_case(case: dict, reps: int, gensup_reps: int, before=None) -> dict:
     con = connection(case["ds"])
     problem = prepare(con, statement(case, "lattice"))
     codes = [h.codes for h in problem.domains.hierarchies]
-    times = []
+    times, times_before = [], []
     for _ in range(reps):
+        if before is not None:
+            started = time.perf_counter()
+            before(problem.histogram, codes, problem.models, case["supp"], "loss").search()
+            times_before.append(time.perf_counter() - started)
         started = time.perf_counter()
         result = Lattice(problem.histogram, codes, problem.models, case["supp"], "loss").search()
         times.append(time.perf_counter() - started)
@@ -115,6 +134,8 @@ def run_case(case: dict, reps: int, gensup_reps: int) -> dict:
                       "removed_rows": int(result.node.sa_counts[~result.node.ok].sum()),
                       "nodes_evaluated": result.evaluated, "optimal": result.optimal},
            "search_s": spread(times)}
+    if times_before:
+        out["search_before_s"] = spread(times_before)
     whole, details = timed_statement(con, statement(case, "lattice"), reps)
     out["lattice_statement_s"] = whole
     out["lattice_search_seconds"] = details.get("search_seconds")
@@ -177,9 +198,9 @@ def markdown(records: list[dict], reference_path: str | None) -> str:
     lines = ["# Lattice search and gensup on the ARX side-by-side cases", "",
              "Search: `Lattice.search()` in-process; statement: the whole ANONYMIZE; seconds as median (min-max).",
              f"Same-answer check against {reference_path or '(no reference)'}.", "",
-             "| case | classes | search s | ARX s | nodes evaluated (ref) | levels | removed | lattice statement s | "
+             "| case | classes | search s | search before s | ARX s | nodes evaluated (ref) | levels | removed | lattice statement s | "
              "gensup statement s | gensup loss (ref) | same answer |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         ref = r.get("reference") or {}
         nodes = f"{r['search']['nodes_evaluated']} / {r['lattice_nodes']}"
@@ -194,7 +215,8 @@ def markdown(records: list[dict], reference_path: str | None) -> str:
         arx_text = "-" if not arx else (arx.get("error", "error")[:40] if "median" not in arx else fmt(arx))
         if arx and arx.get("transformation") is not None and list(arx["transformation"]) != r["search"]["levels"]:
             arx_text += f" (ARX's levels {tuple(arx['transformation'])})"
-        lines.append(f"| {r['case']} | {r['classes']} | {fmt(r['search_s'])} | {arx_text} | {nodes} | {tuple(r['search']['levels'])} | "
+        lines.append(f"| {r['case']} | {r['classes']} | {fmt(r['search_s'])} | {fmt(r.get('search_before_s'))} | "
+                     f"{arx_text} | {nodes} | {tuple(r['search']['levels'])} | "
                      f"{r['search']['removed_rows']} | {fmt(r['lattice_statement_s'])} | {fmt(r.get('gensup_statement_s'))} | "
                      f"{loss} | {same} |")
     return "\n".join(lines) + "\n"
@@ -313,6 +335,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "bench_search_vs_arx"))
     parser.add_argument("--breakdown", action="store_true")
     parser.add_argument("--arx", action="store_true")
+    parser.add_argument("--before")
     args = parser.parse_args()
     if args.breakdown:
         text = breakdown([c for c in harness.cases() if args.only in c["id"]], args.reps)
@@ -323,17 +346,19 @@ def main() -> None:
     if args.reference:
         reference = {r["case"]: r for r in json.loads(Path(args.reference).read_text())["answers"]}
     records = []
+    before = lattice_before(args.before) if args.before else None
     for case in harness.cases():
         if args.only and args.only not in case["id"]:
             continue
-        record = run_case(case, args.reps, 0 if args.no_gensup else args.gensup_reps)
+        record = run_case(case, args.reps, 0 if args.no_gensup else args.gensup_reps, before)
         if args.arx:
             record["arx"] = arx_time(case)
         if case["id"] in reference:
             record["reference"] = answers(reference[case["id"]])
             record["differences"] = compare(record, reference[case["id"]])
         records.append(record)
-        print(json.dumps({key: record.get(key) for key in ("case", "search", "search_s", "lattice_statement_s",
+        print(json.dumps({key: record.get(key) for key in ("case", "search", "search_s", "search_before_s",
+                                                             "lattice_statement_s",
                                                              "lattice_search_seconds", "gensup", "gensup_statement_s",
                                                              "gensup_search_seconds", "arx",
                                                              "differences")}), flush=True)
