@@ -249,6 +249,7 @@ class Lattice:
         self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
         self.blocks = self._make_blocks()
         self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
+        self._last_groups: tuple = (None, None)
         # the nonzero SA counts as (class, SA code, rows): a node's group SA counts are one
         # bincount over them (a strided column at a time is ten times slower)
         sa = hist.sa_counts
@@ -330,11 +331,17 @@ class Lattice:
         return key, space
 
     def _group_rows(self, levels) -> tuple[np.ndarray, np.ndarray]:
-        """Per class its group id at `levels`, and the rows per group id."""
+        """Per class its group id at `levels`, and the rows per group id (the last node's kept:
+        a solution's removed classes are asked for right after its count)."""
+        levels = tuple(levels)
+        if self._last_groups[0] == levels:
+            return self._last_groups[1]
         key, space = self._keys(levels)
         if space > self.dense_limit:
             key, space = self._densify(key, space)
-        return key, np.bincount(key, weights=self.float_sizes, minlength=space)
+        groups = key, np.bincount(key, weights=self.float_sizes, minlength=space)
+        self._last_groups = (levels, groups)
+        return groups
 
     def removed_classes(self, levels) -> np.ndarray:
         """k-anonymity alone: per class whether it is in a class of fewer than k rows at `levels`."""
