@@ -87,22 +87,27 @@ def cell_parts(cells: Cells, solution: Solution):
 
 
 def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
-    """Per part: cell id, rank range, suppressed mask m{j} and, for generalized columns, the
-    label flag l{j} and label g{j}. Parts of removed groups are left out, so their rows are not
+    """Per part: cell id, rank range, whether its cell is split over several parts, suppressed
+    mask m{j} and, for generalized columns, the label flag l{j} and label g{j}. Parts of removed groups are left out, so their rows are not
     published (a removed group holds whole cells, so no rank range is cut)."""
     part_cell, lo, hi, masks, groups = cell_parts(cells, solution)
     keep = solution.kept_groups[groups]
-    columns = {CELL_ID: part_cell[keep], LO: lo[keep], HI: hi[keep]}
+    kept_cells = part_cell[keep]
+    # a cell is split when its published rows fall in more than one part (counted here: a window
+    # over the keyed table cost more than the rest of building it)
+    parts_per_cell = np.bincount(kept_cells, minlength=len(cells.cell_class))
+    columns = {CELL_ID: kept_cells, LO: lo[keep], HI: hi[keep], "split": parts_per_cell[kept_cells] > 1}
     for j in range(masks.shape[1]):
         columns[f"m{j}"] = masks[keep, j]
+    kept_groups = pa.array(groups[keep])
     for j, labels in enumerate(solution.group_labels or []):
         if labels is None:
             continue
-        chosen = np.asarray(labels, dtype=object)[groups[keep]]
-        use_label = np.array([label != SHOW_VALUE for label in chosen.tolist()], dtype=bool)
-        columns[f"l{j}"] = use_label
-        columns[f"g{j}"] = pa.array([label if flag else None for label, flag in zip(chosen.tolist(), use_label)],
-                                    type=pa.string())
+        # per group first (few), then taken for every part
+        per_group = pa.array([None if label == SHOW_VALUE else label for label in labels], type=pa.string())
+        chosen = per_group.take(kept_groups)
+        columns[f"l{j}"] = chosen.is_valid()
+        columns[f"g{j}"] = chosen
     return pa.table(columns)
 
 
@@ -147,17 +152,17 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     # the class keys (the join back matches on them), every QI value and the SA value (published)
     values = [qi_alias(j) for j in range(len(plan.qi))] + ([SA_ALIAS] if plan.sensitive else [])
     keys = [qcol(name, c) for name in dict.fromkeys(values + _key_aliases(plan))]
-    parts_per_cell = exp.Window(this=exp.Count(this=exp.Star()), partition_by=[qcol(CELL_ID, p)])
-    split = exp.alias_(exp.GT(this=parts_per_cell, expression=exp.Literal.number(1)), "split", quoted=True)
+    split = qcol("split", p)
     shown_values = [binary_text(plan, out.this.copy()) for out in outputs] + ([_sa_text(plan, c)] if plan.sensitive else [])
     part_hash = exp.func("hash", exp.Literal.number(seed), *shown_values)
     order = [part_hash.copy(), *[v.copy() for v in shown_values]]
+    # built in place (copy=False): copying these trees at every builder step cost more than the query
     return (
         exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split,
-                   exp.alias_(part_hash, PART_HASH, quoted=True))
-        .from_(_table(cells_table, c))
-        .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)))
-        .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order])
+                   exp.alias_(part_hash, PART_HASH, quoted=True), copy=False)
+        .from_(_table(cells_table, c), copy=False)
+        .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)), copy=False)
+        .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False)
     )
 
 
