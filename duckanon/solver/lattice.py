@@ -594,14 +594,15 @@ class Lattice:
         #    until one tags it. The nodes evaluated are then a subset of those the bound alone
         #    would evaluate, and the best found is the same.
         order = np.lexsort((bounds, -level_sum))
-        rank = np.empty(len(nodes), dtype=np.int64)
-        rank[order] = np.arange(len(nodes))
-        deferred = np.zeros(len(nodes), dtype=bool)
+        deferred: list[int] = []  # in this order
 
         def evaluate_deferred_above(pick: int) -> None:
-            above = np.flatnonzero(deferred & (status == 0) & cone(nodes[pick], at_least))
-            for index in above[np.argsort(rank[above])].tolist():
-                deferred[index] = False
+            waiting = np.array(deferred, dtype=np.int64)
+            waiting = waiting[status[waiting] == 0]
+            above = waiting[(nodes[waiting] >= nodes[pick]).all(axis=1)]
+            deferred[:] = waiting.tolist()
+            for index in above.tolist():
+                deferred.remove(index)
                 visit(nodes[index])
                 if status[pick] == -1:
                     return
@@ -617,13 +618,13 @@ class Lattice:
             if status[pick] != 0:
                 continue
             if best == np.inf or bounds[pick] + floor[pick] < best - 1e-9 * max(1.0, abs(best)):
-                if can_fail and charge_floors and deferred.any():
+                if can_fail and charge_floors and deferred:
                     evaluate_deferred_above(pick)
                     if status[pick] != 0:
                         continue
                 visit(nodes[pick])
-            elif bounds[pick] < best - 1e-9 * max(1.0, abs(best)):
-                deferred[pick] = True
+            elif can_fail and bounds[pick] < best - 1e-9 * max(1.0, abs(best)):
+                deferred.append(pick)
         if state["best"] is None and state["empty"] is not None:
             raise AnonymizeError(
                 f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
