@@ -67,6 +67,15 @@ _CATALOG = """(
     UNION ALL SELECT database_name, schema_name, table_name, 'index', sql FROM duckdb_indexes())"""
 
 
+def progress_delay() -> float:
+    """Seconds a statement runs before the shell shows its progress line: 1, or
+    DUCKANON_PROGRESS_DELAY (0 shows every phase from the start)."""
+    try:
+        return max(0.0, float(os.environ.get("DUCKANON_PROGRESS_DELAY", "1")))
+    except ValueError:
+        return 1.0
+
+
 class CommandError(Exception):
     """A dot command that cannot run: printed as one `Error: ...` line."""
 
@@ -151,7 +160,7 @@ class Session:
         more than a second shows its phase and elapsed time on a terminal's stderr."""
         console = Console(stderr=True)
         if console.is_terminal:
-            with ShellProgress(console) as shown:
+            with ShellProgress(console, delay=progress_delay()) as shown:
                 cursor = duckanon.execute(self.con.duckdb, statement, progress=shown)
         else:
             cursor = duckanon.execute(self.con.duckdb, statement)

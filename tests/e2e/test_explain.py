@@ -71,14 +71,16 @@ def test_report_option_with_a_sweep(con, tmp_path):
     assert con.execute("SELECT count(*) FROM hospital_anon").fetchone()[0] == 10
 
 
-def _run_in_terminal(script: str, interrupt_after: float | None = None, timeout: float = 90):
+def _run_in_terminal(script: str, interrupt_after: float | None = None, timeout: float = 90,
+                     interrupt_on: bytes = b"Ctrl-C", progress_delay: str = "1"):
     master, slave = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "duckanon.cli", *script], stdin=slave, stdout=slave,
-                               stderr=slave, close_fds=True)
+                               stderr=slave, close_fds=True,
+                               env={**os.environ, "DUCKANON_PROGRESS_DELAY": progress_delay})
     os.close(slave)
     out, started, sent = b"", time.time(), False
     while process.poll() is None and time.time() - started < timeout:
-        if interrupt_after is not None and not sent and b"Ctrl-C" in out:
+        if interrupt_after is not None and not sent and interrupt_on in out:
             process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
             sent = True
         ready, _, _ = select.select([master], [], [], 0.2)
@@ -100,8 +102,10 @@ def _run_in_terminal(script: str, interrupt_after: float | None = None, timeout:
     return process.returncode, out.decode(errors="replace")
 
 
-# about 2.7 s alone (the k-only lattice search is now too fast to show progress): t-closeness
-# makes every node's SA histogram count
+# Under a second or two: DUCKANON_PROGRESS_DELAY = 0 shows the progress line from the start, so
+# every phase is drawn however fast the solver has become (the lattice search alone now takes
+# milliseconds); Adult repeated 40 times keeps the GROUP BY and the publish long enough for a
+# Ctrl-C sent at the first phase to land inside the statement
 LONG = ("ANONYMIZE a WITH (k = 5, t = 0.2, sensitive = occupation, method = 'lattice', suppression_limit = 0.05, "
         "hierarchies = '" + str(SHARED / "adult") + "/adult_hierarchy_{column}.csv')")
 
@@ -110,10 +114,14 @@ LONG = ("ANONYMIZE a WITH (k = 5, t = 0.2, sensitive = occupation, method = 'lat
 def test_shell_progress_and_ctrl_c(tmp_path, interrupt):
     database = tmp_path / "db.duckdb"
     setup = duckanon.connect(str(database))
-    setup.execute(f"CREATE TABLE a AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';')")
+    setup.execute(f"CREATE TABLE a AS SELECT a.* FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';') a, "
+                  "range(40)")
     setup.close()
-    code, out = _run_in_terminal([str(database), "-c", LONG], interrupt_after=0.0 if interrupt else None)
-    assert "lattice search" in out and "Ctrl-C stops" in out  # phase, counters, elapsed time
+    code, out = _run_in_terminal([str(database), "-c", LONG], interrupt_after=0.0 if interrupt else None,
+                                 interrupt_on=b"building the class histogram", progress_delay="0")
+    assert "building the class histogram" in out and "Ctrl-C stops" in out  # the phase and elapsed time
+    if not interrupt:
+        assert "rows 1206480)" in out  # a later phase with its counters (solving or publishing)
     check = duckanon.connect(str(database))
     published = {r[0] for r in check.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     if interrupt:
