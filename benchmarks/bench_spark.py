@@ -36,9 +36,11 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -181,6 +183,7 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
 
     timer = StatementTimer()
     cluster = None
+    warehouse = tempfile.mkdtemp(prefix="duckanon-bench-spark-warehouse-")  # local[2]'s tables, removed at the end
     out = {"engine": ENGINES[engine], "statements": {}}
     try:
         if engine == "cluster":
@@ -193,7 +196,7 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
 
             builder = (SparkSession.builder.master("local[2]").appName("bench_spark")
                        .config("spark.driver.memory", "4g")
-                       .config("spark.sql.warehouse.dir", f"/tmp/duckanon-bench-spark-{os.getpid()}"))
+                       .config("spark.sql.warehouse.dir", warehouse))
             for key, value in SPARK_CONFIG.items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
@@ -234,6 +237,7 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
     finally:
         if cluster is not None:
             cluster.stop()
+        shutil.rmtree(warehouse, ignore_errors=True)
     return out
 
 
