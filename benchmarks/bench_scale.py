@@ -693,6 +693,27 @@ def project(table: list[dict], target_rows: int, free_disk: int, memory_limit: s
     return out
 
 
+def binding(p: dict) -> str:
+    """Where the path's disk need beyond the source (temp files + output) reaches the free disk,
+    with RSS held at DuckDB's memory_limit: the size at which this machine runs out first."""
+    cap = p["held_bytes"] - p["peak_rss_mib"] * 2**20 - p["peak_temp_bytes"]  # 0 unless the cap binds
+
+    def need(n):
+        held = p["held_bytes"] + p["held_bytes_per_100m_rows"] / 1e8 * (n - 1e9)
+        temp = max(0.0, held - p["peak_rss_mib"] * 2**20 - cap) if p["spilled_when_measured"] else 0.0
+        return temp + max(p["output_bytes"], 0.0) * n / 1e9
+
+    low, high = 1e6, 1e13
+    if need(high) < p["free_disk_now"]:
+        return "nothing within 10^13 rows but time"
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if need(middle) < p["free_disk_now"] else (low, middle)
+    return (f"RSS stays at {p['peak_rss_mib'] / 1024:.1f} GiB (DuckDB's limit); the disk "
+            f"({p['free_disk_now'] / GIB:.0f} GiB free: {'temp files + ' if p['spilled_when_measured'] else ''}output) "
+            f"is full at about {low / 1e9:.1f} billion rows; 1B rows take ~{p['cpu_s'] / 60:.0f} CPU minutes")
+
+
 def parent(args) -> None:
     if not ADULT_CSV.exists():
         raise SystemExit(f"missing {ADULT_CSV}")
@@ -829,6 +850,8 @@ def render(meta, builds, table, results, sizes, paths, projection) -> str:
                          f"| {p['peak_temp_bytes'] / GIB:.1f} | {'-' if spill is None else format(spill, ',.0f')} "
                          f"| {p['source_bytes'] / GIB:.1f} | {p['output_bytes'] / GIB:.1f} "
                          f"| {p['disk_needed_beyond_source'] / GIB:.1f} | {p['free_disk_now'] / GIB:.0f} |")
+        lines += ["", "What binds first (same lines, DuckDB memory_limit " + meta["memory_limit"] + "): " + "; ".join(
+            f"`{path}`: {binding(p)}" for path, p in projection.items())]
     return "\n".join(lines)
 
 
