@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,9 +39,13 @@ class Histogram:
         self.codes = codes if codes.ndim == 2 else codes.reshape(len(self.sa_counts), -1)
         self.sa_counts = np.ascontiguousarray(self.sa_counts, dtype=np.int64)
 
-    @property
+    @cached_property
     def sizes(self) -> np.ndarray:
-        return self.sa_counts.sum(axis=1)
+        """Rows per class: computed once (gensup's cell suppression asked for it 16,636 times in one
+        solve) and read-only, so a caller that meant to change it fails instead of the cache."""
+        sizes = self.sa_counts.sum(axis=1)
+        sizes.setflags(write=False)
+        return sizes
 
     @property
     def n_classes(self) -> int:
