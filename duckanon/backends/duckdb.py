@@ -98,9 +98,9 @@ class DuckDBBackend(Backend):
         (in the statement's transaction, like the replacement itself): a table, as a table target
         would be replaced, but a view only if duckanon published it (materialize = 'view'); the
         user's own view makes the CREATE fail."""
-        existing = self.existing_kind(table)
-        if existing == "TABLE" and kind == "VIEW" or existing == "VIEW" and kind == "TABLE" and (
-                self.table_comment(table) or "").startswith("duckanon {"):
+        existing, comment = self._catalog_entry(table) or (None, None)
+        ours = (comment or "").startswith("duckanon {")
+        if (existing, kind) == ("TABLE", "VIEW") or ((existing, kind) == ("VIEW", "TABLE") and ours):
             self.drop_object(table, existing)
         super().create_target(table, select, kind)
 

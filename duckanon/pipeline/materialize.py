@@ -10,9 +10,10 @@ numbered by a window.
 Row order. The published rows are in a seeded pseudo-random order that depends on the published
 values and the seed alone: by the part's hash (hash(seed, published QI strings, published SA),
 PART_HASH) where every row of a part is the same (no `keep` columns), else by hash(part hash, the
-row's own published values: the SA and kept columns). Never on source values a row no longer shows (a suppressed value, the spelling
-of a generalized one), never on the source order, and without row ids: the same published multiset
-with the same seed comes out in the same order, whatever the source was.
+row's own published values: the SA and kept columns). Never on source values a row no longer
+shows (a suppressed value, the spelling of a generalized one), never on the source order, and
+without row ids: the same published multiset with the same seed comes out in the same order,
+whatever the source was.
 
 The cost of that order. With `keep` columns the published rows must be sorted, and a sort moves its
 whole payload: eight VARCHAR QI columns made it cost as much again as the join. The sort therefore
@@ -88,8 +89,9 @@ def cell_parts(cells: Cells, solution: Solution):
 
 def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
     """Per part: cell id, rank range, whether its cell is split over several parts, suppressed
-    mask m{j} and, for generalized columns, the label flag l{j} and label g{j}. Parts of removed groups are left out, so their rows are not
-    published (a removed group holds whole cells, so no rank range is cut)."""
+    mask m{j} and, for generalized columns, the label flag l{j} and label g{j}. Parts of removed
+    groups are left out, so their rows are not published (a removed group holds whole cells, so
+    no rank range is cut)."""
     part_cell, lo, hi, masks, groups = cell_parts(cells, solution)
     keep = solution.kept_groups[groups]
     kept_cells = part_cell[keep]
@@ -271,9 +273,9 @@ def _sorted_as(value: exp.Expr, dictionary: list[str] | None) -> exp.Expr:
 def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
                    dictionaries: dict[int, list[str]] | None = None) -> exp.Select:
     """The published rows: the source joined to the keyed table, ordered by hash(part hash, the
-    row's own published values). The QIs travel through the sort as ENUMs
-    of `dictionaries` (published_dictionaries) and are cast back to VARCHAR above it; a projection
-    of a sorted subquery keeps its order."""
+    row's own published values). The QIs travel through the sort as ENUMs of `dictionaries`
+    (published_dictionaries) and are cast back to VARCHAR above it; a projection of a sorted
+    subquery keeps its order."""
     dictionaries = dictionaries or {}
     seed_literal = exp.Literal.number(seed)
     qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
