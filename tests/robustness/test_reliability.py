@@ -394,20 +394,19 @@ def test_watchdog_interrupt_rolls_back_with_one_line(template, tmp_path):
     path = copy_of(template, tmp_path)
     con = duckanon.connect(str(path))
     try:
-        original = duckanon.pipeline.problem.solve
+        original = DuckDBBackend.create_target
         timer = threading.Timer(0.05, con.duckdb.interrupt)
 
-        def solve(*args, **kwargs):  # start the watchdog when DuckDB starts writing
-            solution = original(*args, **kwargs)
-            timer.start()
-            return solution
+        def create_target(*args, **kwargs):  # the watchdog fires while DuckDB writes the target
+            timer.start()  # (an interrupt between two queries would be lost: DuckDB interrupts a running one)
+            return original(*args, **kwargs)
 
-        duckanon.pipeline.problem.solve = solve
+        DuckDBBackend.create_target = create_target
         try:
             with pytest.raises(duckanon.AnonymizeError) as caught:
                 con.execute(NEW)
         finally:
-            duckanon.pipeline.problem.solve = original
+            DuckDBBackend.create_target = original
             timer.cancel()
         assert str(caught.value) == "ANONYMIZE failed: INTERRUPT Error: Interrupted!"
         assert leftovers(con.duckdb) == []
