@@ -110,9 +110,14 @@ class Backend:
         """Create or replace the published table (or view: kind = 'VIEW')."""
         self.execute(exp.Create(this=table.table.copy(), kind=kind, replace=True, expression=select))
 
-    def existing_kind(self, table: TableName) -> str | None:
-        """What the name holds now: 'TABLE', 'VIEW' or None (engines without a catalog: None)."""
+    def catalog_entry(self, table: TableName) -> tuple[str, str | None] | None:
+        """(kind, comment) of what the name holds now: kind 'TABLE' or 'VIEW'; None when it holds
+        nothing (or the engine has no catalog to ask)."""
         return None
+
+    def existing_kind(self, table: TableName) -> str | None:
+        entry = self.catalog_entry(table)
+        return entry[0] if entry else None
 
     def drop_object(self, table: TableName, kind: str) -> None:
         self.execute(exp.Drop(tables=[table.table.copy()], kind=kind, exists=True))
@@ -127,7 +132,8 @@ class Backend:
         self.execute(exp.Comment(this=table.table.copy(), kind=kind, expression=exp.Literal.string(text)))
 
     def table_comment(self, table: TableName) -> str | None:
-        return None
+        entry = self.catalog_entry(table)
+        return entry[1] if entry else None
 
     def file_access_allowed(self) -> bool:
         return True

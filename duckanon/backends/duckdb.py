@@ -75,7 +75,7 @@ class DuckDBBackend(Backend):
             pass
         super().unregister(name)
 
-    def _catalog_entry(self, table: TableName) -> tuple[str, str | None] | None:
+    def catalog_entry(self, table: TableName) -> tuple[str, str | None] | None:
         """(kind, comment) of the table or view the name holds in its catalog and schema."""
         where = ("database_name = coalesce(?, current_database()) AND schema_name = coalesce(?, current_schema()) "
                  "AND lower({name}) = lower(?)")
@@ -85,20 +85,12 @@ class DuckDBBackend(Backend):
             f"SELECT 'VIEW', comment FROM duckdb_views() WHERE NOT internal AND {where.format(name='view_name')}",
             parameters * 2).fetchone()
 
-    def table_comment(self, table: TableName) -> str | None:
-        found = self._catalog_entry(table)
-        return found[1] if found else None
-
-    def existing_kind(self, table: TableName) -> str | None:
-        found = self._catalog_entry(table)
-        return found[0] if found else None
-
     def create_target(self, table: TableName, select: exp.Expr, kind: str = "TABLE") -> None:
         """CREATE OR REPLACE cannot turn a view into a table or back: the other kind is dropped first
         (in the statement's transaction, like the replacement itself): a table, as a table target
         would be replaced, but a view only if duckanon published it (materialize = 'view'); the
         user's own view makes the CREATE fail."""
-        existing, comment = self._catalog_entry(table) or (None, None)
+        existing, comment = self.catalog_entry(table) or (None, None)
         ours = (comment or "").startswith("duckanon {")
         if (existing, kind) == ("TABLE", "VIEW") or ((existing, kind) == ("VIEW", "TABLE") and ours):
             self.drop_object(table, existing)

@@ -58,10 +58,11 @@ def counts_name(target: TableName) -> TableName:
                                db=target.table.args.get("db"), catalog=target.table.args.get("catalog")))
 
 
-def is_counts_of(backend: Backend, counts: TableName, view: TableName | None) -> bool:
-    """Whether `counts` is a table of counts duckanon made (for `view`, if given)."""
-    comment = backend.table_comment(counts) or ""
-    if backend.existing_kind(counts) != "TABLE" or not comment.startswith(COUNTS_COMMENT):
+def is_counts_of(entry: tuple[str, str | None] | None, view: TableName | None) -> bool:
+    """Whether a catalog entry (Backend.catalog_entry) is a table of counts duckanon made (for
+    `view`, if given)."""
+    kind, comment = entry or (None, None)
+    if kind != "TABLE" or not (comment or "").startswith(COUNTS_COMMENT):
         return False
     return view is None or comment == COUNTS_COMMENT + shown_name(view)
 
@@ -71,7 +72,8 @@ def counts_table(backend: Backend, statement: AnonymizeStatement, target: TableN
     placed and checked like the target. A table of that name that duckanon did not make is refused:
     publishing never replaces the user's own tables."""
     counts = backend.place(statement.source, counts_name(target))[1]
-    if backend.existing_kind(counts) is not None and not is_counts_of(backend, counts, None):
+    entry = backend.catalog_entry(counts)
+    if entry is not None and not is_counts_of(entry, None):
         raise AnonymizeError(f"materialize = 'view' keeps the view's rows in a table {shown_name(counts)}, which "
                              "already exists and was not made by duckanon: drop it or choose another name with INTO")
     return counts

@@ -39,7 +39,7 @@ def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
     counts behind: dropped with it (only the one duckanon made for that view)."""
     if backend.existing_kind(plan.target) == "VIEW":
         counts = counts_name(plan.target)
-        if is_counts_of(backend, counts, plan.target):
+        if is_counts_of(backend.catalog_entry(counts), plan.target):
             backend.drop_object(counts, "TABLE")
 
 
