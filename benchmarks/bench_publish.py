@@ -90,8 +90,8 @@ class SplitSeen:
         self.seen = []
         self.original = anonymize_statement._any_split
 
-    def __call__(self, backend, keyed_table):
-        found = self.original(backend, keyed_table)
+    def __call__(self, parts):
+        found = self.original(parts)
         self.seen.append(found)
         return found
 

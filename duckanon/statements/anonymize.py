@@ -7,7 +7,8 @@ as it was and a re-run replaces the target atomically.
 
 from __future__ import annotations
 
-from sqlglot import exp
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
@@ -29,9 +30,9 @@ def labelled_columns(solution) -> set[int]:
     return {j for j, labels in enumerate(solution.group_labels or []) if labels is not None}
 
 
-def _any_split(backend: Backend, keyed_table: str) -> bool:
-    query = exp.select(exp.func("bool_or", exp.column("split", quoted=True))).from_(exp.to_table(keyed_table, quoted=True))
-    return bool(backend.one(query)[0])
+def _any_split(parts: pa.Table) -> bool:
+    """Whether some cell's rows go to several parts (keyed_arrow's `split`)."""
+    return bool(pc.any(parts["split"]).as_py())
 
 
 def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
@@ -56,7 +57,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             solver_plan, cells, hist, solution, _, domains = solve_problem(backend, read_plan, cells_table, started,
                                                                            listener)
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
-            backend.register_arrow(parts_view, keyed_arrow(cells, solution))
+            parts = keyed_arrow(cells, solution)
+            backend.register_arrow(parts_view, parts)
             with backend.keeping_insertion_order():  # the published order is the keyed table's (seeded) order
                 backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
                                                               labelled=labelled_columns(solution)))
@@ -67,7 +69,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                 else:
                     _drop_replaced_counts(backend, plan)
                     if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-                        published = publish_select(solver_plan, keyed_table, _any_split(backend, keyed_table), seed,
+                        published = publish_select(solver_plan, keyed_table, _any_split(parts), seed,
                                                    published_dictionaries(backend, solver_plan, keyed_table))
                     else:  # every published row is determined by its cell: no second pass over the source
                         published = histogram_publish_select(solver_plan, keyed_table)
