@@ -178,11 +178,13 @@ def _match(plan: Plan, source: str, keyed: str) -> exp.Expr:
     ])
 
 
-def _copies(count: exp.Expr, name: str = "copy") -> exp.Expr:
-    """`count` copies of a row: UNNEST(range(count)) in the SELECT list, as an Alias node (alias_()
-    would name the UNNEST's table alias, which Spark cannot place)."""
+def _expanded(items: list[exp.Expr], table: exp.Expr, count: exp.Expr, copy_name: str = "copy") -> exp.Select:
+    """`items` over `count` copies of each row of `table`, in the table's stored order: UNNEST(
+    range(count)) in the SELECT list, as an Alias node (alias_() would name the UNNEST's table
+    alias, which Spark cannot place); `copy_name` must be no column of `table`."""
     unnest = exp.Unnest(expressions=[exp.func("range", count, dialect="duckdb")])
-    return exp.Alias(this=unnest, alias=exp.to_identifier(name, quoted=True))
+    copies = exp.select(exp.Star(), exp.Alias(this=unnest, alias=exp.to_identifier(copy_name, quoted=True))).from_(table)
+    return exp.select(*items).from_(copies.subquery("expanded"))
 
 
 def _published_from_keyed(plan: Plan) -> list[exp.Expr]:
@@ -205,8 +207,7 @@ def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
     next to each other. DuckDB keeps that order only while preserve_insertion_order is on: run
     both CREATEs inside `insertion_order_kept`.
     """
-    expanded = exp.select(exp.Star(), _copies(_part_rows())).from_(exp.to_table(keyed_table, quoted=True))
-    return exp.select(*_published_from_keyed(plan)).from_(expanded.subquery("expanded"))
+    return _expanded(_published_from_keyed(plan), exp.to_table(keyed_table, quoted=True), _part_rows())
 
 
 def unused_name(plan: Plan, name: str) -> str:
@@ -246,8 +247,7 @@ def view_select(plan: Plan, counts: TableName) -> exp.Select:
     when the database file is attached under another name."""
     table = exp.Table(this=exp.to_identifier(counts.name, quoted=True))
     items = [exp.alias_(qcol(c), c, quoted=True) for c in plan.published]
-    expanded = exp.select(exp.Star(), _copies(qcol(count_column(plan)), unused_name(plan, "copy"))).from_(table)
-    return exp.select(*items).from_(expanded.subquery("expanded"))
+    return _expanded(items, table, qcol(count_column(plan)), unused_name(plan, "copy"))
 
 
 def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str) -> dict[int, list[str]]:
