@@ -108,6 +108,25 @@ def fingerprint(rows) -> str:
 # ---------------------------------------------------------------------------------------- engines
 
 
+def measure(name: str, anonymize, query, floor_format: str = "", extra=dict) -> dict:
+    """One statement on one engine: its time and steps (progress listener), its result, `extra()`
+    taken right after it (before anything else runs), the fingerprint of what it published, then
+    the engine's copy floor. `anonymize(text, listener)` runs it, `query(sql)` returns rows."""
+    marks, told = listener()
+    started = time.perf_counter()
+    summary = anonymize(STATEMENTS[name], told)
+    ended = time.perf_counter()
+    record = {"seconds": round(ended - started, 3), "steps": step_times(marks, started, ended),
+              "stars": summary.stars, "published_rows": summary.published_rows, **extra()}
+    record["fingerprint"] = fingerprint(query(f"SELECT *, count(*) FROM {TARGETS[name]} GROUP BY ALL"))
+    query(f"DROP TABLE IF EXISTS {TARGETS[name]}")
+    started = time.perf_counter()
+    query(f"CREATE TABLE copy_floor {floor_format}AS SELECT {FLOOR[name]} FROM big")
+    record["copy_floor_seconds"] = round(time.perf_counter() - started, 3)
+    query("DROP TABLE copy_floor")
+    return record
+
+
 def run_duckdb(parquet: str, adult: str, names: list[str]) -> dict:
     import duckanon
 
@@ -115,19 +134,8 @@ def run_duckdb(parquet: str, adult: str, names: list[str]) -> dict:
     con.execute(f"CREATE VIEW big AS SELECT * FROM read_parquet('{parquet}')")
     out = {"engine": "duckdb", "statements": {}}
     for name in names:
-        marks, told = listener()
-        started = time.perf_counter()
-        summary = con.anonymize(STATEMENTS[name], progress=told)
-        ended = time.perf_counter()
-        published = con.execute(f"SELECT *, count(*) FROM {TARGETS[name]} GROUP BY ALL").fetchall()
-        out["statements"][name] = {"seconds": round(ended - started, 3), "steps": step_times(marks, started, ended),
-                                   "stars": summary.stars, "published_rows": summary.published_rows,
-                                   "fingerprint": fingerprint(published)}
-        con.execute(f"DROP TABLE {TARGETS[name]}")
-        started = time.perf_counter()
-        con.execute(f"CREATE TABLE copy_floor AS SELECT {FLOOR[name]} FROM big")
-        out["statements"][name]["copy_floor_seconds"] = round(time.perf_counter() - started, 3)
-        con.execute("DROP TABLE copy_floor")
+        out["statements"][name] = measure(name, lambda text, told: con.anonymize(text, progress=told),
+                                          lambda query: con.execute(query).fetchall())
     out["peak_rss_mib"] = round(high_water_mib())
     return out
 
@@ -210,23 +218,11 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
         out["warmup_seconds"] = round(time.perf_counter() - began, 1)
         timer.take()
         for name in names:
-            marks, told = listener()
-            started = time.perf_counter()
-            summary = execute(spark, STATEMENTS[name], progress=told)
-            ended = time.perf_counter()
-            queries = timer.take()
-            table = spark.table(TARGETS[name])
-            files = len(table.inputFiles())
-            published = spark.sql(f"SELECT *, count(*) FROM {TARGETS[name]} GROUP BY ALL").collect()
-            out["statements"][name] = {"seconds": round(ended - started, 3), "steps": step_times(marks, started, ended),
-                                       "stars": summary.stars, "published_rows": summary.published_rows,
-                                       "queries": queries, "target_files": files,
-                                       "fingerprint": fingerprint(published)}
-            spark.sql(f"DROP TABLE IF EXISTS {TARGETS[name]}")
-            started = time.perf_counter()
-            spark.sql(f"CREATE TABLE copy_floor USING PARQUET AS SELECT {FLOOR[name]} FROM big")
-            out["statements"][name]["copy_floor_seconds"] = round(time.perf_counter() - started, 3)
-            spark.sql("DROP TABLE copy_floor")
+            out["statements"][name] = measure(
+                name, lambda text, told: execute(spark, text, progress=told), lambda query: spark.sql(query).collect(),
+                floor_format="USING PARQUET ",
+                extra=lambda name=name: {"queries": timer.take(),
+                                         "target_files": len(spark.table(TARGETS[name]).inputFiles())})
         jvm = spark._jvm.ProcessHandle.current().pid()
         out["driver_jvm_peak_rss_mib"] = round(high_water_mib(jvm))
         executors = [pid for worker in (cluster.worker_pids() if cluster else []) for pid in children(worker)]
