@@ -13,7 +13,8 @@ Spark has no multi-statement transactions. Temp views are dropped on any error. 
 written by one CTAS after the solve (an existing target of that name is dropped just before it):
 a failure up to the CTAS leaves the previous target as it was; a failed CTAS leaves no target; a
 failure after it (the published-row check, the comment) leaves the new target and reports the
-error.
+error. A folder a killed write left at the target's location (no table of that name in the
+catalog) is replaced; one that holds another table's files is refused before anything runs.
 """
 
 from __future__ import annotations

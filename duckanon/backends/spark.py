@@ -6,7 +6,10 @@ unchanged. Spark has no multi-statement transactions. Temp views are dropped on 
 written by one CTAS after the solve (an existing target of that name is dropped just before it):
 a failure up to the CTAS leaves the previous target as it was; a failed CTAS leaves no target; a
 failure after it (the published-row check, the comment) leaves the new target and reports the
-error.
+error. A folder that a killed write left at the target's managed location (files and no table of
+that name in the catalog, which made Spark's CTAS fail with LOCATION_ALREADY_EXISTS) is deleted
+just before the CTAS; a folder that holds the files of a table of the catalog is refused up front
+(`SparkBackend._leftover_folder`).
 
 This module sits below the pipeline (backends are loaded by name from `duckanon.backends`); the
 Python API that runs statements on Spark is `duckanon.spark`.
@@ -21,6 +24,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError, UnknownTable
 from duckanon.errors import AnonymizeError, one_line
+from duckanon.sql.statement import shown_name
 
 
 class _Result:
@@ -133,11 +137,116 @@ class SparkBackend(Backend):
                 self.temps.remove(name)
 
     def create_target(self, table, select: exp.Expr) -> None:
-        """Spark has no CREATE OR REPLACE ... AS for managed tables: drop, then CTAS as Parquet."""
+        """Spark has no CREATE OR REPLACE ... AS for managed tables: drop, then CTAS as Parquet. A
+        folder a failed write left at the target's location (`_leftover_folder`) is deleted first:
+        Spark refuses a CTAS whose managed location exists (LOCATION_ALREADY_EXISTS)."""
+        leftover = self._leftover_folder(table)
+        if leftover is not None:
+            self._delete_folder(leftover)
         self.execute(exp.Drop(tables=[table.table.copy()], kind="TABLE", exists=True))
         select = self._broadcast_temps(stored_order(select))
         self.execute(exp.Create(this=table.table.copy(), kind="TABLE", expression=select,
                                 properties=exp.Properties(expressions=[exp.FileFormatProperty(this=exp.Var(this="parquet"))])))
+
+    def place(self, source, target, hierarchy_tables=()):
+        """The generic placement, and a target whose folder stores another table refused now,
+        before the histogram and the solve, with nothing written."""
+        source, target = super().place(source, target, hierarchy_tables)
+        self._leftover_folder(target)
+        return source, target
+
+    # ------------------------------------------------------------------ the target's folder
+    def _session_identifier(self, table):
+        """`table` as a TableIdentifier of Spark's session catalog (spark_catalog), with the current
+        database filled in; None for a name in another catalog (a v2 catalog manages its own
+        storage) or a database that does not exist (the CTAS then gives Spark's own error)."""
+        parts = [part.name for part in table.table.parts]
+        if len(parts) > 3:
+            return None
+        catalog = parts[0] if len(parts) == 3 else self._catalog(self.spark.catalog.currentCatalog)
+        if catalog.lower() != "spark_catalog":
+            return None
+        database = parts[-2] if len(parts) >= 2 else self._catalog(self.spark.catalog.currentDatabase)
+        jvm = self.spark._jvm
+        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], jvm.scala.Option.apply(database))
+        if not self._catalog(self._session_catalog().databaseExists, database):
+            return None
+        return identifier
+
+    def _session_catalog(self):
+        return self.spark._jsparkSession.sessionState().catalog()
+
+    def _qualified(self, location):
+        """(file system, qualified Hadoop Path) of a location URI or string."""
+        jvm = self.spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(location)
+        fs = path.getFileSystem(self.spark._jsparkSession.sessionState().newHadoopConf())
+        return fs, fs.makeQualified(path)
+
+    def _table_locations(self):
+        """(database.name, qualified location) of every table of the session catalog that has a
+        location (views have none): one listing per database."""
+        external = self._session_catalog().externalCatalog()
+        found = []
+        databases = external.listDatabases()
+        for i in range(databases.size()):
+            database = databases.apply(i)
+            tables = external.getTablesByName(database, external.listTables(database))
+            for j in range(tables.size()):
+                entry = tables.apply(j)
+                location = entry.storage().locationUri()
+                if location.isDefined():
+                    found.append((f"{database}.{entry.identifier().table()}",
+                                  self._qualified(location.get())[1].toString()))
+        return found
+
+    def _leftover_folder(self, table) -> str | None:
+        """The folder at `table`'s managed location when a failed write left it there: the folder
+        exists, the session catalog has no table of that name stored in it, and no table of the
+        catalog (in any database) is stored in it, inside it or around it. None when there is no
+        such folder (or the name is not in the session catalog). A folder that stores another
+        table is refused (AnonymizeError, nothing changed): it is never deleted.
+
+        Spark's CTAS writes the files first and creates the catalog entry after them, so a write
+        that was killed (or a driver that died between the two) leaves the folder and no table;
+        the next CTAS of that name fails with LOCATION_ALREADY_EXISTS. With Spark's in-memory
+        catalog (no Hive metastore) the catalog is the session's: a table another session wrote
+        at that name is a folder without an entry here, and is replaced like a target of that
+        name is."""
+        identifier = self._session_identifier(table)
+        if identifier is None:
+            return None
+        catalog = self._session_catalog()
+        try:
+            fs, folder = self._qualified(catalog.defaultTablePath(identifier))
+            if not fs.exists(folder):
+                return None
+            if catalog.tableExists(identifier):
+                entry = catalog.getTableMetadata(identifier)
+                location = entry.storage().locationUri()
+                if (entry.tableType().name() == "MANAGED" and location.isDefined()
+                        and self._qualified(location.get())[1].toString() == folder.toString()):
+                    return None  # the table's own folder: DROP TABLE removes it with the table
+            path = folder.toString()
+            for name, location in self._table_locations():
+                if location == path or location.startswith(path + "/") or path.startswith(location.rstrip("/") + "/"):
+                    raise AnonymizeError(
+                        f"the target {shown_name(table)} cannot be written on Spark: its folder {path} holds the "
+                        f"files of table {name}, which ANONYMIZE never deletes; choose another name with INTO")
+        except AnonymizeError:
+            raise
+        except Exception as error:  # py4j and pyspark errors
+            raise BackendError(f"Spark: {one_line(error)}") from None
+        return path
+
+    def _delete_folder(self, path: str) -> None:
+        """Delete a leftover folder (through Hadoop's file system: local, HDFS, S3 alike)."""
+        def delete() -> bool:
+            fs, folder = self._qualified(path)
+            return not fs.exists(folder) or fs.delete(folder, True)
+
+        if not self._catalog(delete):
+            raise BackendError(f"Spark: could not delete the folder {path} a failed write left at the target's location")
 
     BROADCAST_LIMIT = 256 << 20  # bytes of a cached temp view that a join may broadcast
 
