@@ -44,9 +44,11 @@ import resource
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import duckdb
+from duckdb_profile import IO, operators, profiled
 
 REPO = Path(__file__).resolve().parents[1]
 ADULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
@@ -277,16 +279,13 @@ class TimedConnection:
         step = {"sql": sql, "seconds": 0.0}
         self.steps.append(step)
         profile = self.profile_dir is not None and sql.lstrip().upper().startswith("CREATE")
+        path = self.profile_dir / f"step{len(self.steps):02d}.json" if profile else None
+        with profiled(self._con, path) if profile else nullcontext():
+            started = time.perf_counter()
+            self._con.execute(sql, *args)
+            step["seconds"] += time.perf_counter() - started
         if profile:
-            path = self.profile_dir / f"step{len(self.steps):02d}.json"
-            self._con.execute("SET enable_profiling = 'json'")
-            self._con.execute(f"SET profiling_output = '{path.as_posix()}'")
             step["profile"] = str(path)
-        started = time.perf_counter()
-        self._con.execute(sql, *args)
-        step["seconds"] += time.perf_counter() - started
-        if profile:
-            self._con.execute("PRAGMA disable_profiling")
         return _TimedResult(self._con, step)
 
     def __getattr__(self, name):
@@ -336,31 +335,6 @@ def label(sql: str) -> str:
     return text[:60]
 
 
-def operator_summary(path: str) -> list[dict]:
-    """Flatten DuckDB's JSON profile into (operator, seconds summed over threads, rows)."""
-    with open(path) as handle:
-        tree = json.load(handle)
-    flat = []
-
-    def walk(node, depth):
-        name = node.get("operator_name") or node.get("operator_type") or node.get("name")
-        if name:
-            extra = node.get("extra_info") or {}
-            flat.append({
-                "depth": depth,
-                "operator": name.strip(),
-                "seconds": node.get("operator_timing", 0.0),
-                "rows": node.get("operator_cardinality", 0),
-                "info": {k: v for k, v in extra.items() if k in ("Join Type", "Conditions", "Estimated Cardinality", "Groups", "Aggregates", "Order By", "Projections")},
-            })
-        for child in node.get("children", []):
-            walk(child, depth + 1)
-
-    for child in tree.get("children", []):
-        walk(child, 0)
-    return flat
-
-
 def phase_profile(con, table: str, out_dir: Path, k: int) -> dict:
     """One warm-up ANONYMIZE, then one with every statement timed and CREATEs profiled."""
     import duckanon.statements
@@ -374,18 +348,16 @@ def phase_profile(con, table: str, out_dir: Path, k: int) -> dict:
         summary = duckanon.statements.run_anonymize(timed, anonymize_sql(table, k))
         wall = time.perf_counter() - started
     steps = [{"step": label(s["sql"]), "seconds": s["seconds"], "sql": s["sql"],
-              "operators": operator_summary(s["profile"]) if "profile" in s else None} for s in timed.steps]
+              "operators": operators(s["profile"]) if "profile" in s else None} for s in timed.steps]
     # The floor queries, profiled the same way, for comparison.
     floor = []
     for sql in floor_sql(table):
         path = out_dir / f"floor{len(floor)}.json"
-        con.execute("SET enable_profiling = 'json'")
-        con.execute(f"SET profiling_output = '{path.as_posix()}'")
-        started_floor = time.perf_counter()
-        con.execute(sql)
-        seconds = time.perf_counter() - started_floor
-        con.execute("PRAGMA disable_profiling")
-        floor.append({"sql": sql, "seconds": seconds, "operators": operator_summary(str(path))})
+        with profiled(con, path):
+            started_floor = time.perf_counter()
+            con.execute(sql)
+            seconds = time.perf_counter() - started_floor
+        floor.append({"sql": sql, "seconds": seconds, "operators": operators(path)})
     return {"wall": wall, "summary_seconds": summary.seconds, "solver_s": timer.seconds, "steps": steps, "floor": floor}
 
 
@@ -475,16 +447,21 @@ def markdown_table(rows: list[dict]) -> str:
 def print_profile(result: dict) -> None:
     print(f"\nProfile of one ANONYMIZE on {result['case']} ({result['rows']:,} rows, k = {result['k']:,}) "
           f"(wall {result['wall']:.3f} s, solver {result['solver_s']:.3f} s):")
+    def print_operators(ops) -> None:
+        for op in ops or ():
+            if op["seconds"] < 0.01:
+                continue
+            if op["operator"] == IO:
+                print(f"  {'':10}  {IO:<24} {op['seconds']:7.3f} s reading + writing  {op['bytes']:,} bytes written")
+            else:
+                print(f"  {'':10}  {'  ' * op['depth']}{op['operator']:<24} {op['seconds']:7.3f} s (thread-summed)  rows {op['rows']:,}")
+
     for step in result["steps"]:
         print(f"  {step['seconds']:8.3f} s  {step['step']}")
-        for op in step["operators"] or ():
-            if op["seconds"] >= 0.01:
-                print(f"  {'':10}  {'  ' * op['depth']}{op['operator']:<24} {op['seconds']:7.3f} s (thread-summed)  rows {op['rows']:,}")
+        print_operators(step["operators"])
     for step in result["floor"]:
         print(f"  {step['seconds']:8.3f} s  floor: {step['sql'][:40]}...")
-        for op in step["operators"]:
-            if op["seconds"] >= 0.01:
-                print(f"  {'':10}  {'  ' * op['depth']}{op['operator']:<24} {op['seconds']:7.3f} s (thread-summed)  rows {op['rows']:,}")
+        print_operators(step["operators"])
 
 
 def code_version() -> str:

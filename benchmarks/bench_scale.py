@@ -52,14 +52,16 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import duckdb
 
 from bench_anonymize import (
     ADULT_CSV, ADULT_ROWS, FOREIGN_LIMIT, K, MARK, QI, SA, Meter, anonymize_sql, code_version, copies_for, floor_sql,
-    label, operator_summary, q,
+    label, q,
 )
+from duckdb_profile import operators, profiled
 from machine import cpu_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,19 +148,17 @@ class Steps:
         def timed_run(backend, sql, parameters=None):
             profile = steps.profile_dir is not None and sql.lstrip().upper().startswith("CREATE")
             record = {"step": step_label(sql), "start": time.time(), "sql": sql[:400]}
-            if profile:
-                path = steps.profile_dir / f"step{len(steps.sql):02d}.json"
-                backend.con.execute("SET enable_profiling = 'json'")
-                backend.con.execute(f"SET profiling_output = '{path.as_posix()}'")
+            path = steps.profile_dir / f"step{len(steps.sql):02d}.json" if profile else None
             started = time.perf_counter()
             try:
-                return run(backend, sql, parameters)
+                with profiled(backend.con, path) if profile else nullcontext():
+                    return run(backend, sql, parameters)
             finally:
                 record["seconds"] = time.perf_counter() - started
                 if profile:
-                    backend.con.execute("PRAGMA disable_profiling")
-                    if path.exists():  # a CREATE VIEW runs no query: no profile
-                        record["operators"] = operators_of(path)
+                    found = operators(path, min_seconds=0.05)
+                    if found is not None:  # a CREATE VIEW runs no query: no profile
+                        record["operators"] = found
                 steps.sql.append(record)
 
         def timed_arrow(backend, expression):
@@ -172,35 +172,6 @@ class Steps:
                 steps.sql.append(record)
 
         DuckDBBackend._run, DuckDBBackend.arrow = timed_run, timed_arrow
-
-
-def operators_of(path: Path) -> list[dict]:
-    """DuckDB's JSON profile flattened to (operator, seconds summed over threads, rows, bytes):
-    DuckDB 2's layout ("operator": [{name, timing, intermediate_rows, children}], plus "io");
-    DuckDB 1.5's through bench_anonymize.operator_summary."""
-    with open(path) as handle:
-        tree = json.load(handle)
-    if "operator" not in tree:
-        return [o for o in operator_summary(str(path)) if o["seconds"] >= 0.05]
-    flat = []
-
-    def walk(node, depth):
-        if node.get("name") not in (None, "RESULT_COLLECTOR"):
-            extra = node.get("extra_info") or {}
-            flat.append({"depth": depth, "operator": node["name"], "seconds": node.get("timing", 0.0),
-                         "rows": node.get("intermediate_rows", 0), "bytes": node.get("intermediate_size_bytes", 0),
-                         "info": {k: v for k, v in extra.items() if k in ("Join Type", "Order By", "Groups", "Type", "Table")}})
-        for child in node.get("children", []):
-            walk(child, depth + 1)
-
-    for node in tree["operator"]:
-        walk(node, 0)
-    found = [o for o in flat if o["seconds"] >= 0.05]
-    io = tree.get("io") or {}
-    if io:
-        found.append({"depth": 0, "operator": "(io)", "seconds": io.get("total_write_time", 0.0) + io.get("total_read_time", 0.0),
-                      "rows": 0, "bytes": io.get("total_bytes_written", 0), "info": io})
-    return found
 
 
 def step_label(sql: str) -> str:
@@ -250,24 +221,22 @@ def run_phase(args) -> dict:
         group, join = floor_sql(TABLE)
         raw.execute("DROP TABLE IF EXISTS floor_groups")
         epoch = time.time()
-        operators = {}
+        profiles = {}
 
         def run(sql, name):
             if profile_dir is None:
                 return raw.execute(sql)
             path = profile_dir / f"{name}.json"
-            raw.execute("SET enable_profiling = 'json'")
-            raw.execute(f"SET profiling_output = '{path.as_posix()}'")
-            raw.execute(sql)
-            raw.execute("PRAGMA disable_profiling")
-            operators[name] = operators_of(path)
+            with profiled(raw, path):
+                raw.execute(sql)
+            profiles[name] = operators(path, min_seconds=0.05)
 
         with Meter() as meter:
             run(group, "group")
             middle = time.perf_counter()
             run(join, "join")
         group_s = middle - meter.started
-        result["operators"] = operators
+        result["operators"] = profiles
         result.update(seconds=meter.wall, group_s=group_s, join_s=meter.wall - group_s,
                       steps=[{"step": "floor: GROUP BY -> temp", "start": epoch, "end": epoch + group_s, "seconds": group_s},
                              {"step": "floor: join-back CTAS", "start": epoch + group_s, "end": epoch + meter.wall,
