@@ -55,7 +55,7 @@ import harness  # noqa: E402  (the harness defines the cases)
 import duckanon  # noqa: E402
 from duckanon.pipeline.problem import prepare  # noqa: E402
 from duckanon.solver import solve  # noqa: E402
-from duckanon.solver.generalize import generalization_loss  # noqa: E402
+from duckanon.solver.generalize import generalization_loss, lattice_of  # noqa: E402
 from duckanon.solver.lattice import Lattice  # noqa: E402
 
 
@@ -127,7 +127,7 @@ def run_case(case: dict, reps: int, gensup_reps: int, before=None) -> dict:
             before(problem.histogram, codes, problem.models, case["supp"], "loss").search()
             times_before.append(time.perf_counter() - started)
         started = time.perf_counter()
-        result = Lattice(problem.histogram, codes, problem.models, case["supp"], "loss").search()
+        result = lattice_of(problem.histogram, problem.domains.hierarchies, problem.models, case["supp"], "loss").search()
         times.append(time.perf_counter() - started)
     out = {"case": case["id"], "classes": problem.histogram.n_classes, "lattice_nodes": result.nodes,
            "search": {"levels": list(result.node.levels), "value": result.value,

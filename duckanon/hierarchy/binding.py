@@ -27,10 +27,15 @@ class BoundHierarchy:
     use, so binding a million values stays numpy-only.
     """
 
-    def __init__(self, values: list, codes: np.ndarray, label_makers: list[Callable[[], list]], column=None):
+    def __init__(self, values: list, codes: np.ndarray, label_makers: list[Callable[[], list]], column=None,
+                 domain: tuple[int, list[np.ndarray]] | None = None):
         self.values = values
         self.codes = codes
         self.column = column
+        # (leaves of the whole hierarchy, per level the leaves under each code): a hierarchy given
+        # as rows may hold values the column lacks, and ARX's loss counts them (its domain share
+        # is over the hierarchy's rows); a builder's hierarchy is made of the column's values
+        self._domain = domain
         self._label_makers = [lambda: [None if v is None else str(v) for v in values], *label_makers]
         self._labels: dict[int, list] = {}
 
@@ -56,10 +61,20 @@ class BoundHierarchy:
         """How many of the bound values each code of `level` covers (its leaves), indexed by code."""
         return np.bincount(self.codes[:, level], minlength=self.n_groups(level))
 
+    @property
+    def domain_size(self) -> int:
+        """The leaves of the whole hierarchy: its rows, or the column's values for a builder."""
+        return len(self.values) if self._domain is None else self._domain[0]
+
+    def domain_leaves(self, level: int) -> np.ndarray:
+        """Per code of `level`, the hierarchy's leaves under it (values absent from the column
+        included, for a hierarchy given as rows)."""
+        return self.group_sizes(level) if self._domain is None else self._domain[1][level]
+
     def loss(self, level: int) -> np.ndarray:
-        """ARX's loss of one cell per code of `level`: (leaves - 1) / (values - 1), in [0, 1]."""
-        n = len(self.values)
-        return (self.group_sizes(level) - 1) / max(n - 1, 1)
+        """ARX's loss of one cell per code of `level`: (leaves - 1) / (domain - 1), in [0, 1],
+        over the hierarchy's leaves (ARX's DomainShareMaterialized)."""
+        return (self.domain_leaves(level) - 1) / max(self.domain_size - 1, 1)
 
     def rows(self) -> list[list]:
         """The ARX rows for the bound values: [value, level 1 label, ..., level H label]."""
@@ -87,7 +102,12 @@ class Hierarchy:
         matrix[:, 0] = np.arange(n)
         for h, level_codes in enumerate(codes, start=1):
             matrix[:, h] = level_codes
-        return BoundHierarchy(values, matrix, label_makers, column)
+        return BoundHierarchy(values, matrix, label_makers, column, self._domain_of(values))
+
+    def _domain_of(self, values: list) -> tuple[int, list[np.ndarray]] | None:
+        """For a hierarchy with leaves of its own (rows): their number, and per level the leaves
+        under each code of the bound `values`; None when its leaves are the column's values."""
+        return None
 
     def _code_levels(self, values: list, column: str | None) -> tuple[list[np.ndarray], list[Callable]]:
         """Per level >= 1: the dense codes of the values, and a function making the codes' labels."""

@@ -130,6 +130,14 @@ class TableHierarchy(Hierarchy):
                     pass
         return self._numbers
 
+    def _domain_of(self, values):
+        rows = np.asarray(self._rows_of(values), dtype=np.int64)  # every value is covered once coded
+        leaves = [np.ones(len(rows), dtype=np.int64)]
+        for h in range(1, self.height + 1):  # codes are the ranks of the present groups (_code_levels)
+            present = np.unique(self._group_codes[rows, h])
+            leaves.append(np.bincount(self._group_codes[:, h])[present])
+        return len(self._rows), leaves
+
     def _code_levels(self, values, column):
         rows = self._rows_of(values)
         missing = [i for i, row in enumerate(rows) if row is None]

@@ -15,7 +15,7 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import Lattice
+from duckanon.solver.lattice import METRICS, Lattice, arx_loss
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
 from duckanon.solver.request import Request
@@ -29,6 +29,23 @@ class FlatHierarchy:
     def __init__(self, n_values: int):
         self.codes = np.stack([np.arange(n_values), np.zeros(n_values, dtype=np.int64)], axis=1)
         self.labels = [[str(i) for i in range(n_values)], [TOP]]
+        self.height = 1
+        self.domain_size = n_values
+
+    def domain_leaves(self, level: int) -> np.ndarray:
+        return np.ones(self.domain_size, dtype=np.int64) if level == 0 else np.array([self.domain_size])
+
+
+def hierarchy_domains(hierarchies) -> list:
+    """Per QI, what ARX's loss counts as its domain: the hierarchy's leaves, and per level the
+    leaves under each code (BoundHierarchy.domain_leaves)."""
+    return [(h.domain_size, [h.domain_leaves(level) for level in range(h.height + 1)]) for h in hierarchies]
+
+
+def lattice_of(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy", **options) -> Lattice:
+    """The level lattice of bound `hierarchies`, with their domains for the loss."""
+    return Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric,
+                   domains=hierarchy_domains(hierarchies), **options)
 
 
 def whole_domain(codes: np.ndarray, level: int) -> bool:
@@ -53,7 +70,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     `search_seconds` in the notes is the search alone: the lattice's precomputation on the
     histogram and the search, not the solution built from its node."""
     started = time.perf_counter()
-    search = Lattice(hist, [h.codes for h in hierarchies], models, suppression_limit, metric).search(context)
+    search = lattice_of(hist, hierarchies, models, suppression_limit, metric).search(context)
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
@@ -174,21 +191,22 @@ def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list
 
 def loss_row_costs(hist: Histogram, hierarchies) -> list[np.ndarray]:
     """Per QI, (n_values, H+1): ARX's loss of one cell with value v published at level h."""
-    return Lattice(hist, [h.codes for h in hierarchies], [], 0.0, "loss").row_cost
+    return lattice_of(hist, hierarchies, [], 0.0, "loss").row_cost
 
 
 def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels, costs=None) -> float:
-    """ARX's loss per cell, averaged over rows x QIs: a value at level h costs (leaves under its
-    node - 1) / (domain - 1), a star 1, a removed row 1 per QI. `costs`: loss_row_costs, when
-    the caller has them."""
+    """ARX's Loss of a full-domain solution (lattice.arx_loss): a value at level h costs (leaves
+    under its node - 1) / (leaves of the hierarchy - 1), a star 1, a removed row 1 per QI.
+    `costs`: loss_row_costs, when the caller has them."""
     costs = loss_row_costs(hist, hierarchies) if costs is None else costs
     kept = solution.kept_groups[solution.part_group]
     stars = solution.group_rep[solution.part_group] == STAR
-    total = float(solution.part_count[~kept].sum()) * hist.m
+    removed = float(solution.part_count[~kept].sum())
+    columns = np.zeros(hist.m)
     for j, level in enumerate(levels):
         cell = np.where(stars[:, j], 1.0, costs[j][hist.codes[solution.part_class, j], level])
-        total += float((solution.part_count[kept] * cell[kept]).sum())
-    return total / max(hist.n_rows * hist.m, 1)
+        columns[j] = removed + float((solution.part_count[kept] * cell[kept]).sum())
+    return float(arx_loss(columns, hist.n_rows))
 
 
 def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
@@ -199,19 +217,18 @@ def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
     row of the class gets a star, which adds at least 1 - (the cheapest of its cells)."""
     n_groups = len(node.sa_counts)
     group_cost = np.zeros((n_groups, hist.m))
-    total = 0.0
+    columns = np.zeros(hist.m)
     for j, level in enumerate(node.levels):
         cell = costs[j][hist.codes[:, j], level]  # the same for every class of a group
         group_cost[node.member_of, j] = cell
-        total += float((hist.sizes * cell).sum())
+        columns[j] = float((hist.sizes * cell).sum())
     sizes = node.sa_counts.sum(axis=1)
     kept = sizes
     for model in models:
         kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
     kept = np.where(kept >= Request.of(models).min_group_size, kept, 0)  # a smaller part satisfies no model
     cheapest_star = (1.0 - group_cost.max(axis=1)) if hist.m else np.zeros(n_groups)
-    total += float(((sizes - kept) * cheapest_star).sum())
-    return total / max(hist.n_rows * hist.m, 1)
+    return float(METRICS["loss"].lower(columns, float(((sizes - kept) * cheapest_star).sum()), hist.n_rows))
 
 
 # Suppression limits tried by `gensup`: the user's, then more room for cell suppression, up to
@@ -239,7 +256,7 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     when `gensup_loss_bound` says it could beat the best loss found: nodes are tried in
     increasing bound."""
     started = time.perf_counter()
-    lattice = Lattice(hist, [h.codes for h in hierarchies], models, 0.0, metric, cell_suppression_after=True)
+    lattice = lattice_of(hist, hierarchies, models, 0.0, metric, cell_suppression_after=True)
     limits = sorted({suppression_limit, *GENSUP_LIMITS})
     optimum = {}  # limit -> its LatticeResult
     evaluated = 0

@@ -80,21 +80,31 @@ class LatticeMetric:
     # known per group of a node, whichever of its rows are removed
     per_cell_charge = True
 
-    def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int) -> np.ndarray:
+    def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int, domain=None) -> np.ndarray:
         """(n_values,): what one row with value v costs published at level h, given the
-        hierarchy's `codes` (n_values, H+1) and the rows per value."""
+        hierarchy's `codes` (n_values, H+1), the rows per value and the hierarchy's `domain`
+        (its leaves, and per level the leaves under each code; None: the column's values)."""
         return np.zeros(len(codes))
 
-    def removal_charge(self, lattice: Lattice, levels, which: np.ndarray, weights: np.ndarray) -> float:
-        """What the rows of the classes `which` (original class ids, `weights` rows each) cost on
-        top of the bound: 1 per removed cell (the most a cell can cost) unless said otherwise."""
-        total = float(weights.sum()) * len(levels)
-        for j, h in enumerate(levels):
-            total -= float((weights * lattice.class_costs(j, h)[which]).sum())  # (a BLAS dot spins threads)
-        return total
+    def removal_charge(self, lattice: Lattice, levels, which: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Per column, what the rows of the classes `which` (original class ids, `weights` rows
+        each) cost on top of the bound: 1 per removed cell (the most a cell can cost) unless
+        said otherwise."""
+        removed = float(weights.sum())
+        # (a BLAS dot spins threads)
+        return np.array([removed - float((weights * lattice.class_costs(j, h)[which]).sum()) for j, h in enumerate(levels)])
+
+    def aggregate(self, columns: np.ndarray, rows: int) -> np.ndarray | float:
+        """The metric from its per-column totals (last axis): their sum unless said otherwise."""
+        return columns.sum(axis=-1)
+
+    def lower(self, columns: np.ndarray, floor: np.ndarray | float, rows: int) -> np.ndarray | float:
+        """The least the metric can be when the per-column totals are at least `columns` and
+        grow by `floor` in all, however it is shared among the columns."""
+        return self.aggregate(columns, rows) + floor
 
     def value(self, lattice: Lattice, node: NodeResult) -> float:
-        return lattice.bound(node.levels) + lattice.removal_charge(node.levels, ~node.ok[node.member_of])
+        return lattice.node_value(node.levels, ~node.ok[node.member_of])
 
 
 class EntropyMetric(LatticeMetric):
@@ -104,7 +114,7 @@ class EntropyMetric(LatticeMetric):
     name = "entropy"
     per_cell_charge = False
 
-    def level_costs(self, codes, rows, h):
+    def level_costs(self, codes, rows, h, domain=None):
         g = codes[:, h]
         present = rows > 0
         out = np.zeros(len(codes))
@@ -114,26 +124,68 @@ class EntropyMetric(LatticeMetric):
 
     def removal_charge(self, lattice, levels, which, weights):
         if lattice.cell_suppression_after:
-            return 0.0
+            return np.zeros(len(levels))
         # one bincount over every column's generalized codes (offset per column)
         offsets = np.cumsum([0] + [lattice.cardinality[j][h] for j, h in enumerate(levels)])
         codes = np.concatenate([lattice.rolled[j][h][which] + offsets[j] for j, h in enumerate(levels)])
         counts = np.bincount(codes, weights=np.tile(weights, len(levels)), minlength=int(offsets[-1]))
-        counts = counts[counts > 0]
-        return float((counts * np.log2(float(weights.sum()) / counts)).sum())
+        present = counts > 0
+        charge = np.zeros(len(counts))
+        charge[present] = counts[present] * np.log2(float(weights.sum()) / counts[present])
+        return np.add.reduceat(charge, offsets[:-1]) if len(levels) else np.zeros(0)
+
+
+# ARX rounds each column's loss down to 1e-10 (Metric.round) before aggregating
+ARX_ROUNDING = 1e10
+
+
+def arx_loss(columns: np.ndarray, rows: int) -> np.ndarray | float:
+    """ARX's Loss from per-column totals of cell losses over `rows` rows (last axis): each
+    column's mean loss, rounded down as ARX rounds it, aggregated by ARX's geometric mean
+    prod(1 + loss_j) ** (1 / m) - 1 (ILMultiDimensionalGeometricMean)."""
+    columns = np.asarray(columns, dtype=np.float64)
+    if columns.shape[-1] == 0:
+        return columns.sum(axis=-1)
+    mean = np.floor(np.maximum(columns / max(rows, 1), 0.0) * ARX_ROUNDING) / ARX_ROUNDING
+    factors = (mean + 1.0) ** (1.0 / columns.shape[-1])
+    product = factors[..., 0]
+    for j in range(1, columns.shape[-1]):  # in column order, as ARX multiplies (same last bits)
+        product = product * factors[..., j]
+    return product - 1.0
 
 
 class LossMetric(LatticeMetric):
-    """ARX's loss: (leaves under the node - 1) / (domain - 1) per cell."""
+    """ARX's Loss (Metric.createLossMetric()): a cell costs (leaves under its label - 1) /
+    (leaves of the hierarchy - 1), a suppressed or removed cell 1; per column the mean over the
+    rows, and the columns' geometric mean (arx_loss)."""
 
     name = "loss"
 
-    def level_costs(self, codes, rows, h):
+    def level_costs(self, codes, rows, h, domain=None):
+        g = codes[:, h]
+        if domain is not None:
+            size, leaves = domain
+            return (np.asarray(leaves[h], dtype=np.float64)[g] - 1) / max(size - 1, 1)
         present = rows > 0
         n_values = max(int(present.sum()), 1)
-        g = codes[:, h]
         leaves = np.bincount(g, weights=present.astype(np.float64))
         return (leaves[g] - 1) / max(n_values - 1, 1)
+
+    def aggregate(self, columns, rows):
+        return arx_loss(columns, rows)
+
+    def lower(self, columns, floor, rows):
+        # the geometric mean grows least when the whole floor goes to the costliest column
+        # (log(1 + x) is concave), so that placement bounds every other sharing from below
+        columns = np.array(columns, dtype=np.float64)
+        floor = np.asarray(floor, dtype=np.float64)
+        if columns.shape[-1]:
+            top = np.argmax(columns, axis=-1)
+            if columns.ndim == 1:
+                columns[top] += floor
+            else:
+                columns[np.arange(len(columns)), top] += floor
+        return arx_loss(columns, rows)
 
 
 class PrecisionMetric(LatticeMetric):
@@ -141,7 +193,7 @@ class PrecisionMetric(LatticeMetric):
 
     name = "precision"
 
-    def level_costs(self, codes, rows, h):
+    def level_costs(self, codes, rows, h, domain=None):
         return np.full(len(codes), h / max(codes.shape[1] - 1, 1))
 
 
@@ -150,7 +202,7 @@ class StarsMetric(LatticeMetric):
 
     name = "stars"
 
-    def level_costs(self, codes, rows, h):
+    def level_costs(self, codes, rows, h, domain=None):
         return np.full(len(codes), 1.0 if h > 0 and len(np.unique(codes[:, h])) == 1 else 0.0)
 
 
@@ -214,10 +266,12 @@ class Lattice:
     """
 
     def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
-                 metric: str = "entropy", cell_suppression_after: bool = False):
+                 metric: str = "entropy", cell_suppression_after: bool = False, domains: list | None = None):
         """`cell_suppression_after` (gensup): the violating rows are not removed but cell-suppressed
         afterwards, so entropy does not charge them and a node whose classes all violate is
-        allowed (at limit 1.0 the bottom node is cell suppression alone)."""
+        allowed (at limit 1.0 the bottom node is cell suppression alone). `domains`: per column
+        the hierarchy's leaves and the leaves under each code per level (hierarchy_domains), for
+        the loss; None: a column's domain is its values."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
         request = Request.of(models)
@@ -228,6 +282,7 @@ class Lattice:
         self.metric = metric
         self.measure = METRICS[metric]
         self.cell_suppression_after = cell_suppression_after
+        self.domains = domains if domains is not None else [None] * len(self.level_codes)
         self.sizes = hist.sizes
         self.n = hist.n_rows
         self.m = hist.m
@@ -366,7 +421,7 @@ class Lattice:
         codes = self.level_codes[j]
         out = np.zeros(codes.shape, dtype=np.float64)
         for h in range(codes.shape[1]):
-            out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h)
+            out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h, self.domains[j])
         return out
 
     def class_costs(self, j: int, h: int) -> np.ndarray:
@@ -376,20 +431,29 @@ class Lattice:
             costs = self._class_costs[(j, h)] = self.row_cost[j][self.hist.codes[:, j], h]
         return costs
 
+    def column_totals(self, levels) -> np.ndarray:
+        """Per column, what its cells cost at `levels` with nothing removed."""
+        return np.array([self.column_total[j][h] for j, h in enumerate(levels)], dtype=np.float64)
+
     def bound(self, levels) -> float:
         """The metric with nothing removed; never above the real value (a removed row costs the
         top level, the most any level costs). Separable: no grouping needed."""
         if self.measure.separable:
-            return float(sum(self.column_total[j][h] for j, h in enumerate(levels)))
+            return float(self.measure.aggregate(self.column_totals(levels), self.n))
         return 0.0
 
-    def removal_charge(self, levels, removed: np.ndarray) -> float:
-        """What the rows of the classes flagged in `removed` (per original class) cost on top of
-        `bound(levels)` for a separable metric (module docstring: ARX's charges)."""
+    def removal_charge(self, levels, removed: np.ndarray) -> np.ndarray:
+        """Per column, what the rows of the classes flagged in `removed` (per original class) cost
+        on top of the column's total at `levels` for a separable metric (module docstring: ARX's
+        charges)."""
         which = np.flatnonzero(removed)
         if not len(which):
-            return 0.0
+            return np.zeros(len(levels))
         return self.measure.removal_charge(self, levels, which, self.float_sizes[which])
+
+    def node_value(self, levels, removed: np.ndarray) -> float:
+        """A separable metric at `levels` with the classes flagged in `removed` removed."""
+        return float(self.measure.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed), self.n))
 
     def value(self, node: NodeResult) -> float:
         """The metric of publishing at `node` with its violating classes removed (ARX's charges
@@ -459,10 +523,11 @@ class Lattice:
         radices = [h + 1 for h in self.heights]  # every level vector, in product order
         nodes = np.stack(np.unravel_index(np.arange(int(np.prod(radices))), radices), axis=1).astype(np.int64) \
             if self.m else np.zeros((1, 0), dtype=np.int64)
-        bounds = np.zeros(len(nodes))
+        columns = np.zeros((len(nodes), self.m))  # per node and column: the cells' cost with nothing removed
         if self.measure.separable:
             for j in range(self.m):
-                bounds += self.column_total[j][nodes[:, j]]
+                columns[:, j] = self.column_total[j][nodes[:, j]]
+        bounds = self.measure.aggregate(columns, self.n) if self.measure.separable else np.zeros(len(nodes))
         status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
         strides = np.cumprod([1] + [h + 1 for h in self.heights[::-1]])[:-1][::-1]  # product order
         level_sum = nodes.sum(axis=1)
@@ -526,15 +591,16 @@ class Lattice:
                 status[index] = 1
                 return True
             if self.measure.separable:  # no grouping needed beyond the removed classes
-                value = self.bound(key)
+                value = bounds[index]
                 if charge_floors or value < state["value"]:  # else the charge (>= 0) cannot make it better
                     if removed is None:
                         removed = self.removed_classes(key)
                     charge = self.removal_charge(key, removed)
-                    value += charge
+                    value = float(self.measure.aggregate(columns[index] + charge, self.n))
                     value_of[index] = value
                     if charge_floors:
-                        raise_floor(levels, charge if self.monotone_with_suppression else self.charge_floor(node))
+                        raise_floor(levels, float(charge.sum()) if self.monotone_with_suppression
+                                    else self.charge_floor(node))
             else:
                 node = node or self.evaluate(key)
                 value = value_of[index] = node.value = self.value(node)
@@ -613,11 +679,12 @@ class Lattice:
             if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
-                optimal = not ((status == 0) & (bounds + floor < best - 1e-9 * max(1.0, abs(best)))).any()
+                optimal = not ((status == 0) & (self.measure.lower(columns, floor, self.n) < best - 1e-9 * max(1.0, abs(best)))).any()
                 break
             if status[pick] != 0:
                 continue
-            if best == np.inf or bounds[pick] + floor[pick] < best - 1e-9 * max(1.0, abs(best)):
+            if best == np.inf or (bounds[pick] if not floor[pick] else self.measure.lower(columns[pick], floor[pick], self.n)) \
+                    < best - 1e-9 * max(1.0, abs(best)):
                 if can_fail and charge_floors and deferred:
                     evaluate_deferred_above(pick)
                     if status[pick] != 0:

@@ -10,8 +10,8 @@ from duckanon.pipeline.problem import prepare
 from duckanon.solver import Instance, Request, _solve
 from duckanon.solver.context import UNBOUNDED
 from duckanon.solver.generalize import (GENSUP_LIMITS, _gensup_at, generalization_loss, gensup_loss_bound,
-                                        gensup_solution, loss_row_costs)
-from duckanon.solver.lattice import Lattice
+                                        gensup_solution, lattice_of, loss_row_costs)
+
 
 ADULT = SHARED / "adult"
 QI = ["sex", "age", "race", "marital-status", "education", "workclass"]
@@ -43,7 +43,7 @@ def test_gensup_publishes_the_best_of_every_limit_tried_in_full(adult, options):
     costs = loss_row_costs(hist, hierarchies)
     full = []
     for each in sorted({limit, *GENSUP_LIMITS}):
-        search = Lattice(hist, [h.codes for h in hierarchies], request, each, "loss", cell_suppression_after=True).search()
+        search = lattice_of(hist, hierarchies, request, each, "loss", cell_suppression_after=True).search()
         candidate = _gensup_at(hist, hierarchies, search, suppression(request), UNBOUNDED)
         loss = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"])
         assert gensup_loss_bound(hist, search.node, request, costs) <= loss + 1e-12
