@@ -21,11 +21,13 @@ class MethodSpec:
     exact: bool = False  # proves an optimum (of stars, or of the metric over its search space)
     time_bounded: bool = False  # time_limit stops it with the best valid solution found
     heuristic: bool = False  # one of the cell-suppression heuristics `auto` runs as a portfolio
+    recodes: bool = False  # given hierarchies, publishes their labels by local recoding (and a suppression limit)
 
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("auto", "matching when it applies, else the heuristic portfolio (with l: TP+; with t: carve), "
-                       "then exact when its model is small enough", takes_patterns=True, time_bounded=True),
+                       "then exact when its model is small enough; with hierarchies, the lowest-loss of lattice, "
+                       "gensup and mondrian over the hierarchies", takes_patterns=True, time_bounded=True, recodes=True),
     MethodSpec("mapprox", "Liang & Yuan's m-approximation for k-anonymity", takes_patterns=True, heuristic=True),
     MethodSpec("greedy", "pattern-guided greedy (Bredereck et al.)", takes_patterns=True, heuristic=True),
     MethodSpec("merge", "merges violating groups into their cheapest partners", heuristic=True),
@@ -41,7 +43,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("hilbert", "Ghinita et al.'s Hilbert-curve baseline"),
     MethodSpec("lattice", "optimal full-domain generalization over the hierarchies' level lattice", generalizes=True,
                takes_hierarchies=True, exact=True, time_bounded=True),
-    MethodSpec("mondrian", "LeFevre et al.'s strict multidimensional partitioning", generalizes=True),
+    MethodSpec("mondrian", "LeFevre et al.'s strict multidimensional partitioning (with hierarchies: top-down "
+                           "specialization publishing their labels)", generalizes=True, recodes=True),
     MethodSpec("gensup", "full-domain generalization plus cell suppression of what remains", generalizes=True,
                takes_hierarchies=True, time_bounded=True),
 )}

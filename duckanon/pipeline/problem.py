@@ -69,7 +69,8 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
-    if methods.spec(statement.method).takes_hierarchies:
+    recode = statement.hierarchies is not None and methods.spec(statement.method).recodes
+    if methods.spec(statement.method).takes_hierarchies or recode:
         specs = statement.hierarchies
         if isinstance(specs, dict):
             qi_lower = {c.lower() for c in plan.qi}
@@ -85,7 +86,8 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
             else:
                 hierarchies.append(hierarchy.parse_spec(spec, column, backend).bind(values[j], column=column,
                                                                                  source=plan.source_shown))
-    return Domains(values, numeric, hierarchies, statement.suppression_limit, statement.metric)
+    return Domains(values, numeric, hierarchies, statement.suppression_limit,
+                   "loss" if recode else statement.metric, recode)
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -149,7 +151,8 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
     hist = cells.histogram
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None)
-    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING else None
+    recode = statement.hierarchies is not None and methods.spec(statement.method).recodes
+    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING or recode else None
     return cells, Problem(plan, hist, models, plan.patterns, domains)
 
 

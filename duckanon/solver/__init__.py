@@ -23,6 +23,7 @@ from duckanon.solver.dp import dp
 from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
 from duckanon.solver.exact import HEURISTIC_SHARE, ExactTimeout, ExactTooLarge, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic, whole_table
+from duckanon.solver.hierarchical import hierarchical_solution
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
@@ -138,10 +139,49 @@ RUNNERS: dict[str, Runner] = {
         problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
         problem.domains.metric, context)),
     "gensup": _generalizing("gensup", _gensup),
-    "mondrian": _generalizing("mondrian", lambda problem, context: mondrian_solution(
-        problem.hist, problem.request, problem.domains.values, problem.domains.numeric)),
+    "mondrian": _generalizing("mondrian", lambda problem, context: _mondrian(problem, context)),
 }
 assert set(RUNNERS) | {"auto"} == set(methods.NAMES), "every registered method needs a runner"
+
+
+def _mondrian(problem: Instance, context: SolveContext) -> Solution:
+    domains = problem.domains
+    if domains.recode:  # the user's hierarchies: publish their labels
+        return hierarchical_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit,
+                                     context)
+    return mondrian_solution(problem.hist, problem.request, domains.values, domains.numeric)
+
+
+def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
+    """`auto` with hierarchies: every method that publishes the hierarchies' labels (the optimal
+    full-domain node, gensup, the top-down local recoding), and the one of lowest ARX Loss; among
+    equal losses the first in that order. A method that finds no valid output within the
+    suppression limit is left out."""
+    domains = problem.domains
+    candidates = []
+    losses = {}
+    for name, run, loss_of in (
+            ("lattice", lambda: lattice_solution(problem.hist, domains.hierarchies, problem.request,
+                                                 domains.suppression_limit, "loss", context),
+             lambda solution: solution.notes["metric_value"]),
+            ("mondrian", lambda: _mondrian(problem, context), lambda solution: solution.notes["metric_value"]),
+            ("gensup", lambda: _gensup(problem, context), lambda solution: solution.notes["loss"])):
+        if candidates and context.expired():
+            losses[name] = "time limit reached"
+            continue
+        try:
+            solution = run()
+        except AnonymizeError as refused:  # e.g. no node within the suppression limit
+            losses[name] = str(refused)
+            continue
+        losses[name] = round(float(loss_of(solution)), 12)
+        candidates.append((losses[name], len(candidates), solution))
+    if not candidates:
+        raise AnonymizeError("no method publishes the hierarchies' labels within the suppression limit")
+    best = min(candidates, key=lambda candidate: candidate[:2])[2]
+    best.notes["candidates"] = losses
+    best.method = f"auto: {best.method}"
+    return best
 
 
 def _run(method: str, problem: Instance, context: SolveContext) -> Solution:
@@ -250,6 +290,8 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     try:
         if hist.n_classes == 0:
             solution = identity_solution(hist, method if method != "auto" else "mapprox")
+        elif method == "auto" and problem.domains is not None and problem.domains.recode:
+            solution = _lowest_loss_recoding(problem, context)
         elif method == "auto":
             solution = _auto(problem, context, k_bound)
         else:
@@ -263,7 +305,7 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     if not valid.all():  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
-    if method in GENERALIZING:  # optimality there is about the metric, not about stars
+    if method in GENERALIZING or solution.group_labels is not None:  # optimality is about the metric, not stars
         return solution
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if request.k_anonymity:

@@ -40,6 +40,9 @@ class Solution:
     # are fully masked, so they count as stars (and their rows as suppressed rows) although the
     # label is published as it is.
     masked: np.ndarray | None = None
+    # Generalization over hierarchies (lattice, gensup, mondrian with hierarchies): (G, m) the
+    # hierarchy level of each group's label per column, for the loss on the hierarchy's domain.
+    group_levels: np.ndarray | None = None
 
     @property
     def kept_groups(self) -> np.ndarray:

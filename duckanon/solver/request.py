@@ -125,6 +125,8 @@ class Domains:
     hierarchies: list | None = None
     suppression_limit: float = 0.0
     metric: str = "entropy"
+    # the user gave hierarchies: mondrian and auto publish their labels (local recoding)
+    recode: bool = False
 
 
 @dataclass

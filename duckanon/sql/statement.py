@@ -339,10 +339,15 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         raise AnonymizeError("option c applies only to l_variant = recursive")
     method = methods.spec(statement.method)
     generalizing, lattice_like = method.generalizes, method.takes_hierarchies
-    if statement.hierarchies is not None and not lattice_like:
-        raise AnonymizeError("option hierarchies needs method = 'lattice' (or 'gensup')")
-    if "suppression_limit" in seen and not lattice_like:
-        raise AnonymizeError("option suppression_limit needs method = 'lattice' (or 'gensup')")
+    recoding = method.recodes and statement.hierarchies is not None
+    if statement.hierarchies is not None and not (lattice_like or method.recodes):
+        raise AnonymizeError("option hierarchies needs method = 'lattice', 'gensup', 'mondrian' or 'auto'")
+    if "suppression_limit" in seen and not (lattice_like or recoding):
+        raise AnonymizeError("option suppression_limit needs method = 'lattice' or 'gensup', "
+                             "or hierarchies with 'mondrian' or 'auto'")
+    if recoding and statement.patterns is not None:
+        raise AnonymizeError("option patterns does not apply with hierarchies: the labels generalize, "
+                             "no pattern of stars is chosen")
     if "metric" in seen and not lattice_like:
         raise AnonymizeError("option metric needs method = 'lattice' (or 'gensup')")
     if statement.patterns is not None and not method.takes_patterns and generalizing:

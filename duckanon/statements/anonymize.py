@@ -14,8 +14,9 @@ from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
+from duckanon.pipeline.loss import column_loss, release_loss
 from duckanon.pipeline.materialize import (
-    check_published_rows, column_loss, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
+    check_published_rows, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
     published_dictionaries, publish_select, view_select,
 )
 from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
@@ -75,6 +76,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                         published = histogram_publish_select(solver_plan, keyed_table)
                     backend.create_target(plan.target, published)
             solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
+            solution.notes["loss"] = round(release_loss(hist, solution, domains), 12)
             summary = summarize(hist, solution, started, plan)
             # before anything is committed; the classes are checked only where the source was read
             # twice and could have changed in between (a stable or copied source cannot)

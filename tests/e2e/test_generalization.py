@@ -154,8 +154,8 @@ def test_mondrian(adult, request_sql, check):
 @pytest.mark.parametrize("statement, message", [
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (education = 'prefix'))",
      "hierarchies names column education, which is not a quasi-identifier"),
-    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), hierarchies = (age = 'prefix'))",
-     "option hierarchies needs method = 'lattice'"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'carve', hierarchies = (age = 'prefix'))",
+     "option hierarchies needs method = 'lattice', 'gensup', 'mondrian' or 'auto'"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = 'intervals(10, 5)'))",
      "intervals"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', suppression_limit = 2)",

@@ -52,7 +52,8 @@ def test_the_front_end_checks_a_statement_without_loading_the_solvers():
 def test_capabilities_drive_the_option_checks(con, name):
     with pytest.raises(duckanon.AnonymizeError) as refused:
         con.execute(f"ANONYMIZE hospital WITH (k = 2, method = {name}, suppression_limit = 0.1)")
-    assert str(refused.value) == "option suppression_limit needs method = 'lattice' (or 'gensup')"
+    assert str(refused.value) == ("option suppression_limit needs method = 'lattice' or 'gensup', "
+                                  "or hierarchies with 'mondrian' or 'auto'")
 
 
 def test_explain_says_what_the_requested_method_is(con):

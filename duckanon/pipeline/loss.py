@@ -1,0 +1,65 @@
+"""The information loss of a release, on ARX's scale (its Loss metric), whatever the method.
+
+A published cell costs (d_L - 1) / (d - 1): d is the column's domain and d_L how many of its
+values the cell's label stands for; 0 for a value shown as it is, 1 for '*' (and for a label
+that stands for the whole column), in between for a generalized label. A removed row costs 1 in
+every column. Per column the mean over the source's rows (`column_loss`); the release's loss is
+ARX's geometric mean over the columns (`release_loss`, solver.lattice.arx_loss).
+
+The domain: with hierarchies, a hierarchy label's leaves and the domain are counted over the
+hierarchy's rows (values the column lacks included, as ARX counts them); without, over the
+column's values (Mondrian's sets and ranges, cell suppression).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from duckanon.pipeline.materialize import label_extents
+from duckanon.solver.lattice import arx_loss
+from duckanon.solver.partition import Solution
+
+
+def cell_losses(hist, solution: Solution, domains=None) -> np.ndarray:
+    """(G, m): what one published cell of each group costs per column."""
+    n_groups = len(solution.group_rep)
+    out = np.zeros((n_groups, hist.m))
+    hierarchies = getattr(domains, "hierarchies", None)
+    group_levels = solution.group_levels
+    if group_levels is None and hierarchies is not None and solution.notes.get("levels") is not None:
+        group_levels = np.tile(np.asarray(solution.notes["levels"], dtype=np.int64), (n_groups, 1))
+    first = np.zeros(n_groups, dtype=np.int64)  # a class of each group (they share each label)
+    first[solution.part_group[::-1]] = solution.part_class[::-1]
+    for j in range(hist.m):
+        if hierarchies is not None and group_levels is not None:
+            bound = hierarchies[j]
+            levels = group_levels[:, j]
+            codes = np.asarray(bound.codes)[hist.codes[first, j], levels]
+            leaves = np.array([bound.domain_leaves(level)[code] for level, code in zip(levels.tolist(), codes.tolist())],
+                              dtype=np.float64)
+            out[:, j] = (leaves - 1) / max(bound.domain_size - 1, 1)
+        else:
+            d = int(hist.codes[:, j].max()) + 1 if hist.n_classes else 0
+            extent = label_extents(j, hist, solution, domains)
+            out[:, j] = 0.0 if d <= 1 else (np.minimum(extent, d) - 1) / (d - 1)
+    return np.where(solution.starred, 1.0, out)
+
+
+def column_totals(hist, solution: Solution, domains=None) -> np.ndarray:
+    """(m,): per column the cost of every source row's cell (a removed row's cells cost 1)."""
+    sizes = solution.group_sizes()
+    kept = solution.kept_groups & (sizes > 0)
+    cells = cell_losses(hist, solution, domains)
+    return (sizes[kept, None] * cells[kept]).sum(axis=0) + solution.removed_rows
+
+
+def column_loss(qi: list[str], hist, solution: Solution, domains=None) -> dict[str, float]:
+    """Per QI column, the mean loss per source row (module docstring)."""
+    totals = column_totals(hist, solution, domains)
+    rows = max(hist.n_rows, 1)
+    return {column: round(float(total) / rows, 6) for column, total in zip(qi, totals)}
+
+
+def release_loss(hist, solution: Solution, domains=None) -> float:
+    """ARX's Loss of the release: the geometric mean of the columns' losses."""
+    return float(arx_loss(column_totals(hist, solution, domains), hist.n_rows))
