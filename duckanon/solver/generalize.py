@@ -100,48 +100,96 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     return solution
 
 
-def mondrian_groups(hist: Histogram, models) -> np.ndarray:
-    """LeFevre et al.'s strict multidimensional partitioning on the class histogram.
+# Cut points Mondrian tries per column: quantiles of the region's rows in the column's order.
+MONDRIAN_CUTS = (0.25, 0.5, 0.75)
 
-    Recursively split a region at the (row-weighted) median of the QI with the widest normalized
-    range, keeping a split only when both halves satisfy every model; a region no QI can split
-    becomes one group. Splits fall on value boundaries, so classes are never divided. Every
-    group satisfies the models because the whole table does and only valid halves are kept.
+
+def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) -> np.ndarray:
+    """LeFevre et al.'s strict multidimensional partitioning on the class histogram, with the
+    split chosen for the loss it saves.
+
+    Recursively split a region in two, keeping a split only when both halves satisfy every model;
+    a region no split can divide becomes one group. Splits fall on value boundaries, so classes
+    are never divided, and every group satisfies the models because the whole table does and only
+    valid halves are kept. The candidate splits of a region: per column, a cut at each of
+    MONDRIAN_CUTS (row quantiles) in the column's order, which is its code order for a numeric
+    column (published as a range) and, for any other column (published as a set), its values
+    from the most to the least frequent in the region, so a cut can set the few common values
+    apart from the many rare ones. The split made is the one that lowers the loss most: per
+    column, (distinct values - 1) / (the column's values - 1) for each row, weighted by the
+    derivative of ARX's geometric mean over the columns at the current loss. (LeFevre et al.
+    split the widest column at its median; on Adult at k = 100 that loses 0.22 against 0.13.)
     """
     codes = hist.codes
-    sizes = hist.sizes
-    spans = np.maximum(codes.max(axis=0) - codes.min(axis=0), 1) if hist.n_classes else np.ones(hist.m)
-    group_of = np.zeros(hist.n_classes, dtype=np.int64)
-    stack = [np.arange(hist.n_classes)]
+    sizes = np.asarray(hist.sizes, dtype=np.float64)
+    n_classes, m = codes.shape
+    group_of = np.zeros(n_classes, dtype=np.int64)
+    if not n_classes:
+        return group_of
+    numeric = list(numeric) if numeric is not None else [False] * m
+    values = np.array([int(codes[:, j].max()) + 1 for j in range(m)], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(values)])
+    flat = codes + offsets[:-1]  # every column's codes in one space: one unique per region
+    scale = 1.0 / np.maximum(values - 1, 1)
+
+    def cost(members: np.ndarray) -> np.ndarray:
+        """(m,): rows x (distinct values - 1) / (values - 1) per column."""
+        present = np.unique(flat[members])
+        distinct = np.bincount(np.searchsorted(offsets, present, side="right") - 1, minlength=m)
+        return float(sizes[members].sum()) * (distinct - 1) * scale
+
+    total = cost(np.arange(n_classes))
+    rows = float(sizes.sum())
+    stack = [(np.arange(n_classes), total.copy())]
     next_group = 0
+    min_size = Request.of(models).min_group_size
     while stack:
-        members = stack.pop()
-        sub = codes[members]
-        widths = (sub.max(axis=0) - sub.min(axis=0)) / spans if len(members) else np.zeros(hist.m)
-        split = None
-        for j in np.argsort(-widths, kind="stable"):
-            if widths[j] <= 0:
-                break
-            order = np.argsort(sub[:, j], kind="stable")
-            values = sub[order, j]
-            cumulative = np.cumsum(sizes[members[order]])
-            median = values[np.searchsorted(cumulative, cumulative[-1] / 2.0)]
-            for cut in (median, median - 1):  # left = codes <= cut; try the median's both sides
-                left = sub[:, j] <= cut
-                if left.all() or not left.any():
+        members, region_cost = stack.pop()
+        best = None
+        if sizes[members].sum() >= 2 * min_size:
+            weights = 1.0 / (rows + total)  # d/dT_j of sum_j log(1 + T_j / rows)
+            sub = codes[members]
+            member_sizes = sizes[members]
+            for j in range(m):
+                column = sub[:, j]
+                if column.min() == column.max():
                     continue
-                halves = np.stack([hist.sa_counts[members[left]].sum(axis=0), hist.sa_counts[members[~left]].sum(axis=0)])
-                if all_satisfied(models, halves.sum(axis=1), halves).all():
-                    split = left
-                    break
-            if split is not None:
-                break
-        if split is None:
+                if numeric[j]:
+                    key = column
+                else:  # most frequent value first
+                    frequency = np.bincount(column, weights=member_sizes, minlength=int(values[j]))
+                    rank = np.empty(int(values[j]), dtype=np.int64)
+                    rank[np.argsort(-frequency, kind="stable")] = np.arange(int(values[j]))
+                    key = rank[column]
+                order = np.argsort(key, kind="stable")
+                cumulative = np.cumsum(member_sizes[order])
+                tried = set()
+                for share in MONDRIAN_CUTS:
+                    at = key[order][min(int(np.searchsorted(cumulative, cumulative[-1] * share)), len(order) - 1)]
+                    for cut in (at, at - 1):  # left = key <= cut; the quantile's both sides
+                        if cut in tried:
+                            continue
+                        tried.add(cut)
+                        left = key <= cut
+                        if left.all() or not left.any():
+                            continue
+                        halves = np.stack([hist.sa_counts[members[left]].sum(axis=0),
+                                           hist.sa_counts[members[~left]].sum(axis=0)])
+                        if not all_satisfied(models, halves.sum(axis=1), halves).all():
+                            continue
+                        left_cost, right_cost = cost(members[left]), cost(members[~left])
+                        gain = float((region_cost - left_cost - right_cost) @ weights)
+                        if best is None or gain > best[0]:
+                            best = (gain, left, left_cost, right_cost)
+                        break
+        if best is None:
             group_of[members] = next_group
             next_group += 1
-        else:
-            stack.append(members[~split])
-            stack.append(members[split])
+            continue
+        _, left, left_cost, right_cost = best
+        total += left_cost + right_cost - region_cost
+        stack.append((members[~left], right_cost))
+        stack.append((members[left], left_cost))
     return group_of
 
 
@@ -149,7 +197,7 @@ def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list
     """`values[j]` are QI j's values in code order. A group publishes per column its single value,
     the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
     where it spans every value of the column."""
-    group_of = mondrian_groups(hist, models)
+    group_of = mondrian_groups(hist, models, numeric)
     n_groups = int(group_of.max()) + 1 if hist.n_classes else 0
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
     labels = []
