@@ -42,6 +42,9 @@ __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "l_diversity",
 # less than AUTO_EXACT_MIN_SECONDS are left.
 AUTO_EXACT_MAX_INT_VARS = 20_000
 AUTO_TIME_LIMIT = 3.0
+# `auto` with hierarchies: after the lattice, the local recodings get this long when the statement
+# has no time_limit (with one, what is left of it).
+AUTO_RECODE_SECONDS = 10.0
 AUTO_EXACT_MIN_SECONDS = 0.05
 # Under a time_limit, a HiGHS run that overruns the time left is stopped this long after it.
 AUTO_MILP_GRACE = 0.2
@@ -154,18 +157,23 @@ def _mondrian(problem: Instance, context: SolveContext) -> Solution:
 
 def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     """`auto` with hierarchies: every method that publishes the hierarchies' labels (the optimal
-    full-domain node, gensup, the top-down local recoding), and the one of lowest ARX Loss; among
+    full-domain node, the top-down local recoding, gensup), and the one of lowest ARX Loss; among
     equal losses the first in that order. A method that finds no valid output within the
-    suppression limit is left out."""
+    suppression limit is left out. The lattice runs first; the others share what is left of the
+    time_limit, or AUTO_RECODE_SECONDS without one (each stops at it with a valid output; one
+    not started by then is skipped)."""
     domains = problem.domains
     candidates = []
     losses = {}
+    full = context
     for name, run, loss_of in (
             ("lattice", lambda: lattice_solution(problem.hist, domains.hierarchies, problem.request,
                                                  domains.suppression_limit, "loss", context),
              lambda solution: solution.notes["metric_value"]),
             ("mondrian", lambda: _mondrian(problem, context), lambda solution: solution.notes["metric_value"]),
             ("gensup", lambda: _gensup(problem, context), lambda solution: solution.notes["loss"])):
+        if name != "lattice" and context is full and full.deadline is None:
+            context = full.narrowed(time.perf_counter() + AUTO_RECODE_SECONDS)
         if candidates and context.expired():
             losses[name] = "time limit reached"
             continue
