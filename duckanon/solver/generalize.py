@@ -171,7 +171,8 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
                             continue
                         tried.add(cut)
                         left = key <= cut
-                        if left.all() or not left.any():
+                        left_rows = float(member_sizes[left].sum())
+                        if min(left_rows, cumulative[-1] - left_rows) < min_size:
                             continue
                         halves = np.stack([hist.sa_counts[members[left]].sum(axis=0),
                                            hist.sa_counts[members[~left]].sum(axis=0)])
