@@ -44,7 +44,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("lattice", "optimal full-domain generalization over the hierarchies' level lattice", generalizes=True,
                takes_hierarchies=True, exact=True, time_bounded=True),
     MethodSpec("mondrian", "LeFevre et al.'s strict multidimensional partitioning (with hierarchies: top-down "
-                           "specialization publishing their labels)", generalizes=True, recodes=True),
+                           "specialization publishing their labels)", generalizes=True, time_bounded=True, recodes=True),
     MethodSpec("gensup", "full-domain generalization plus cell suppression of what remains", generalizes=True,
                takes_hierarchies=True, time_bounded=True),
 )}

@@ -152,7 +152,7 @@ def _mondrian(problem: Instance, context: SolveContext) -> Solution:
     if domains.recode:  # the user's hierarchies: publish their labels
         return hierarchical_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit,
                                      context)
-    return mondrian_solution(problem.hist, problem.request, domains.values, domains.numeric)
+    return mondrian_solution(problem.hist, problem.request, domains.values, domains.numeric, context)
 
 
 def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:

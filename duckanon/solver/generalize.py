@@ -18,6 +18,7 @@ from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import METRICS, Lattice, arx_loss
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
+from duckanon.solver.refine import refine_groups
 from duckanon.solver.request import Request
 
 TOP = "*"
@@ -194,11 +195,13 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
     return group_of
 
 
-def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list[bool]) -> Solution:
+def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list[bool],
+                      context: SolveContext = UNBOUNDED) -> Solution:
     """`values[j]` are QI j's values in code order. A group publishes per column its single value,
     the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
-    where it spans every value of the column."""
-    group_of = mondrian_groups(hist, models, numeric)
+    where it spans every value of the column. The groups are Mondrian's, then refined by class
+    moves (solver/refine.py) until the context's deadline."""
+    group_of = refine_groups(hist, mondrian_groups(hist, models, numeric), models, numeric, context)
     n_groups = int(group_of.max()) + 1 if hist.n_classes else 0
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
     labels = []

@@ -19,7 +19,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 def test_every_method_has_a_runner_and_the_solver_reads_the_registry():
     assert set(RUNNERS) | {"auto"} == set(methods.NAMES) == set(METHODS)
     assert GENERALIZING == ("lattice", "mondrian", "gensup")
-    assert set(BOUNDED) == {"auto", "exact", "lattice", "gensup"}
+    assert set(BOUNDED) == {"auto", "exact", "lattice", "gensup", "mondrian"}
     assert set(HEURISTICS) == {"mapprox", "greedy", "merge", "topdown", "carve"}
     assert set(TAKE_PATTERNS) == {"mapprox", "greedy"}
 
