@@ -18,12 +18,19 @@ Each repetition runs, in this order and in one process (so the ratios are measur
   keep, split      a table `split` of as many rows, QIs (q1, q2) and an id: the rows ('a', 'x'),
                    ('b', 'x'), ('c', 'y') in proportions 6:1:1, k = 3/8 of the rows: the solution
                    moves a sixth of class ('a', 'x') into the suppressed group, so one cell of 75%
-                   of the rows is split and every one of its rows is ranked within it (the
-                   split path at its heaviest); its floor is the same GROUP BY + join on that table
+                   of the rows is split (the split path at its heaviest: its rows are dealt into
+                   the parts by buckets of their order hash, materialize.SMALL_CELL); its floor is
+                   the same GROUP BY + join on that table
+  keep, split, window  the same statement with the cell ranked by a window over the whole cell
+                   (materialize.SMALL_CELL raised above it), the split path before the buckets
   view             ANONYMIZE ... materialize = 'view' (a view over a table of counts)
 Ratios are ANONYMIZE's wall time over the floor's of the same repetition (with id in the floor
 for the keep cases). A repetition counts as disturbed when other processes took more than 10% of
 a core meanwhile (bench_anonymize.Meter); the medians use every repetition, the spread is shown.
+
+Same answer: before the repetitions the split case is published once by the window (as before the
+buckets); every split release of the repetitions must publish the same multiset as it: per source
+class (q1, q2) the number of its rows under each published (q1, q2), every id once.
 
 Then, once, the bytes on disk: each form published INTO its own attached database file (table,
 view and its table of counts), the file's size after DETACH.
@@ -42,6 +49,7 @@ from pathlib import Path
 import duckdb
 
 import duckanon
+import duckanon.pipeline.materialize as materialize
 import duckanon.statements.anonymize as anonymize_statement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,9 +60,12 @@ CASES = {
     "table": "",
     "keep": ", keep = (id)",
     "keep, split": None,  # its own table and statement: split_statement
+    "keep, split, window": None,  # the same, its cell ranked by a window (the split path before buckets)
     "view": ", materialize = 'view'",
 }
-FLOOR_OF = {"table": "floor", "keep": "floor with id", "keep, split": "floor of split", "view": "floor"}
+SPLIT_CASES = ("keep, split", "keep, split, window")
+FLOOR_OF = {"table": "floor", "keep": "floor with id", "keep, split": "floor of split",
+            "keep, split, window": "floor of split", "view": "floor"}
 
 
 def statement(copies: int, extra: str, into: str = "") -> str:
@@ -83,6 +94,25 @@ FLOORS = {
 }
 
 
+def split_answer(raw) -> tuple[list, int]:
+    """The split release's multiset per class: (source q1, q2, published q1, q2, rows), and its
+    number of distinct ids."""
+    per_class = raw.execute("SELECT s.q1, s.q2, p.q1, p.q2, count(*) FROM split s JOIN big_anon p USING (id) "
+                            "GROUP BY ALL ORDER BY ALL").fetchall()
+    return per_class, raw.execute("SELECT count(DISTINCT id) FROM big_anon").fetchone()[0]
+
+
+def by_window(con, split_rows: int) -> None:
+    """The split case with its cell ranked by a window over the whole cell (SMALL_CELL raised above
+    it: how every split cell was ranked before the buckets)."""
+    small_cell = materialize.SMALL_CELL
+    materialize.SMALL_CELL = 1 << 62
+    try:
+        con.execute(split_statement(split_rows))
+    finally:
+        materialize.SMALL_CELL = small_cell
+
+
 class SplitSeen:
     """Whether the keyed table had split cells (rows of one cell in several published groups)."""
 
@@ -106,6 +136,9 @@ def run(copies: int, reps: int) -> dict:
                 f"('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('b', 'x'), ('c', 'y')) v(q1, q2), "
                 f"range({rows // 8}) r(i)")
     split_rows = raw.execute("SELECT count(*) FROM split").fetchone()[0]
+    by_window(con, split_rows)
+    reference = split_answer(raw)
+    assert reference[1] == split_rows, "the window path did not publish every id once"
     split = SplitSeen()
     anonymize_statement._any_split = split
     results = {name: [] for name in [*FLOORS, *CASES]}
@@ -114,18 +147,23 @@ def run(copies: int, reps: int) -> dict:
             with Meter() as meter:
                 if name in FLOORS:
                     FLOORS[name](raw)
-                elif CASES[name] is None:
+                elif name == "keep, split":
                     con.execute(split_statement(split_rows))
+                elif name == "keep, split, window":
+                    by_window(con, split_rows)
                 else:
                     con.execute(statement(copies, CASES[name]))
             record = meter.record()
             if name in CASES:
                 record["published_rows"] = raw.execute("SELECT count(*) FROM big_anon").fetchone()[0]
+            if name in SPLIT_CASES:
+                record["same_answer"] = split_answer(raw) == reference
+                assert record["same_answer"], "the split release differs from the window path's multiset"
+                assert split.seen and split.seen[-1], "the split case had no split cell: it does not measure that path"
             results[name].append(record)
             print(f"rep {rep + 1} {name:12s} {record['wall']:6.2f} s  cpu {record['cpu']:6.2f} s"
                   f"{'' if record['clean'] else '  (disturbed)'}", flush=True)
     anonymize_statement._any_split = split.original
-    assert split.seen and all(split.seen[1::2]), "the split case had no split cell: it does not measure that path"
     summary = {}
     for name in CASES:
         base = FLOOR_OF[name]
@@ -139,6 +177,7 @@ def run(copies: int, reps: int) -> dict:
             "clean_reps": sum(case["clean"] and ref["clean"] for case, ref in zip(results[name], results[base])),
         }
     return {"rows": rows, "split_rows": split_rows, "copies": copies, "reps": reps, "runs": results, "summary": summary,
+            "split_reference": [list(r) for r in reference[0]],
             "split_cells_seen": split.seen, "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

@@ -5,7 +5,8 @@ strings: the class's text, or '*' where the cell's group is suppressed, or the g
 source is joined to it on the same class keys the histogram was grouped by (histogram.key_of,
 NULL-safe), so the only per-row work is one hash join. Cells whose rows go to groups with different
 patterns ("split" cells) get one keyed row per part with a rank range, and only their rows are
-numbered by a window.
+numbered: by a window over the cell for small cells, by buckets of their order hash for large
+ones (publish_select).
 
 Row order. The published rows are in a seeded pseudo-random order that depends on the published
 values and the seed alone: by the part's hash (hash(seed, published QI strings, published SA),
@@ -39,6 +40,14 @@ from duckanon.sql.statement import TableName
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"
+# Split cells: each row's order hash, its bucket, the bucket's rows before it in its cell, whether
+# the bucket lies in one part; the keyed table's bucket count per part's cell (keyed_arrow)
+ROW_HASH, BUCKET, BEFORE, WHOLE, BUCKETS = "row_hash", "bucket", "before_rows", "whole", "buckets"
+# A split cell of SMALL_CELL rows or more is dealt into buckets of about BUCKET_ROWS rows, at most
+# MAX_BUCKETS (a power of two); smaller ones are numbered by a window over the cell. (Measured at 10M
+# rows: a window over cells of ~1,200 rows cost no more than the buckets, a window over one cell of
+# 7.5M rows sorted it on one thread; hash tables of a few thousand buckets beat 65,536.)
+SMALL_CELL, BUCKET_ROWS, MAX_BUCKETS = 4096, 256, 1024
 PART_HASH, ROW_ORDER = "ph", "row_order"
 # Columns with more distinct published strings than this are sorted as VARCHARs: the ENUM's
 # dictionary is part of the statement's text.
@@ -88,17 +97,23 @@ def cell_parts(cells: Cells, solution: Solution):
 
 
 def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
-    """Per part: cell id, rank range, whether its cell is split over several parts, suppressed
-    mask m{j} and, for generalized columns, the label flag l{j} and label g{j}. Parts of removed
-    groups are left out, so their rows are not published (a removed group holds whole cells, so
-    no rank range is cut)."""
+    """Per part: cell id, rank range, whether its cell is split over several parts and, if so, how
+    many buckets its rows are dealt into (publish_select), suppressed mask m{j} and, for
+    generalized columns, the label flag l{j} and label g{j}. Parts of removed groups are left out,
+    so their rows are not published (a removed group holds whole cells, so no rank range is cut)."""
     part_cell, lo, hi, masks, groups = cell_parts(cells, solution)
     keep = solution.kept_groups[groups]
     kept_cells = part_cell[keep]
     # a cell is split when its published rows fall in more than one part (counted here: a window
     # over the keyed table cost more than the rest of building it)
     parts_per_cell = np.bincount(kept_cells, minlength=len(cells.cell_class))
-    columns = {CELL_ID: kept_cells, LO: lo[keep], HI: hi[keep], "split": parts_per_cell[kept_cells] > 1}
+    split = parts_per_cell[kept_cells] > 1
+    # a power of two (publish_select takes the hash modulo MAX_BUCKETS first); 1: a window ranks the cell
+    cell_rows = cells.cell_count[kept_cells]
+    wanted = np.maximum(cell_rows // BUCKET_ROWS, 1)
+    several = np.minimum(2 ** np.floor(np.log2(wanted)).astype(np.int64), MAX_BUCKETS)
+    buckets = np.where(split & (cell_rows >= SMALL_CELL), several, 1)
+    columns = {CELL_ID: kept_cells, LO: lo[keep], HI: hi[keep], "split": split, BUCKETS: buckets.astype(np.int64)}
     for j in range(masks.shape[1]):
         columns[f"m{j}"] = masks[keep, j]
     kept_groups = pa.array(groups[keep])
@@ -161,7 +176,7 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     # built in place (copy=False): copying these trees at every builder step cost more than the query
     return (
         exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split,
-                   exp.alias_(part_hash, PART_HASH, quoted=True), copy=False)
+                   qcol(BUCKETS, p), exp.alias_(part_hash, PART_HASH, quoted=True), copy=False)
         .from_(_table(cells_table, c), copy=False)
         .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)), copy=False)
         .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False)
@@ -270,6 +285,102 @@ def _sorted_as(value: exp.Expr, dictionary: list[str] | None) -> exp.Expr:
     return exp.Cast(this=value, to=enum)
 
 
+def _row_hash(plan: Plan, seed: exp.Expr, per_row: list[str], table: str, name=None) -> exp.Expr:
+    """A split cell's row's place in its cell: hash(seed, the row's own published values), read
+    from `table` under `name(column)` (v{i} by default)."""
+    name = name or (lambda c: f"v{plan.published.index(c)}")
+    return exp.func("hash", seed, *[hashable(plan, c, qcol(name(c), table)) for c in per_row])
+
+
+def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str], large: bool) -> exp.Select:
+    """The rows of split cells: their own published values (v{i}, the SA and kept columns) and
+    their cell. A row's place in its cell's seeded order comes from hash(seed, those values):
+    never a QI value the parts may suppress, and equal for every spelling of the cell.
+
+    `large`: the cells of several buckets (keyed_arrow's BUCKETS), each row with its bucket, the
+    hash modulo the cell's bucket count; the cell's order is by bucket, then hash (_bucket_parts).
+    Else the cells of one bucket, each row with its rank in the cell (RANK), by a window."""
+    several = exp.GT(this=qcol(BUCKETS), expression=exp.Literal.number(1))
+    split_cells = (
+        exp.select(*[qcol(a) for a in _key_aliases(plan)], qcol(CELL_ID), qcol(BUCKETS))
+        .from_(exp.to_table(keyed_table, quoted=True))
+        .where(exp.and_(qcol("split"), several if large else exp.Not(this=exp.paren(several)))).distinct()
+    )
+    row_hash = _row_hash(plan, seed, per_row, "src", lambda c: c)
+    own = [f"v{plan.published.index(c)}" for c in per_row]
+    values = [exp.alias_(qcol(c, "src"), v, quoted=True) for c, v in zip(per_row, own)]
+    source = exp.alias_(plan.source.table.copy(), "src", table=True)
+    cells = exp.alias_(split_cells.subquery(), "k", table=True)
+    if not large:
+        rank = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
+                          order=exp.Order(expressions=[exp.Ordered(this=row_hash)]))
+        return (exp.select(*values, qcol(CELL_ID, "k"), exp.alias_(rank, RANK, quoted=True))
+                .from_(source).join(cells, on=_match(plan, "src", "k")))
+    hashed = (
+        exp.select(*values, qcol(CELL_ID, "k"), qcol(BUCKETS, "k"), exp.alias_(row_hash, ROW_HASH, quoted=True))
+        .from_(source).join(cells, on=_match(plan, "src", "k"))
+    )
+    # the hash modulo MAX_BUCKETS (a literal: DuckDB keeps its UBIGINT hash unsigned, where a
+    # BIGINT divisor would make the modulo HUGEINT and cost more than the rest of this query),
+    # then modulo the cell's bucket count, a power of two that divides it
+    low = exp.cast(exp.Mod(this=qcol(ROW_HASH), expression=exp.Literal.number(MAX_BUCKETS)),
+                   exp.DataType.build("BIGINT"))
+    bucket = exp.Mod(this=low, expression=qcol(BUCKETS))
+    return (exp.select(*[qcol(v) for v in own], qcol(CELL_ID), exp.alias_(bucket, BUCKET, quoted=True))
+            .from_(hashed.subquery("hashed")))
+
+
+def _bucket_parts(split_rows: str, coded: exp.Select) -> exp.Select:
+    """Per bucket of a split cell: the rows of the cell's earlier buckets (BEFORE), so its rows hold
+    the ranks BEFORE + 1 .. BEFORE + n of the cell in (bucket, hash) order; the part holding its
+    first rank, with that part's columns; and whether the part holds all of them (WHOLE).
+
+    The part is found without joining every bucket to every part of its cell: the parts' starts
+    and the buckets' starts, in one list ordered by rank, each bucket takes the latest part start
+    before it (a running max: the parts' ranges increase together)."""
+    counts = (exp.select(qcol(CELL_ID), qcol(BUCKET), exp.alias_(_count_all(), "n", quoted=True))
+              .from_(exp.to_table(split_rows, quoted=True)).group_by(qcol(CELL_ID), qcol(BUCKET)))
+    running = exp.Window(
+        this=exp.func("sum", qcol("n")), partition_by=[qcol(CELL_ID)],
+        order=exp.Order(expressions=[exp.Ordered(this=qcol(BUCKET))]),
+        spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"),
+    )
+    null = exp.Null()
+    buckets = exp.select(
+        qcol(CELL_ID), exp.alias_(exp.Sub(this=running, expression=qcol("n")), "pos", quoted=True),
+        exp.alias_(exp.Literal.number(1), "is_bucket", quoted=True), qcol(BUCKET), qcol("n"),
+        exp.alias_(null.copy(), LO, quoted=True), exp.alias_(null.copy(), HI, quoted=True),
+    ).from_(counts.subquery("counts"))
+    starts = exp.select(
+        qcol(CELL_ID), exp.alias_(exp.Sub(this=qcol(LO), expression=exp.Literal.number(1)), "pos", quoted=True),
+        exp.alias_(exp.Literal.number(0), "is_bucket", quoted=True), exp.alias_(null.copy(), BUCKET, quoted=True),
+        exp.alias_(null.copy(), "n", quoted=True), qcol(LO), qcol(HI),
+    ).from_(coded.subquery("parts")).where(
+        exp.and_(qcol("split"), exp.GT(this=qcol(BUCKETS), expression=exp.Literal.number(1))))
+    events = exp.union(buckets, starts, distinct=False)
+
+    def latest(column: str) -> exp.Expr:
+        return exp.alias_(exp.Window(
+            this=exp.func("max", qcol(column)), partition_by=[qcol(CELL_ID)],
+            order=exp.Order(expressions=[exp.Ordered(this=qcol("pos")), exp.Ordered(this=qcol("is_bucket"))]),
+            spec=exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="CURRENT ROW"),
+        ), f"part_{column}", quoted=True)
+
+    located = (exp.select(qcol(CELL_ID), qcol("pos"), qcol("is_bucket"), qcol(BUCKET), qcol("n"),
+                          latest(LO), latest(HI))
+               .from_(events.subquery("events")))
+    whole = exp.LTE(this=exp.Add(this=qcol("pos", "b"), expression=qcol("n", "b")), expression=qcol(f"part_{HI}", "b"))
+    return (
+        exp.select(qcol(BUCKET, "b"), exp.alias_(qcol("pos", "b"), BEFORE, quoted=True),
+                   exp.alias_(whole, WHOLE, quoted=True), exp.Column(this=exp.Star(), table=exp.to_identifier("p")))
+        .from_(exp.alias_(located.subquery(), "b", table=True))
+        .join(exp.alias_(coded.subquery(), "p", table=True),
+              on=exp.and_(exp.EQ(this=qcol(CELL_ID, "b"), expression=qcol(CELL_ID, "p")),
+                          exp.EQ(this=qcol(f"part_{LO}", "b"), expression=qcol(LO, "p"))))
+        .where(exp.EQ(this=qcol("is_bucket", "b"), expression=exp.Literal.number(1)))
+    )
+
+
 def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
                    dictionaries: dict[int, list[str]] | None = None) -> exp.Select:
     """The published rows: the source joined to the keyed table, ordered by hash(part hash, the
@@ -302,40 +413,56 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
         .from_(exp.alias_(plan.source.table.copy(), "src", table=True))
         .join(exp.alias_(coded.subquery(), "k", table=True), on=_match(plan, "src", "k"))
     )
+    ctes = []
     if any_split:
+        # Rows of split cells go to the part whose rank range (within the cell) holds their rank in
+        # the cell's seeded order. Cells of fewer than SMALL_CELL rows are numbered by a window over
+        # the cell; larger ones by buckets (_split_rows), so that no window sorts a whole large cell
+        # on one thread. Either branch without cells costs nothing: DuckDB skips the probe side
+        # of a join with an empty build side.
         body = body.where(exp.Not(this=qcol("split", "k")))
-        # Rows of split cells: numbered within their cell in seeded order, then matched to the
-        # part whose rank range holds them. The order hashes only what the row publishes besides
-        # its QIs (its SA and kept values, equal for every spelling of the cell), never the QI
-        # values the parts may suppress.
-        split_cells = (
-            exp.select(*[qcol(a) for a in _key_aliases(plan)], qcol(CELL_ID))
-            .from_(exp.to_table(keyed_table, quoted=True)).where(qcol("split")).distinct()
-        )
-        row_order = exp.func("hash", seed_literal, *[hashable(plan, c, qcol(c, "src")) for c in per_row])
-        rank = exp.Window(
-            this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
-            order=exp.Order(expressions=[exp.Ordered(this=row_order)]),
-        )
-        ranked = (
-            exp.select(
-                *[exp.alias_(qcol(c, "src"), f"v{i}", quoted=True) for i, c in enumerate(plan.published)],
-                exp.alias_(qcol(CELL_ID, "k"), CELL_ID, quoted=True),
-                exp.alias_(rank, RANK, quoted=True),
+        split_rows, buckets = f"{keyed_table}_split", f"{keyed_table}_buckets"
+        ctes = [(split_rows, _split_rows(plan, keyed_table, seed_literal, per_row, large=True)),
+                (buckets, _bucket_parts(split_rows, coded))]
+
+        def in_part(ranked: exp.Select) -> exp.Select:
+            """Rows of `ranked` (own values v{i}, cell id, rank) in the part whose range holds the rank."""
+            in_range = exp.and_(
+                exp.EQ(this=qcol(CELL_ID, "x"), expression=qcol(CELL_ID, "p")),
+                exp.Between(this=qcol(RANK, "x"), low=qcol(LO, "p"), high=qcol(HI, "p")),
             )
-            .from_(exp.alias_(plan.source.table.copy(), "src", table=True))
-            .join(exp.alias_(split_cells.subquery(), "k", table=True), on=_match(plan, "src", "k"))
+            return (exp.select(*rows("p", "x", source_name=lambda i, col: f"v{i}"))
+                    .from_(ranked.subquery("x"))
+                    .join(exp.alias_(coded.subquery(), "p", table=True), on=in_range))
+
+        small = in_part(_split_rows(plan, keyed_table, seed_literal.copy(), per_row, large=False))
+        placed = exp.and_(exp.EQ(this=qcol(CELL_ID, "r"), expression=qcol(CELL_ID, "m")),
+                          exp.EQ(this=qcol(BUCKET, "r"), expression=qcol(BUCKET, "m")))
+        # rows of a bucket that lies in one part: that part, by two equality keys
+        whole = (
+            exp.select(*rows("m", "r", source_name=lambda i, col: f"v{i}"))
+            .from_(_table(split_rows, "r"))
+            .join(exp.alias_(exp.select(exp.Star()).from_(exp.to_table(buckets, quoted=True)).where(qcol(WHOLE))
+                             .subquery(), "m", table=True), on=placed)
         )
-        in_range = exp.and_(
-            exp.EQ(this=qcol(CELL_ID, "r"), expression=qcol(CELL_ID, "p")),
-            exp.Between(this=qcol(RANK, "r"), low=qcol(LO, "p"), high=qcol(HI, "p")),
+        # rows of a bucket that straddles parts (one bucket per part boundary): ranked within the
+        # bucket by their order hash, after the rows of the cell's earlier buckets
+        straddling = (
+            exp.select(qcol(CELL_ID), qcol(BUCKET), qcol(BEFORE)).distinct()
+            .from_(exp.to_table(buckets, quoted=True)).where(exp.Not(this=qcol(WHOLE)))
         )
-        parts = (
-            exp.select(*rows("p", "r", source_name=lambda i, col: f"v{i}"))
-            .from_(ranked.subquery("r"))
-            .join(exp.alias_(coded.subquery(), "p", table=True), on=in_range)
+        rank = exp.Add(this=qcol(BEFORE, "m"), expression=exp.Window(
+            this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "r"), qcol(BUCKET, "r")],
+            order=exp.Order(expressions=[exp.Ordered(this=_row_hash(plan, seed_literal.copy(), per_row, "r"))]),
+        ))
+        cut = in_part(
+            exp.select(*[qcol(f"v{plan.published.index(c)}", "r") for c in per_row], qcol(CELL_ID, "r"),
+                       exp.alias_(rank, RANK, quoted=True))
+            .from_(_table(split_rows, "r"))
+            .join(exp.alias_(straddling.subquery(), "m", table=True), on=placed)
         )
-        body = exp.union(body, parts, distinct=False)
+        for branch in (small, whole, cut):
+            body = exp.union(body, branch, distinct=False)
     ordered = (exp.select(exp.Star()).from_(body.subquery("published"))
                .order_by(qcol(ROW_ORDER)))
     outputs = []
@@ -345,7 +472,10 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
         if j is not None and j in dictionaries:
             value = _varchar(value)
         outputs.append(exp.alias_(value, col, quoted=True))
-    return exp.select(*outputs).from_(ordered.subquery("sorted"))
+    select = exp.select(*outputs).from_(ordered.subquery("sorted"))
+    for name, query in ctes:
+        select = select.with_(exp.to_identifier(name, quoted=True), as_=query)
+    return select
 
 
 def _count_all() -> exp.Expr:
