@@ -21,58 +21,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-HARNESS = ROOT.parent / "shared" / "arx-side-by-side" / "py"
+from harness_cases import ROOT, anonymize, connection, harness, hierarchy_options, q, request_options
+
+import arxloss  # noqa: E402  (the harness's independent oracle and checker, on the path harness_cases set)
+
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(HARNESS))
-
-import arxloss  # noqa: E402  (the harness's independent oracle and checker)
-import harness  # noqa: E402  (the harness defines the cases)
-
-import duckanon  # noqa: E402
 
 METHODS = ("lattice", "gensup", "mondrian_hierarchies", "mondrian_sets", "auto_hierarchies")
 TARGET = 0.8  # the best duckanon output loses at least 20% less than ARX's best local recoding
 
 
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def statement(case: dict, method: str) -> str:
-    options = [f"qi = ({', '.join(q(c) for c in case['qis'])})", "seed = 1"]
-    if case["k"]:
-        options.append(f"k = {case['k']}")
-    if case["l"]:
-        options += [f"l = {case['l']}", "l_variant = 'distinct'"]
-    if case["t"] >= 0:
-        options += [f"t = {case['t']}", "t_distance = 'equal'"]
-    if case["sensitive"] and (case["l"] or case["t"] >= 0):
-        options.append(f"sensitive = {q(case['sensitive'])}")
-    hierarchies = harness.DATASETS[case["ds"]]["hier"].replace("{col}", "{column}")
     name = method.split("_")[0]
-    options.append(f"method = '{name}'")
+    options = request_options(case, name)
     if method in ("lattice", "gensup"):
         options.append("metric = 'loss'")
     if method != "mondrian_sets":
-        options += [f"suppression_limit = {case['supp']}", f"hierarchies = '{hierarchies}'"]
-    return f"ANONYMIZE src INTO out WITH ({', '.join(options)})"
-
-
-_CONNECTIONS: dict[str, object] = {}
-
-
-def connection(dataset: str):
-    if dataset not in _CONNECTIONS:
-        con = duckanon.connect()
-        con.execute(f"CREATE TABLE src AS SELECT * FROM read_csv('{harness.DATASETS[dataset]['csv']}', delim=';', "
-                    f"header=true, all_varchar=true)")
-        _CONNECTIONS[dataset] = con
-    return _CONNECTIONS[dataset]
+        options += hierarchy_options(case)
+    return anonymize(options)
 
 
 def arx_local_recoding(results: Path) -> dict[str, dict]:

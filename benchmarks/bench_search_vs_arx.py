@@ -45,50 +45,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-HARNESS = ROOT.parent / "shared" / "arx-side-by-side" / "py"
+from harness_cases import ROOT, anonymize, connection, harness, hierarchy_options, request_options
+
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(HARNESS))
-
-import harness  # noqa: E402  (the harness defines the cases)
-
-import duckanon  # noqa: E402
 from duckanon.pipeline.problem import prepare  # noqa: E402
 from duckanon.solver import solve  # noqa: E402
 from duckanon.solver.generalize import generalization_loss, lattice_of  # noqa: E402
-from duckanon.solver.lattice import Lattice  # noqa: E402
-
-
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def statement(case: dict, method: str) -> str:
     """The statement duck_case.py runs for `case` (metric loss, seed 1)."""
-    hierarchies = harness.DATASETS[case["ds"]]["hier"].replace("{col}", "{column}")
-    options = [f"qi = ({', '.join(q(c) for c in case['qis'])})", f"method = '{method}'", "seed = 1"]
-    if case["k"]:
-        options.append(f"k = {case['k']}")
-    if case["l"]:
-        options += [f"l = {case['l']}", "l_variant = 'distinct'"]
-    if case["t"] >= 0:
-        options += [f"t = {case['t']}", "t_distance = 'equal'"]
-    if case["sensitive"] and (case["l"] or case["t"] >= 0):
-        options.append(f"sensitive = {q(case['sensitive'])}")
-    options += ["metric = 'loss'", f"suppression_limit = {case['supp']}", f"hierarchies = '{hierarchies}'"]
-    return f"ANONYMIZE src INTO out WITH ({', '.join(options)})"
-
-
-_CONNECTIONS: dict[str, object] = {}
-
-
-def connection(dataset: str):
-    if dataset not in _CONNECTIONS:
-        con = duckanon.connect()
-        con.execute(f"CREATE TABLE src AS SELECT * FROM read_csv('{harness.DATASETS[dataset]['csv']}', delim=';', "
-                    f"header=true, all_varchar=true)")
-        _CONNECTIONS[dataset] = con
-    return _CONNECTIONS[dataset]
+    return anonymize(request_options(case, method) + ["metric = 'loss'"] + hierarchy_options(case))
 
 
 def spread(times: list[float]) -> dict:

@@ -187,6 +187,15 @@ def publish_and_check(con, statement: str, rows, m: int, **checks):
     return summary, published
 
 
+def check_table(con, table: str, source: str, qis: list[str], sensitive: str | None = None, **checks) -> list[str]:
+    """check_published on a published table read back from `con`, the t-closeness reference being
+    the sensitive distribution of `source`: the problems found (none when the request holds)."""
+    columns = [qident(c) for c in qis] + ([qident(sensitive)] if sensitive else [])
+    rows = con.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
+    total = Counter(r[0] for r in con.execute(f"SELECT {qident(sensitive)} FROM {source}").fetchall()) if sensitive else None
+    return check_published(rows, list(range(len(qis))), len(qis) if sensitive else None, total_sa=total, **checks)[2]
+
+
 def table_rows(page: str) -> dict[str, list[str]]:
     """Every HTML table row with data cells of a report, keyed by its first cell (later tables win)."""
     import html

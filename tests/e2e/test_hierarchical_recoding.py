@@ -18,7 +18,7 @@ from collections import Counter
 import pytest
 
 import duckanon
-from conftest import SHARED, check_published
+from conftest import SHARED, check_table
 
 ADULT = SHARED / "adult"
 HIERARCHIES = f"{ADULT}/adult_hierarchy_{{column}}.csv"
@@ -98,13 +98,7 @@ def test_mondrian_over_hierarchies_publishes_their_labels(adult, qis, options, c
     assert result["removed_rows"] <= math.floor(limit * n)
     assert result["published_rows"] + result["removed_rows"] == n
     assert_labels_of_the_source_rows(adult, qis)
-    sensitive = "sensitive" in options
-    columns = [q(c) for c in qis] + (["occupation"] if sensitive else [])
-    rows = adult.execute(f"SELECT {', '.join(columns)} FROM out").fetchall()
-    total = Counter(r[0] for r in adult.execute("SELECT occupation FROM adult").fetchall()) if sensitive else None
-    _, _, problems = check_published(rows, list(range(len(qis))), len(qis) if sensitive else None, total_sa=total,
-                                     **checks)
-    assert problems == []
+    assert check_table(adult, "out", "adult", qis, "occupation" if "sensitive" in options else None, **checks) == []
     loss = independent_loss(adult, qis)
     assert result["details"]["loss"] == pytest.approx(loss, abs=1e-9)
     # a local recoding: labels at several levels, and far less loss than the global optimum
