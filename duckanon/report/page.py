@@ -69,7 +69,7 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
         sections.header(published, original_shown or original, params, summary, details, utility, release, qi,
                         threshold, threshold_why),
         sections.class_sizes(db, published, original, qi, k),
-        sections.columns(qi, columns, details.get("column_loss")),
+        sections.columns(qi, columns, details.get("column_loss"), details.get("loss")),
     ]
     if sa is not None:
         parts.append(sections.sensitive_attribute(db, published, qi, sa))

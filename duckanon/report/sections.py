@@ -52,14 +52,14 @@ def class_sizes(db, published, original, qi, k) -> str:
               "a '*' is a value of its own in the published table.</p>")
 
 
-def columns(qi, counts: dict[str, dict], column_loss: dict | None = None) -> str:
+def columns(qi, counts: dict[str, dict], column_loss: dict | None = None, loss: float | None = None) -> str:
     stars = [counts[c]["stars"] for c in qi]
     generalized = [counts[c]["generalized"] for c in qi]
     table = html_table(["column", "'*' cells", "generalized cells"], zip(qi, stars, generalized))
     section = ("<h2>Suppression per column</h2>" + figures.stars_per_column(qi, stars, generalized)
                + table)
     if column_loss:
-        section += _loss(qi, column_loss)
+        section += _loss(qi, column_loss, loss)
     elif any(generalized):
         section += ("<p class=\"note\">Generalized cells hold a value that is not one of the column's "
                     "original values; how much each lost is recorded by ANONYMIZE (column_loss), which "
@@ -70,15 +70,17 @@ def columns(qi, counts: dict[str, dict], column_loss: dict | None = None) -> str
     return section
 
 
-def _loss(qi, column_loss: dict) -> str:
+def _loss(qi, column_loss: dict, loss: float | None = None) -> str:
     losses = [float(column_loss.get(c, 0.0)) for c in qi]
-    mean = sum(losses) / len(losses) if losses else 0.0
+    if loss is None:  # ARX's aggregate: the geometric mean of the columns' losses
+        loss = math.prod((1.0 + x) ** (1.0 / len(losses)) for x in losses) - 1.0 if losses else 0.0
     return ("<h2>Information loss per column</h2>" + figures.loss_per_column(qi, losses)
-            + html_table(["column", "loss"], [*zip(qi, losses), ("all quasi-identifiers (mean)", mean)])
-            + "<p class=\"note\">A row's loss in a column is (d<sub>L</sub> − 1) / (d − 1): d<sub>L</sub> "
-              "original values were published as the same string, out of the column's d distinct values "
-              "(Iyengar's loss metric on the values present). A kept value costs 0, a '*' or a removed "
-              "row 1, a generalized label in between.</p>")
+            + html_table(["column", "loss"], [*zip(qi, losses), ("all quasi-identifiers (ARX's Loss)", loss)])
+            + "<p class=\"note\">A row's loss in a column is (d<sub>L</sub> − 1) / (d − 1): the published "
+              "string stands for d<sub>L</sub> of the column's d values (with a hierarchy, its rows, values "
+              "the table lacks included, as ARX counts them). A kept value costs 0, a '*' or a removed row 1, "
+              "a generalized label in between. The release's loss is ARX's Loss: the geometric mean "
+              "∏(1 + column loss)<sup>1/QIs</sup> − 1.</p>")
 
 
 def sensitive_attribute(db, published, qi, sa) -> str:
