@@ -15,9 +15,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckanon.pipeline.materialize import label_extents
 from duckanon.solver.lattice import arx_loss
-from duckanon.solver.partition import Solution
+from duckanon.solver.partition import SHOW_VALUE, Solution
+
+
+def label_extents(j: int, hist, solution: Solution, domains=None) -> np.ndarray:
+    """Per group, how many of column j's distinct values (its domain: the values in the source,
+    NULL included) the group's published cell stands for, when no hierarchy labels it
+    (cell_losses counts a hierarchy's leaves itself): 1 for a value shown as it is; for a
+    generalized label its whole extent in the domain, not only the values of the group's rows:
+    every value in a Mondrian range [lo, hi], the members of a Mondrian set. ('*' stands for all
+    of them.)"""
+    n_groups = len(solution.group_rep)
+    extent = np.ones(n_groups, dtype=np.int64)
+    labels = solution.group_labels[j] if solution.group_labels else None
+    if labels is None or not len(solution.part_class):
+        return extent
+    generalized = np.array([label != SHOW_VALUE for label in labels], dtype=bool)
+    codes = hist.codes[solution.part_class, j]
+    groups = solution.part_group
+    levels = solution.notes.get("levels")
+    numeric = domains.numeric[j] if domains is not None else all(
+        str(label).startswith("[") for label, flag in zip(labels, generalized) if flag)
+    if levels is None and numeric:  # a Mondrian range: every value from its lowest to its highest
+        low = np.full(n_groups, np.iinfo(np.int64).max)
+        high = np.full(n_groups, -1)
+        np.minimum.at(low, groups, codes)
+        np.maximum.at(high, groups, codes)
+        return np.where(generalized & (high >= low), high - low + 1, 1)
+    if levels is not None:  # a full-domain level without its hierarchy: every value under the label
+        by_label = {}
+        for g, code in set(zip(groups.tolist(), codes.tolist())):
+            by_label.setdefault(labels[g], set()).add(code)
+        return np.array([len(by_label[labels[g]]) if generalized[g] and labels[g] in by_label else 1
+                         for g in range(n_groups)], dtype=np.int64)
+    members = np.unique(np.stack([groups, codes], axis=1), axis=0)  # a Mondrian set: its members
+    return np.where(generalized, np.bincount(members[:, 0], minlength=n_groups), 1)
 
 
 def cell_losses(hist, solution: Solution, domains=None) -> np.ndarray:
