@@ -16,7 +16,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, DeadlineExpired, SolveContext
 from duckanon.solver.greedy import EXACT_PATTERN_LIMIT, carving_greedy, greedy
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.local import LOCAL_SEARCH_CLASS_LIMIT, local_search
+from duckanon.solver.local import CELL_SEARCH_CELL_LIMIT, CELL_SEARCH_CLASS_LIMIT, LOCAL_SEARCH_CLASS_LIMIT, cell_lns, local_search
 from duckanon.solver.mapprox import mapprox
 from duckanon.solver.partition import Solution, solution_from_class_groups
 from duckanon.solver.repair import fold_outside_patterns, merge_classes, repair
@@ -32,6 +32,11 @@ TP_ONLY_CLASS_LIMIT = 20_000
 # With t-closeness and more classes than this, the portfolio is carve and topdown: greedy's
 # repair merges are quadratic in the groups it leaves violating.
 T_FAST_CLASS_LIMIT = 3000
+# With t-closeness on at most CELL_SEARCH_CLASS_LIMIT classes: carve also runs this many times
+# with shuffled pattern orders and shares (a fixed seed), and the best two starts are improved
+# row by row (local.cell_lns).
+CARVE_RESTARTS = 12
+CELL_SEARCH_ROW_LIMIT = 1000
 HEURISTICS = methods.names(heuristic=True)
 # The heuristics that honour user patterns (every published class stars a subset of a pattern,
 # except one fully suppressed leftover group); the others refuse them.
@@ -131,4 +136,29 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
             improved = local_search(hist, start, models, context)  # stops at the deadline with a valid partition
             if improved is not None:
                 candidates.append(improved)
+    if closeness and row_search(hist):
+        # t-closeness on a small input: groups that share classes by SA value (module local's
+        # cell_lns) reach what moves of whole classes cannot; more carve starts to improve
+        rng = np.random.default_rng(0)
+        for _ in range(CARVE_RESTARTS):
+            attempt(lambda: repair(hist, carving_greedy(hist, models, context, rng), models, context))
+        starts: list[Solution] = []
+        for start in sorted(candidates, key=lambda s: s.stars):
+            if len(starts) == 2 or context.expired():
+                break
+            if all(start.stars != other.stars for other in starts):
+                starts.append(start)
+        for start in starts:
+            improved = cell_lns(hist, start, models, context)  # valid at every step, stops at the deadline
+            if improved is not None:
+                candidates.append(improved)
     return best()
+
+
+def row_search(hist: Histogram) -> bool:
+    """Whether the row-level search (local.cell_lns) runs: few rows, classes and (class, SA
+    value) cells. Its rounds grow with the number of groups, so it is for the small inputs where
+    whole-class moves are furthest from the optimum (bench_tcloseness part 2); `gensup` calls the
+    portfolio on many rolled-up histograms of large tables, which it leaves alone."""
+    return (hist.n_rows <= CELL_SEARCH_ROW_LIMIT and hist.n_classes <= CELL_SEARCH_CLASS_LIMIT
+            and hist.n_classes * hist.sa_counts.shape[1] <= CELL_SEARCH_CELL_LIMIT)

@@ -25,6 +25,7 @@ from duckanon.solver.context import UNBOUNDED, DeadlineExpired, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, solution_from_class_groups
+from duckanon.solver.request import Request
 from duckanon.solver.topdown import topdown, topdown_groups
 
 # Above this many classes the quadratic passes are skipped.
@@ -194,3 +195,256 @@ def local_search(hist: Histogram, start: Solution, models, context: SolveContext
     best = refined if refined.stars <= moved.stars else moved
     best.method = f"{start.method}+local"
     return best
+
+
+# The row-level search (cell_search) keeps a dense (groups, classes, SA values) array: only on
+# inputs this small (classes x SA values), and for at most this many rounds of moves.
+CELL_SEARCH_CELL_LIMIT = 20_000
+CELL_SEARCH_CLASS_LIMIT = 300
+CELL_SEARCH_ROUNDS = 200
+
+
+def _group_stars(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per group (rows: (G, C) rows of each class in each group): the columns it stars."""
+    present = rows > 0
+    out = np.zeros(len(rows), dtype=np.int64)
+    for g in np.flatnonzero(present.any(axis=1)).tolist():
+        member = codes[present[g]]
+        out[g] = int((member.min(axis=0) != member.max(axis=0)).sum())
+    return out
+
+
+def _take(x: np.ndarray, cells: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """(C, S) rows taken: for each SA value s, x[s] rows from the classes in `order` (cells:
+    the (C, S) rows available)."""
+    taken = np.zeros_like(cells)
+    for s in np.flatnonzero(x).tolist():
+        column = cells[order, s]
+        before = np.concatenate([[0], np.cumsum(column)[:-1]])
+        taken[order, s] = np.clip(int(x[s]) - before, 0, column)
+    return taken
+
+
+def cell_search(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED,
+                max_rounds: int = CELL_SEARCH_ROUNDS) -> Solution | None:
+    """Local search over rows (cells of a class and an SA value), not whole classes: rows of a
+    group move to another group, or leave to form a new one, as many as both groups allow.
+
+    A move takes, from group A, rows of a set K of A's classes: all the classes that fit B's
+    published vector (B gains no star), or one class of A (B may gain stars), or, for a new
+    group, the classes of A with one value in a column A stars (the new group keeps it). How
+    many rows of each SA value move is `carve_between`: the most rows such that A without them
+    (or nothing) and B with them both satisfy the models. So every state is a valid partition:
+    t-closeness can make a group keep part of a class and give the rest of it, by SA value, to
+    groups that need those values, which no move of whole classes can do. Each round applies the
+    best move (fewest stars), then the other improving moves on groups it did not touch; the
+    search stops at a local optimum, after `max_rounds` rounds, or at the context's deadline,
+    with the best (valid) state reached, never worse than `start`. None when the input is too
+    large for the dense state (CELL_SEARCH_CELL_LIMIT) or the deadline has passed."""
+    from duckanon.solver.greedy import carve_between  # greedy imports nothing from here
+    from duckanon.solver.partition import build_solution
+
+    request = Request.of(models)
+    n_classes, n_sa = hist.sa_counts.shape
+    groups = start.group_sizes()
+    n_groups = int((groups > 0).sum())
+    if context.expired() or n_classes * n_sa > CELL_SEARCH_CELL_LIMIT:
+        return None
+    if n_groups * n_classes * n_sa > 40 * CELL_SEARCH_CELL_LIMIT:
+        return None
+    used = np.unique(start.part_group[start.part_count > 0])
+    relabel = np.full(len(start.group_rep), -1, dtype=np.int64)
+    relabel[used] = np.arange(len(used))
+    capacity = len(used) + 8
+    cells = np.zeros((capacity, n_classes, n_sa), dtype=np.int64)
+    np.add.at(cells, (relabel[start.part_group], start.part_class, start.part_sa), start.part_count)
+    codes = hist.codes
+    min_size = request.min_group_size
+
+    def state():
+        rows = cells.sum(axis=2)
+        return rows, cells.sum(axis=1), _group_stars(codes, rows)
+
+    rows, sa, stars = state()
+    size = sa.sum(axis=1)
+    for _ in range(max_rounds):
+        if context.expired():
+            break
+        alive = np.flatnonzero(size > 0)
+        cost = size * stars
+        # candidate moves: (source, destination or -1 for a new group, classes K)
+        moves = []
+        for a in alive.tolist():
+            if stars[a] == 0:
+                continue
+            present = np.flatnonzero(rows[a] > 0)
+            member = codes[present]
+            kept = member.min(axis=0) == member.max(axis=0)
+            for b in alive.tolist():
+                if b == a:
+                    continue
+                b_present = np.flatnonzero(rows[b] > 0)
+                b_codes = codes[b_present[0]]
+                b_kept = codes[b_present].min(axis=0) == codes[b_present].max(axis=0)
+                fits = present[(member[:, b_kept] == b_codes[b_kept]).all(axis=1)]
+                if len(fits) and stars[b] < stars[a]:
+                    moves.append((a, b, fits))
+                if len(present) > 1:
+                    for c in present.tolist():
+                        moves.append((a, b, np.array([c])))
+            for j in np.flatnonzero(~kept).tolist():
+                for value in np.unique(member[:, j]).tolist():
+                    moves.append((a, -1, present[member[:, j] == value]))
+        if not moves:
+            break
+        avail = np.array([cells[a][k].sum(axis=0) for a, _, k in moves])
+        source = sa[[a for a, _, _ in moves]]
+        dest = np.array([sa[b] if b >= 0 else np.zeros(n_sa, dtype=np.int64) for _, b, _ in moves])
+        try:
+            xs = carve_between(avail, source, dest, request, min_size, context)
+        except DeadlineExpired:
+            break
+        scored = []
+        for (a, b, k), x in zip(moves, xs):
+            total = int(x.sum())
+            if not total or (total == size[a] and b < 0):
+                continue
+            best = None
+            for ascending in (True, False):
+                order = k[np.argsort(rows[a][k] if ascending else -rows[a][k], kind="stable")]
+                taken = _take(x, cells[a], order)
+                moved = taken.sum(axis=1)
+                new_a = rows[a] - moved
+                pair = np.stack([new_a, (rows[b] if b >= 0 else 0) + moved])
+                new_stars = _group_stars(codes, pair)
+                delta = int((size[a] - total) * new_stars[0] + (size[b] if b >= 0 else 0) * 0 +
+                            ((size[b] if b >= 0 else 0) + total) * new_stars[1]) - int(cost[a]) - (
+                                int(cost[b]) if b >= 0 else 0)
+                if best is None or delta < best[0]:
+                    best = (delta, taken)
+            if best[0] < 0:
+                scored.append((best[0], a, b, best[1]))
+        if not scored:
+            break
+        scored.sort(key=lambda item: item[0])
+        touched = set()
+        for delta, a, b, taken in scored:
+            if a in touched or b in touched:
+                continue
+            if b < 0:
+                free = np.flatnonzero(size == 0)
+                free = free[~np.isin(free, list(touched))]
+                if not len(free):
+                    cells = np.concatenate([cells, np.zeros_like(cells)])
+                    rows, sa, stars = state()
+                    size = sa.sum(axis=1)
+                    free = np.flatnonzero(size == 0)
+                b = int(free[0])
+            cells[a] -= taken
+            cells[b] += taken
+            touched.update({a, b})
+            for g in (a, b):
+                rows[g] = cells[g].sum(axis=1)
+                sa[g] = cells[g].sum(axis=0)
+                size[g] = sa[g].sum()
+            stars[[a, b]] = _group_stars(codes, rows[[a, b]])
+    g_idx, c_idx, s_idx = np.nonzero(cells)
+    result = build_solution(hist, c_idx, s_idx, g_idx, cells[g_idx, c_idx, s_idx], f"{start.method}+cells")
+    if not all_satisfied(request, result.group_sizes(), result.group_sa(n_sa)).all() or result.stars > start.stars:
+        return None  # cannot happen (every move keeps both groups valid); the start stands
+    return result
+
+
+def _resplit(hist: Histogram, union: np.ndarray, models, rng: np.random.Generator, tries: int,
+             context: SolveContext = UNBOUNDED) -> tuple[int, list[np.ndarray]] | None:
+    """The cheapest re-partition found of the rows `union` ((C, S) counts, a valid group): carve
+    (`carving_greedy`) on those rows alone, in its pattern order and in `tries` shuffled ones,
+    each improved by `cell_search`. (stars, list of (C, S) groups), or None."""
+    from duckanon.solver.greedy import carving_greedy
+    from duckanon.solver.histogram import Histogram as Hist
+    from duckanon.solver.repair import repair
+
+    classes = np.flatnonzero(union.sum(axis=1) > 0)
+    sub = Hist(codes=hist.codes[classes], sa_counts=union[classes])
+    best = None
+    for attempt in range(tries + 1):
+        solution = repair(sub, carving_greedy(sub, models, context, rng if attempt else None), models, context)
+        improved = cell_search(sub, solution, models, context)
+        if improved is not None and improved.stars < solution.stars:
+            solution = improved
+        if best is None or solution.stars < best.stars:
+            best = solution
+    groups = []
+    for g in range(len(best.group_rep)):
+        part = np.zeros_like(union)
+        sel = best.part_group == g
+        np.add.at(part, (classes[best.part_class[sel]], best.part_sa[sel]), best.part_count[sel])
+        if part.sum():
+            groups.append(part)
+    return best.stars, groups
+
+
+def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED, tries: int = 4,
+             max_rounds: int = 20) -> Solution | None:
+    """`cell_search`, then large neighbourhoods: the rows of two groups are re-partitioned from
+    scratch (`_resplit`; their union is valid, closure under merging) and the result replaces
+    them when it has fewer stars, then `cell_search` again; until no pair improves, after
+    `max_rounds` replacements, or at the context's deadline. A new group can so take rows of two
+    groups at once (one class from each), which no move of `cell_search` does. Deterministic
+    (a fixed seed shuffles carve's pattern orders). None when `cell_search` does not apply."""
+    from duckanon.solver.partition import build_solution
+
+    current = cell_search(hist, start, models, context)
+    if current is None:
+        return None
+    if current.stars > start.stars:
+        current = start
+    rng = np.random.default_rng(0)
+    n_sa = hist.sa_counts.shape[1]
+    tried: set = set()
+    for _ in range(max_rounds):
+        groups = []
+        for g in range(len(current.group_rep)):
+            part = np.zeros_like(hist.sa_counts)
+            sel = current.part_group == g
+            np.add.at(part, (current.part_class[sel], current.part_sa[sel]), current.part_count[sel])
+            if part.sum():
+                groups.append(part)
+        size = np.array([g.sum() for g in groups])
+        cost = np.array([s * st for s, st in zip(size, _group_stars(hist.codes, np.array([g.sum(axis=1) for g in groups])))])
+        pairs = sorted(((a, b) for a in range(len(groups)) for b in range(a + 1, len(groups))),
+                       key=lambda ab: -(cost[ab[0]] + cost[ab[1]]))
+        replaced = False
+        for a, b in pairs:
+            if context.expired():
+                break
+            if cost[a] + cost[b] == 0:
+                continue
+            key = (groups[a].tobytes(), groups[b].tobytes())
+            if key in tried:
+                continue
+            tried.add(key)
+            try:
+                found = _resplit(hist, groups[a] + groups[b], models, rng, tries, context)
+            except DeadlineExpired:
+                break
+            if found is None or found[0] >= cost[a] + cost[b]:
+                continue
+            groups = [g for i, g in enumerate(groups) if i not in (a, b)] + found[1]
+            replaced = True
+            break
+        if not replaced:
+            break
+        cls, sa_idx, grp, cnt = [], [], [], []
+        for g, part in enumerate(groups):
+            c, s_ = np.nonzero(part)
+            cls.append(c); sa_idx.append(s_); grp.append(np.full(len(c), g)); cnt.append(part[c, s_])
+        merged = build_solution(hist, *(np.concatenate(v).astype(np.int64) for v in (cls, sa_idx, grp, cnt)),
+                                current.method)
+        polished = cell_search(hist, merged, models, context)
+        current = polished if polished is not None and polished.stars <= merged.stars else merged
+    request = Request.of(models)
+    if not all_satisfied(request, current.group_sizes(), current.group_sa(n_sa)).all() or current.stars > start.stars:
+        return None
+    current.method = f"{start.method}+cells"
+    return current
