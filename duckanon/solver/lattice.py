@@ -501,20 +501,20 @@ class Lattice:
         kept = np.where(kept >= self.models.min_group_size, kept, 0)  # a part smaller is no satisfying part
         return violating, sizes - kept
 
-    def charge_floor(self, node: NodeResult) -> float:
-        """What the rows removed at any finer node cost, at least, for a metric that charges a
-        removed row its cells' 1 - cost: each group of `node` loses at least its size minus the
-        kept-rows bound there (removed_floor), and a row's cells cost no more at finer levels,
-        so each such row is charged at least what a row of its group is charged at `node`."""
+    def charge_floor(self, node: NodeResult) -> np.ndarray:
+        """Per column, what the rows removed at any finer node cost, at least, for a metric that
+        charges a removed row its cells' 1 - cost: each group of `node` loses at least its size
+        minus the kept-rows bound there (removed_floor), and a row's cells cost no more at finer
+        levels, so each such row is charged at least what a row of its group is charged at
+        `node`, column by column."""
         violating, lost = self._lost_rows(node)
         if not lost.any():
-            return 0.0
+            return np.zeros(self.m)
         member = np.empty(len(node.ok), dtype=np.int64)
         member[node.member_of] = np.arange(len(node.member_of))  # a class of each group
-        cost = np.zeros(len(violating))
-        for j, h in enumerate(node.levels):  # a group's classes share their codes at its levels
-            cost += self.class_costs(j, h)[member[violating]]
-        return float((lost * (self.m - cost)).sum())
+        # a group's classes share their codes at its levels
+        return np.array([float((lost * (1.0 - self.class_costs(j, h)[member[violating]])).sum())
+                         for j, h in enumerate(node.levels)])
 
     # -- search --------------------------------------------------------------------------------
     def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
@@ -542,7 +542,9 @@ class Lattice:
         # better than the best cannot be the answer.
         charge_floors = self.measure.separable and self.limit_rows > 0 and (
             self.monotone_with_suppression or self.measure.per_cell_charge)
-        floor = np.zeros(len(nodes))
+        # per node and column: what removed rows cost there at least (a floor per column: each
+        # charge is known column by column, so floors combine by their elementwise maximum)
+        floor = np.zeros((len(nodes), self.m))
         value_of = np.full(len(nodes), np.inf)  # the value of the solutions valued in full
         # per column and level: which nodes are at most / at least that level (cone tagging)
         at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
@@ -554,8 +556,8 @@ class Lattice:
                 np.logical_and(inside, sides[j][int(h)], out=inside)
             return inside
 
-        def raise_floor(levels, charge: float) -> None:
-            if charge > 0:
+        def raise_floor(levels, charge: np.ndarray) -> None:
+            if charge.any():
                 finer = cone(levels, at_most)
                 floor[finer] = np.maximum(floor[finer], charge)
 
@@ -599,8 +601,7 @@ class Lattice:
                     value = float(self.measure.aggregate(columns[index] + charge, self.n))
                     value_of[index] = value
                     if charge_floors:
-                        raise_floor(levels, float(charge.sum()) if self.monotone_with_suppression
-                                    else self.charge_floor(node))
+                        raise_floor(levels, charge if self.monotone_with_suppression else self.charge_floor(node))
             else:
                 node = node or self.evaluate(key)
                 value = value_of[index] = node.value = self.value(node)
@@ -679,12 +680,13 @@ class Lattice:
             if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
-                optimal = not ((status == 0) & (self.measure.lower(columns, floor, self.n) < best - 1e-9 * max(1.0, abs(best)))).any()
+                optimal = not ((status == 0) & (self.measure.aggregate(columns + floor, self.n)
+                                                < best - 1e-9 * max(1.0, abs(best)))).any()
                 break
             if status[pick] != 0:
                 continue
-            if best == np.inf or (bounds[pick] if not floor[pick] else self.measure.lower(columns[pick], floor[pick], self.n)) \
-                    < best - 1e-9 * max(1.0, abs(best)):
+            if best == np.inf or (self.measure.aggregate(columns[pick] + floor[pick], self.n) if floor[pick].any()
+                                  else bounds[pick]) < best - 1e-9 * max(1.0, abs(best)):
                 if can_fail and charge_floors and deferred:
                     evaluate_deferred_above(pick)
                     if status[pick] != 0:
