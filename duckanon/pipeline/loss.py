@@ -34,21 +34,14 @@ def label_extents(j: int, hist, solution: Solution, domains=None) -> np.ndarray:
     generalized = np.array([label != SHOW_VALUE for label in labels], dtype=bool)
     codes = hist.codes[solution.part_class, j]
     groups = solution.part_group
-    levels = solution.notes.get("levels")
     numeric = domains.numeric[j] if domains is not None else all(
         str(label).startswith("[") for label, flag in zip(labels, generalized) if flag)
-    if levels is None and numeric:  # a Mondrian range: every value from its lowest to its highest
+    if numeric:  # a Mondrian range: every value from its lowest to its highest
         low = np.full(n_groups, np.iinfo(np.int64).max)
         high = np.full(n_groups, -1)
         np.minimum.at(low, groups, codes)
         np.maximum.at(high, groups, codes)
         return np.where(generalized & (high >= low), high - low + 1, 1)
-    if levels is not None:  # a full-domain level without its hierarchy: every value under the label
-        by_label = {}
-        for g, code in set(zip(groups.tolist(), codes.tolist())):
-            by_label.setdefault(labels[g], set()).add(code)
-        return np.array([len(by_label[labels[g]]) if generalized[g] and labels[g] in by_label else 1
-                         for g in range(n_groups)], dtype=np.int64)
     members = np.unique(np.stack([groups, codes], axis=1), axis=0)  # a Mondrian set: its members
     return np.where(generalized, np.bincount(members[:, 0], minlength=n_groups), 1)
 
@@ -68,9 +61,7 @@ def cell_losses(hist, solution: Solution, domains=None) -> np.ndarray:
             bound = hierarchies[j]
             levels = group_levels[:, j]
             codes = np.asarray(bound.codes)[hist.codes[first, j], levels]
-            leaves = np.array([bound.domain_leaves(level)[code] for level, code in zip(levels.tolist(), codes.tolist())],
-                              dtype=np.float64)
-            out[:, j] = (leaves - 1) / max(bound.domain_size - 1, 1)
+            out[:, j] = [bound.loss(level)[code] for level, code in zip(levels.tolist(), codes.tolist())]
         else:
             d = int(hist.codes[:, j].max()) + 1 if hist.n_classes else 0
             extent = label_extents(j, hist, solution, domains)
@@ -88,11 +79,16 @@ def column_totals(hist, solution: Solution, domains=None) -> np.ndarray:
 
 def column_loss(qi: list[str], hist, solution: Solution, domains=None) -> dict[str, float]:
     """Per QI column, the mean loss per source row (module docstring)."""
+    return _per_column(qi, hist, column_totals(hist, solution, domains))
+
+
+def loss_notes(qi: list[str], hist, solution: Solution, domains=None) -> dict:
+    """What a release reports of its loss: `column_loss` and ARX's Loss of the release (`loss`,
+    the geometric mean of the columns' losses), from one count of its cells."""
     totals = column_totals(hist, solution, domains)
+    return {"column_loss": _per_column(qi, hist, totals), "loss": round(float(arx_loss(totals, hist.n_rows)), 12)}
+
+
+def _per_column(qi: list[str], hist, totals: np.ndarray) -> dict[str, float]:
     rows = max(hist.n_rows, 1)
     return {column: round(float(total) / rows, 6) for column, total in zip(qi, totals)}
-
-
-def release_loss(hist, solution: Solution, domains=None) -> float:
-    """ARX's Loss of the release: the geometric mean of the columns' losses."""
-    return float(arx_loss(column_totals(hist, solution, domains), hist.n_rows))

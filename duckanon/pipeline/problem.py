@@ -69,8 +69,7 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
-    recode = statement.hierarchies is not None and methods.spec(statement.method).recodes
-    if methods.spec(statement.method).takes_hierarchies or recode:
+    if methods.spec(statement.method).takes_hierarchies or statement.recodes:
         specs = statement.hierarchies
         if isinstance(specs, dict):
             qi_lower = {c.lower() for c in plan.qi}
@@ -87,7 +86,7 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
                 hierarchies.append(hierarchy.parse_spec(spec, column, backend).bind(values[j], column=column,
                                                                                  source=plan.source_shown))
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
-                   "loss" if recode else statement.metric, recode)
+                   "loss" if statement.recodes else statement.metric, statement.recodes)
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -151,8 +150,7 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
     hist = cells.histogram
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None)
-    recode = statement.hierarchies is not None and methods.spec(statement.method).recodes
-    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING or recode else None
+    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING or statement.recodes else None
     return cells, Problem(plan, hist, models, plan.patterns, domains)
 
 

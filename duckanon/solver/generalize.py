@@ -36,6 +36,10 @@ class FlatHierarchy:
     def domain_leaves(self, level: int) -> np.ndarray:
         return np.ones(self.domain_size, dtype=np.int64) if level == 0 else np.array([self.domain_size])
 
+    def loss(self, level: int) -> np.ndarray:
+        """As BoundHierarchy.loss: (leaves - 1) / (domain - 1) per code of `level`."""
+        return (self.domain_leaves(level) - 1) / max(self.domain_size - 1, 1)
+
 
 def hierarchy_domains(hierarchies) -> list:
     """Per QI, what ARX's loss counts as its domain: the hierarchy's leaves, and per level the

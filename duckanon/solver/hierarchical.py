@@ -57,7 +57,6 @@ class _Group:
     members: np.ndarray  # class ids
     levels: np.ndarray  # (m,) the level of the group's label per column
     size: float
-    sa: np.ndarray  # (S,) rows per SA code
     cost: np.ndarray  # (m,) the group's cells' loss per column (rows x cell loss)
 
 
@@ -79,12 +78,10 @@ class HierarchicalRecoding:
         self.sa = np.asarray(hist.sa_counts, dtype=np.float64)
         self.k_only = self.models.k_only
         self.min_size = max(self.models.min_group_size, 1)
-        self.hierarchies = hierarchies
         # per column: (classes, H + 1) the class's code at each level; per level the loss of each code
         self.ancestors = [np.asarray(h.codes, dtype=np.int64)[hist.codes[:, j]] for j, h in enumerate(hierarchies)]
         self.heights = [h.height for h in hierarchies]
-        self.cell_loss = [[(np.asarray(h.domain_leaves(level), dtype=np.float64) - 1) / max(h.domain_size - 1, 1)
-                           for level in range(h.height + 1)] for h in hierarchies]
+        self.cell_loss = [[h.loss(level) for level in range(h.height + 1)] for h in hierarchies]
         self.budget = float(np.floor(suppression_limit * hist.n_rows + 1e-9))
         self.weights = np.ones(self.m)
 
@@ -105,8 +102,7 @@ class HierarchicalRecoding:
                 level = int(disagree[-1]) + 1 if len(disagree) else 0
                 levels[j] = level
             cost[j] = size * self.cell_loss[j][level][self.ancestors[j][first, level]]
-        sa = self.sa[members].sum(axis=0) if not self.k_only else np.zeros(self.sa.shape[1])
-        return _Group(members, levels, size, sa, cost)
+        return _Group(members, levels, size, cost)
 
     def satisfied(self, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
         return all_satisfied(self.models, sizes, sa)
@@ -171,7 +167,6 @@ class HierarchicalRecoding:
         if not ok.any():
             return None
         pooled = ~ok
-        removed = None
         rest_size = float(sizes[pooled].sum())
         if rest_size > 0 and not self.satisfied(np.array([rest_size]), sa[pooled].sum(axis=0)[None, :])[0]:
             # join the smallest satisfying children until the remainder satisfies the models

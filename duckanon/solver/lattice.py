@@ -98,11 +98,6 @@ class LatticeMetric:
         """The metric from its per-column totals (last axis): their sum unless said otherwise."""
         return columns.sum(axis=-1)
 
-    def lower(self, columns: np.ndarray, floor: np.ndarray | float, rows: int) -> np.ndarray | float:
-        """The least the metric can be when the per-column totals are at least `columns` and
-        grow by `floor` in all, however it is shared among the columns."""
-        return self.aggregate(columns, rows) + floor
-
     def value(self, lattice: Lattice, node: NodeResult) -> float:
         return lattice.node_value(node.levels, ~node.ok[node.member_of])
 
@@ -174,18 +169,14 @@ class LossMetric(LatticeMetric):
     def aggregate(self, columns, rows):
         return arx_loss(columns, rows)
 
-    def lower(self, columns, floor, rows):
-        # the geometric mean grows least when the whole floor goes to the costliest column
-        # (log(1 + x) is concave), so that placement bounds every other sharing from below
+    def lower(self, columns: np.ndarray, floor: float, rows: int) -> float:
+        """The least the loss can be when the per-column totals are at least `columns` and grow
+        by `floor` in all, shared among the columns in a way not known: the geometric mean grows
+        least when all of it goes to the costliest column (log(1 + x) is concave)."""
         columns = np.array(columns, dtype=np.float64)
-        floor = np.asarray(floor, dtype=np.float64)
-        if columns.shape[-1]:
-            top = np.argmax(columns, axis=-1)
-            if columns.ndim == 1:
-                columns[top] += floor
-            else:
-                columns[np.arange(len(columns)), top] += floor
-        return arx_loss(columns, rows)
+        if len(columns):
+            columns[np.argmax(columns)] += floor
+        return float(arx_loss(columns, rows))
 
 
 class PrecisionMetric(LatticeMetric):

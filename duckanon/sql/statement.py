@@ -77,6 +77,12 @@ class AnonymizeStatement:
     sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
     text: str = ""
 
+    @property
+    def recodes(self) -> bool:
+        """The method publishes the user's hierarchies' labels by local recoding (mondrian, auto
+        given hierarchies)."""
+        return self.hierarchies is not None and methods.spec(self.method).recodes
+
 
 def _names(value: exp.Expr, what: str) -> list[str]:
     """Column list: `a`, `(a, b)`, `[a, b]`, or strings."""
@@ -339,7 +345,7 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         raise AnonymizeError("option c applies only to l_variant = recursive")
     method = methods.spec(statement.method)
     generalizing, lattice_like = method.generalizes, method.takes_hierarchies
-    recoding = method.recodes and statement.hierarchies is not None
+    recoding = statement.recodes
     if statement.hierarchies is not None and not (lattice_like or method.recodes):
         raise AnonymizeError("option hierarchies needs method = 'lattice', 'gensup', 'mondrian' or 'auto'")
     if "suppression_limit" in seen and not (lattice_like or recoding):

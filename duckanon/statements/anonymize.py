@@ -14,7 +14,7 @@ from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
-from duckanon.pipeline.loss import column_loss, release_loss
+from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.materialize import (
     check_published_rows, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
     published_dictionaries, publish_select, view_select,
@@ -75,8 +75,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                     else:  # every published row is determined by its cell: no second pass over the source
                         published = histogram_publish_select(solver_plan, keyed_table)
                     backend.create_target(plan.target, published)
-            solution.notes["column_loss"] = column_loss(plan.qi, hist, solution, domains)
-            solution.notes["loss"] = round(release_loss(hist, solution, domains), 12)
+            solution.notes.update(loss_notes(plan.qi, hist, solution, domains))
             summary = summarize(hist, solution, started, plan)
             # before anything is committed; the classes are checked only where the source was read
             # twice and could have changed in between (a stable or copied source cannot)
