@@ -58,13 +58,15 @@ class _Groups:
 
     def refresh(self, g: int) -> None:
         for j in range(self.m):
-            present = np.flatnonzero(self.count[j][g])
-            if not len(present):
-                self.cell[g, j] = 0.0
-            elif self.numeric[j]:
-                self.cell[g, j] = (present[-1] - present[0]) * self.scale[j]
-            else:
-                self.cell[g, j] = (len(present) - 1) * self.scale[j]
+            self.cell[g, j] = self._cost(j, np.flatnonzero(self.count[j][g]))
+
+    def _cost(self, j: int, present: np.ndarray) -> float:
+        """One cell's cost in column j for a group holding the values `present` (sorted codes)."""
+        if not len(present):
+            return 0.0
+        if self.numeric[j]:
+            return float((present[-1] - present[0]) * self.scale[j])
+        return float((len(present) - 1) * self.scale[j])
 
     def totals(self) -> np.ndarray:
         return (self.gsize[:, None] * self.cell).sum(axis=0)
@@ -77,11 +79,7 @@ class _Groups:
             present = np.sort(np.append(present, code))
         elif delta < 0 and row[code] == 1:
             present = present[present != code]
-        if not len(present):
-            return 0.0
-        if self.numeric[j]:
-            return (present[-1] - present[0]) * self.scale[j]
-        return (len(present) - 1) * self.scale[j]
+        return self._cost(j, present)
 
     def move(self, c: int, b: int) -> None:
         a = int(self.group_of[c])
