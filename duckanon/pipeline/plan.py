@@ -34,6 +34,14 @@ class Plan:
     # materialize = 'view': the table holding one row per distinct published row and its count,
     # which the view (the target) expands
     counts: TableName | None = None
+    # population = <table> (k_map, delta_presence): the table as the backend resolved it, its QI
+    # columns in the order of `qi` (names as the population spells them) and its weight column
+    population: TableName | None = None
+    population_qi: list[str] = field(default_factory=list)
+    population_weight: str | None = None
+    # set by problem.build_problem: the population's classes and the temp tables they were
+    # counted in (population.PopulationClasses), which the release's check reads again
+    population_classes: object = None
 
     @property
     def source_shown(self) -> str:
@@ -178,4 +186,32 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
     counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
-    return Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts)
+    plan = Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts)
+    if statement.population is not None:
+        _bind_population(backend, plan)
+    return plan
+
+
+def _bind_population(backend: Backend, plan: Plan) -> None:
+    """The population table: found, holding every QI (matched without case) and the weight column."""
+    statement = plan.statement
+    shown = shown_name(statement.population)
+    try:
+        columns = backend.columns(statement.population)
+    except UnknownTable:
+        raise AnonymizeError(f"unknown population table {shown}") from None
+    except BackendError as error:
+        raise AnonymizeError(f"cannot read population table {shown}: {error}") from None
+    by_lower = {c.lower(): c for c in columns}
+    missing = [c for c in plan.qi if c.lower() not in by_lower]
+    if missing:
+        raise AnonymizeError(f"population table {shown} lacks the quasi-identifier column '{missing[0]}' "
+                             f"(it must hold every QI: {', '.join(plan.qi)})")
+    plan.population = backend.resolved(statement.population)
+    plan.population_qi = [by_lower[c.lower()] for c in plan.qi]
+    if statement.population_weight is not None:
+        weight = by_lower.get(statement.population_weight.lower())
+        if weight is None:
+            raise AnonymizeError(f"unknown column '{statement.population_weight}' in population_weight for population "
+                                 f"table {shown}")
+        plan.population_weight = weight

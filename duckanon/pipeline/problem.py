@@ -7,9 +7,11 @@ benchmarks and tests; the statements build it the same way (build_problem, solve
 from __future__ import annotations
 
 import decimal
+import math
 import uuid
 from dataclasses import dataclass, replace
 
+import numpy as np
 from sqlglot import exp
 
 from duckanon import hierarchy, methods, progress
@@ -17,19 +19,47 @@ from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import HistogramTooLarge, build_cells, code_alias, qcol, qi_alias, sa_values
 from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
+from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
+from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
+                                    PopulationUniqueness)
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, statement_for
+from duckanon.sql.statement import shown_name
+
+# k_map estimated with population_size: the significance level when none is given (ARX's default)
+KMAP_SIGNIFICANCE = 0.01
 
 
-def models_for(plan: Plan, sa_total, sa_values=None) -> list:
+def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None = None) -> list:
     """The privacy models of the statement; `sa_values` (SA values in code order) is needed for a
-    declared SA order or an SA hierarchy."""
+    declared SA order or an SA hierarchy, `population_rows` (the population table's rows or
+    weights) for the population models."""
     statement = plan.statement
     models = []
     if statement.k is not None:
         models.append(KAnonymity(statement.k))
+    if statement.highest_risk is not None:  # every record's risk 1 / (class size) at most r
+        models.append(KAnonymity(max(1, math.ceil(1 / statement.highest_risk - 1e-9))))
+    rows = int(np.asarray(sa_total).sum())
+    if statement.k_map is not None:
+        if statement.population is not None:
+            models.append(KMap(statement.k_map))
+        else:
+            models.append(EstimatedKMap(statement.k_map, statement.population_size, rows,
+                                        statement.estimator or "poisson", statement.significance or KMAP_SIGNIFICANCE))
+    if statement.delta_presence is not None:
+        models.append(DeltaPresence(*statement.delta_presence))
+    if statement.average_risk is not None:
+        models.append(AverageRisk(statement.average_risk))
+    if statement.population_uniqueness is not None:
+        size = statement.population_size if statement.population_size is not None else population_rows
+        models.append(PopulationUniqueness(statement.population_uniqueness, size, statement.estimator or "dankar"))
+    if statement.beta_likeness is not None:
+        models.append(BetaLikeness(statement.beta_likeness, sa_total, statement.beta_variant))
+    if statement.delta_disclosure is not None:
+        models.append(DeltaDisclosure(statement.delta_disclosure, sa_total))
     if statement.l is not None:
         models.append(LDiversity(statement.l, statement.l_variant, statement.c))
     if statement.t is not None:
@@ -57,19 +87,21 @@ def _declared_ranks(order: list, sa_values: list, column: str | None = None, sou
     return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)
 
 
-def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
-    """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice)."""
+def column_domains(backend: Backend, plan: Plan, cells, population: PopulationClasses | None = None) -> Domains:
+    """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice); with
+    a population, the values only it has follow the sample's (their codes) and the hierarchies
+    are bound to both."""
     statement = plan.statement
     values, numeric = [], []
     for j in range(len(plan.qi)):
         rows = backend.rows(exp.select(qcol(code_alias(j)), qcol(qi_alias(j))).distinct().from_(
             exp.to_table(cells.table, quoted=True)).order_by(exp.Literal.number(1)))
-        column = [v for _, v in rows]
+        column = [v for _, v in rows] + (population.extra_values[j] if population is not None else [])
         values.append(column)
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
-    if methods.spec(statement.method).takes_hierarchies or statement.recodes:
+    if methods.spec(statement.method).takes_hierarchies or statement.recodes or population is not None:
         specs = statement.hierarchies
         if isinstance(specs, dict):
             qi_lower = {c.lower() for c in plan.qi}
@@ -86,7 +118,8 @@ def column_domains(backend: Backend, plan: Plan, cells) -> Domains:
                 hierarchies.append(hierarchy.parse_spec(spec, column, backend).bind(values[j], column=column,
                                                                                  source=plan.source_shown))
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
-                   "loss" if statement.recodes else statement.metric, statement.recodes)
+                   "loss" if statement.recodes else statement.metric, statement.recodes,
+                   None if population is None else (population.codes, population.rows))
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -120,7 +153,7 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
         return plan, build_cells(backend, plan, cells_table, budget)
     except HistogramTooLarge:
         statement = plan.statement
-        if plan.sensitive is None or statement.l is not None or statement.t is not None:
+        if plan.sensitive is None or statement.reads_sensitive:
             raise
     backend.drop_temp(cells_table)
     solver_plan = replace(plan, sensitive=None, keep=plan.keep + [plan.sensitive])
@@ -149,8 +182,19 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
     plan, cells = _cells(backend, plan, cells_table)
     hist = cells.histogram
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
-    models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None)
-    domains = column_domains(backend, plan, cells) if statement.method in GENERALIZING or statement.recodes else None
+    population = None
+    if plan.population is not None:
+        progress.tell(listener, "counting the population table's classes (GROUP BY)")
+        population = plan.population_classes = population_classes(backend, plan, cells_table, scratch_name)
+        if statement.delta_presence is not None:
+            check_contained(hist, population, shown_name(statement.population))
+        if statement.k_map is not None and hist.n_rows and population.total < statement.k_map:
+            raise AnonymizeError(f"k_map = {statement.k_map} is infeasible: population table "
+                                 f"{shown_name(statement.population)} has {population.total} rows")
+    models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None,
+                        None if population is None else population.total)
+    generalizing = statement.method in GENERALIZING or statement.recodes or population is not None
+    domains = column_domains(backend, plan, cells, population) if generalizing else None
     return cells, Problem(plan, hist, models, plan.patterns, domains)
 
 

@@ -27,10 +27,10 @@ from duckanon.solver.hierarchical import hierarchical_solution
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
-from duckanon.solver.models import (KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied, l_diversity,
-                                    t_closeness)
+from duckanon.solver.models import (KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied, globally_satisfied,
+                                    l_diversity, t_closeness)
 from duckanon.solver.partition import Solution, identity_solution
-from duckanon.solver.repair import repair
+from duckanon.solver.repair import merge_until_global, repair
 from duckanon.solver.request import Domains, Instance, Request
 from duckanon.solver.tp import tp_solution
 
@@ -140,7 +140,7 @@ RUNNERS: dict[str, Runner] = {
     "hilbert": _no_patterns("hilbert", _hilbert),
     "lattice": _generalizing("lattice", lambda problem, context: lattice_solution(
         problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
-        problem.domains.metric, context)),
+        problem.domains.metric, context, problem.domains.population)),
     "gensup": _generalizing("gensup", _gensup),
     "mondrian": _generalizing("mondrian", lambda problem, context: _mondrian(problem, context)),
 }
@@ -190,6 +190,21 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     best.notes["candidates"] = losses
     best.method = f"auto: {best.method}"
     return best
+
+
+def refusal(method: str, request: Request) -> str | None:
+    """Why `method` cannot honour the request's models (one line), or None: the population
+    models are counted by the lattice only, the global ones are not taken by the methods whose
+    formulation has no place for them (methods.MethodSpec)."""
+    spec = methods.spec(method)
+    population = next((m for m in request if m.needs_population), None)
+    if population is not None and not spec.takes_population:
+        return f"method {method} does not take {population}: the population rows per class are counted by 'lattice'"
+    whole = next(iter(request.global_models), None)
+    if whole is not None and not spec.takes_global:
+        return (f"method {method} does not take {whole}: use 'lattice', 'mondrian' or a cell-suppression "
+                f"heuristic (they suppress or merge classes until it holds)")
+    return None
 
 
 def _run(method: str, problem: Instance, context: SolveContext) -> Solution:
@@ -295,9 +310,15 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
             memo["k"] = k_anonymity_lower_bound(hist, request.k)
         return memo["k"]
 
+    refused = refusal(method, request)
+    if refused:
+        raise AnonymizeError(refused)
     try:
         if hist.n_classes == 0:
             solution = identity_solution(hist, method if method != "auto" else "mapprox")
+        elif method == "auto" and request.needs_population:
+            solution = _run("lattice", problem, context)
+            solution.method = "auto: lattice"
         elif method == "auto" and problem.domains is not None and problem.domains.recode:
             solution = _lowest_loss_recoding(problem, context)
         elif method == "auto":
@@ -307,10 +328,14 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     except DeadlineExpired:  # (the deadline reached a heuristic run on its own)
         solution = whole_table(hist)
 
+    if request.global_models and solution.group_labels is None:  # cell suppression: merge groups for them
+        solution = merge_until_global(hist, solution, request, context)
     sizes = solution.group_sizes()
     used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
-    valid = all_satisfied(request, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used])
-    if not valid.all():  # a bug, never a published violation
+    group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
+    population = None if solution.group_population is None else solution.group_population[used]
+    valid = all_satisfied(request, sizes[used], group_sa, population)
+    if not valid.all() or not globally_satisfied(request, sizes[used], group_sa):  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
     if method in GENERALIZING or solution.group_labels is not None:  # optimality is about the metric, not stars

@@ -16,7 +16,7 @@ import numpy as np
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import METRICS, Lattice, arx_loss
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
 from duckanon.solver.refine import refine_groups
 from duckanon.solver.request import Request
@@ -70,12 +70,12 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
 
 
 def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
-                     context: SolveContext = UNBOUNDED) -> Solution:
+                     context: SolveContext = UNBOUNDED, population=None) -> Solution:
     """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`).
     `search_seconds` in the notes is the search alone: the lattice's precomputation on the
     histogram and the search, not the solution built from its node."""
     started = time.perf_counter()
-    search = lattice_of(hist, hierarchies, models, suppression_limit, metric).search(context)
+    search = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population).search(context)
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
@@ -93,7 +93,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         labels.append(shown if level > 0 else None)
     parts = _whole_class_parts(hist, node.member_of)
     solution = Solution(*parts, group_rep=group_rep, method="lattice", optimal=search.optimal, group_labels=labels,
-                        dropped=~node.ok, masked=masked)
+                        dropped=~node.ok, masked=masked, group_population=node.population)
     solution.notes.update({
         "levels": list(node.levels), "metric": metric, "metric_value": search.value,
         "nodes_evaluated": search.evaluated, "search_seconds": round(search_seconds, 4), "lattice_nodes": search.nodes,
@@ -147,7 +147,9 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
     rows = float(sizes.sum())
     stack = [(np.arange(n_classes), total.copy())]
     next_group = 0
-    min_size = Request.of(models).min_group_size
+    request = Request.of(models)
+    min_size = request.min_group_size
+    sizes_made = np.zeros(n_classes, dtype=np.int64)  # rows per group made (global models)
     while stack:
         members, region_cost = stack.pop()
         best = None
@@ -188,8 +190,17 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
                         if best is None or gain > best[0]:
                             best = (gain, left, left_cost, right_cost)
                         break
+        if best is not None and request.global_models:
+            # the release if nothing else were split: the groups made, the regions waiting, the halves
+            _, left, _, _ = best
+            parts = [sizes_made[:next_group].tolist(), [sizes[region].sum() for region, _ in stack],
+                     [member_sizes[left].sum(), member_sizes[~left].sum()]]
+            release = np.array([size for part in parts for size in part], dtype=np.int64)
+            if not globally_satisfied(request, release, None):
+                best = None
         if best is None:
             group_of[members] = next_group
+            sizes_made[next_group] = sizes[members].sum()
             next_group += 1
             continue
         _, left, left_cost, right_cost = best
@@ -199,13 +210,23 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
     return group_of
 
 
+def _global_holds(hist: Histogram, group_of: np.ndarray, models) -> bool:
+    sizes = np.bincount(group_of, weights=hist.sizes).astype(np.int64)
+    sa = np.zeros((len(sizes), hist.sa_counts.shape[1]), dtype=np.int64)
+    np.add.at(sa, group_of, hist.sa_counts)
+    return globally_satisfied(models, sizes, sa)
+
+
 def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list[bool],
                       context: SolveContext = UNBOUNDED) -> Solution:
     """`values[j]` are QI j's values in code order. A group publishes per column its single value,
     the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
     where it spans every value of the column. The groups are Mondrian's, then refined by class
     moves (solver/refine.py) until the context's deadline."""
-    group_of = refine_groups(hist, mondrian_groups(hist, models, numeric), models, numeric, context)
+    group_of = mondrian_groups(hist, models, numeric)
+    refined = refine_groups(hist, group_of, models, numeric, context)
+    if not Request.of(models).global_models or _global_holds(hist, refined, models):
+        group_of = refined  # (class moves can break a condition on the whole release: then not)
     n_groups = int(group_of.max()) + 1 if hist.n_classes else 0
     group_rep = np.zeros((n_groups, hist.m), dtype=np.int64)
     labels = []

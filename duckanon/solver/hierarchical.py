@@ -43,7 +43,7 @@ from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.generalize import TOP, whole_domain
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import arx_loss
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
 from duckanon.solver.request import Request
 
@@ -218,6 +218,16 @@ class HierarchicalRecoding:
         column, the cost of every row): a column already costly gains the mean less."""
         self.weights = 1.0 / (self.hist.n_rows + totals)
 
+    def _global_after(self, group: _Group, split: _Split, final: list, heap: list) -> bool:
+        """Whether the global models (average risk, population uniqueness) hold on the release
+        `group`'s split would leave if nothing else were split: the final groups, those waiting
+        and the split's parts (a group waiting may stay whole, so each accepted split keeps the
+        release valid)."""
+        groups = final + [item[2] for item in heap] + list(split.parts)
+        sizes = np.array([g.size for g in groups], dtype=np.int64)
+        sa = np.array([self.sa[g.members].sum(axis=0) for g in groups], dtype=np.int64)
+        return globally_satisfied(self.models, sizes, sa)
+
     # -- search ------------------------------------------------------------------------------
     def run(self, context: SolveContext = UNBOUNDED) -> tuple[list[_Group], list[_Group]]:
         """The final groups and the groups removed."""
@@ -248,6 +258,9 @@ class HierarchicalRecoding:
                 final.append(group)
                 final.extend(item[2] for item in heap)
                 break
+            if self.models.global_models and not self._global_after(group, split, final, heap):
+                final.append(group)  # its split would break the whole release's condition
+                continue
             if split.removed is not None:
                 budget -= split.removed.size
                 removed.append(split.removed)

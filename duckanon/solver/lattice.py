@@ -61,8 +61,8 @@ import numpy as np
 from duckanon.methods import LATTICE_METRICS
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
-from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.request import Request
 
 
@@ -236,6 +236,32 @@ class NodeResult:
     ok: np.ndarray  # (G,) class satisfies the models
     suppressed_rows: int
     value: float | None = None  # metric value when the node is a solution
+    population: np.ndarray | None = None  # (G,) population rows matching each group (population models)
+
+
+def with_population(hist: Histogram, population, request) -> tuple[Histogram, np.ndarray | None]:
+    """The histogram with the population's vectors the sample lacks appended as classes without
+    rows, and per class (the sample's first, in order) the population rows with its vector."""
+    if population is None:
+        if request.needs_population:
+            raise AnonymizeError("the population models need the population table's classes")
+        return hist, None
+    codes = np.asarray(population[0], dtype=np.int64).reshape(-1, hist.m)
+    rows = np.asarray(population[1], dtype=np.int64)
+    ids = group_keys(np.vstack([hist.codes, codes]))  # equal vectors, equal ids
+    sample_ids, population_ids = ids[:hist.n_classes], ids[hist.n_classes:]
+    class_of_id = np.full(int(ids.max()) + 1 if len(ids) else 0, -1, dtype=np.int64)
+    class_of_id[sample_ids] = np.arange(hist.n_classes)
+    missing = np.unique(population_ids[class_of_id[population_ids] < 0])
+    class_of_id[missing] = hist.n_classes + np.arange(len(missing))
+    first = np.zeros(len(missing), dtype=np.int64)  # a population vector of each missing id
+    at = class_of_id[population_ids] - hist.n_classes
+    first[at[at >= 0]] = np.flatnonzero(at >= 0)
+    extended = Histogram(np.vstack([hist.codes, codes[first]]),
+                         np.vstack([hist.sa_counts, np.zeros((len(missing), hist.sa_counts.shape[1]), np.int64)]),
+                         hist.columns)
+    counts = np.bincount(class_of_id[population_ids], weights=rows, minlength=extended.n_classes).astype(np.int64)
+    return extended, counts
 
 
 @dataclass
@@ -257,15 +283,21 @@ class Lattice:
     """
 
     def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
-                 metric: str = "entropy", cell_suppression_after: bool = False, domains: list | None = None):
+                 metric: str = "entropy", cell_suppression_after: bool = False, domains: list | None = None,
+                 population: tuple[np.ndarray, np.ndarray] | None = None):
         """`cell_suppression_after` (gensup): the violating rows are not removed but cell-suppressed
         afterwards, so entropy does not charge them and a node whose classes all violate is
         allowed (at limit 1.0 the bottom node is cell suppression alone). `domains`: per column
         the hierarchy's leaves and the leaves under each code per level (hierarchy_domains), for
-        the loss; None: a column's domain is its values."""
+        the loss; None: a column's domain is its values. `population`: the population table's
+        distinct QI vectors (codes in the columns' value codes, which the level codes cover)
+        and their rows, for the population models: they join the classes as classes without
+        sample rows, so a node's groups count the population rows their labels match."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
         request = Request.of(models)
+        self.n_sample_classes = hist.n_classes
+        hist, self.population = with_population(hist, population, request)
         self.hist = hist
         self.level_codes = [np.asarray(c, dtype=np.int64) for c in level_codes]
         self.heights = [c.shape[1] - 1 for c in self.level_codes]
@@ -290,6 +322,8 @@ class Lattice:
         self.column_total = [(self.value_rows[j][:, None] * self.row_cost[j]).sum(axis=0) for j in range(self.m)]
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
         self.k_only = request.k_only
+        self.global_models = request.global_models
+        self.monotone_with_generalization = request.monotone_with_generalization
         self.k = request.k
         self.float_sizes = np.asarray(self.sizes, dtype=np.float64)  # weights for bincount
         self.dense_limit = max(16 * hist.n_classes, 1 << 16)  # key spaces counted with bincount
@@ -307,7 +341,8 @@ class Lattice:
         """The share of rows a solution may remove, for the next search (the precomputation and
         the cached groupings do not depend on it, so one lattice serves several limits)."""
         self.limit_rows = int(np.floor(suppression_limit * self.n + 1e-9))
-        self.monotone_with_suppression = self.models.monotone_with_suppression or self.limit_rows == 0
+        self.monotone_with_suppression = self.models.monotone_with_generalization and (
+            self.models.monotone_with_suppression or self.limit_rows == 0)
 
     # -- keys ----------------------------------------------------------------------------------
     BLOCK_COMBINATIONS = 64  # level combinations of one block of columns (its cached code arrays)
@@ -464,12 +499,59 @@ class Lattice:
         width = self.sa_width
         group_sa = np.bincount(member_of[self.sa_class] * width + self.sa_code, weights=self.sa_rows,
                                minlength=n_groups * width).reshape(n_groups, width).astype(np.int64)
-        ok = all_satisfied(self.models, group_sa.sum(axis=1), group_sa)
+        sizes = group_sa.sum(axis=1)
+        group_population = None if self.population is None else \
+            np.bincount(member_of, weights=self.population, minlength=n_groups).astype(np.int64)
+        ok = all_satisfied(self.models, sizes, group_sa, group_population) | (sizes == 0)
+        if self.global_models:
+            ok = self._enforce_global(sizes, group_sa, ok)
         node = NodeResult(levels, group_sa, member_of, ok, int(group_sa[~ok].sum()))
         if len(self.cache) > 64:
             self.cache.clear()
         self.cache[levels] = node
         return node
+
+    def _enforce_global(self, sizes: np.ndarray, group_sa: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """`ok` with the smallest satisfying groups removed, fewest first, until the global models
+        hold on what is published (ARX's RiskBasedCriterion.enforce: classes by size, then
+        position, and a binary search for how many to remove, which assumes removing more never
+        breaks what removing fewer achieved; where it does, the next counts up are tried)."""
+        kept = np.flatnonzero(ok & (sizes > 0))
+        order = kept[np.argsort(sizes[kept], kind="stable")]
+
+        def holds(removed: int) -> bool:
+            rest = order[removed:]
+            return globally_satisfied(self.global_models, sizes[rest], group_sa[rest])
+
+        if holds(0):
+            return ok
+        low, high = 1, len(order)  # removing all of them publishes nothing, which holds
+        while low < high:
+            mid = (low + high) // 2
+            if holds(mid):
+                high = mid
+            else:
+                low = mid + 1
+        while low < len(order) and not holds(low):
+            low += 1
+        ok = ok.copy()
+        ok[order[:low]] = False
+        return ok
+
+    def sample_node(self, node: NodeResult) -> NodeResult:
+        """`node` over the sample's classes alone: the groups made only of population rows
+        dropped, the others renumbered in order."""
+        if self.population is None:
+            return node
+        member_of = node.member_of[:self.n_sample_classes]
+        present = np.zeros(len(node.ok), dtype=bool)
+        present[member_of] = True
+        renumber = np.cumsum(present) - 1
+        result = NodeResult(node.levels, node.sa_counts[present], renumber[member_of], node.ok[present],
+                            node.suppressed_rows, node.value)
+        result.population = np.bincount(node.member_of, weights=self.population,
+                                        minlength=len(node.ok)).astype(np.int64)[present]
+        return result
 
     def removed_floor(self, node: NodeResult) -> int:
         """Rows removed at `node` and at every finer node, at least: at a finer node each group
@@ -692,6 +774,6 @@ class Lattice:
                 f"label, so the whole table can be one class)")
         if state["best"] is None:
             raise AnonymizeError("no generalization satisfies the request within the suppression limit")
-        best = self.evaluate(state["best"])
+        best = self.sample_node(self.evaluate(state["best"]))
         best.value = state["value"]
         return LatticeResult(best, self.metric, state["value"], optimal, state["evaluated"], len(nodes))

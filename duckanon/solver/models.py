@@ -13,7 +13,15 @@ What a solver may assume about a model is said by class-level capability flags, 
                               repair, topdown and local search rely on it)
   monotone_with_suppression   a lattice node that removes rows for it removes no fewer at any
                               finer node (only size-based models: coarser classes only grow)
-  needs_population            it reads a population table beyond the histogram (risk models)
+  monotone_with_generalization  a lattice node that satisfies it (removing nothing) makes every
+                              coarser node satisfy it, and a failing node every finer one fail
+                              (ARX's isMonotonicWithGeneralization; true of every model closed
+                              under merging)
+  needs_population            it reads the population rows matching each group
+                              (`satisfied_in`), beyond the histogram: only the lattice counts them
+  global_constraint           a condition on the whole release (`holds` on every published
+                              group), not on each group: `satisfied` accepts every group, and the
+                              methods enforce it by suppressing (lattice) or merging groups
   milp_encodable              the exact MILP has a linear form of it
 
 One class per variant: an l-diversity or t-closeness built from the statement's words goes
@@ -22,6 +30,8 @@ through `LDiversity(l, variant, c)` / `TCloseness(t, sa_total, distance, ...)` (
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -41,7 +51,9 @@ class PrivacyModel:
     needs_sa = True
     closed_under_merging = True
     monotone_with_suppression = False
+    monotone_with_generalization = True
     needs_population = False
+    global_constraint = False
     milp_encodable = False
 
     def _parameters(self) -> tuple:
@@ -506,8 +518,353 @@ def t_closeness(t: float, sa_total, distance: str = "equal", **kwargs) -> TClose
     return TCloseness(t, sa_total, distance, **kwargs)
 
 
-def all_satisfied(models, sizes, sa_counts) -> np.ndarray:
+class _RelativeToTable(PrivacyModel):
+    """A model comparing each group's SA distribution p with the table's q (`sa_total`, counts
+    per SA code), value by value, over the values present in the group (ARX's explicit
+    criteria on a distribution)."""
+
+    def __init__(self, threshold: float, sa_total):
+        if not (math.isfinite(threshold) and threshold > 0):
+            raise AnonymizeError(f"{self.name} needs a positive threshold, got {threshold:g}")
+        self._set(threshold=float(threshold), sa_total=tuple(int(x) for x in sa_total))
+
+    def _parameters(self):
+        return (self.threshold, self.sa_total)
+
+    def table_distribution(self) -> np.ndarray:
+        total = np.asarray(self.sa_total, dtype=np.float64)
+        return total / max(total.sum(), 1.0)
+
+    def _shares(self, sizes, sa_counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per group and SA code: the group's share p, the table's q, and whether p > 0."""
+        counts = np.asarray(sa_counts, dtype=np.float64)
+        p = counts / np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)[:, None]
+        return p, self.table_distribution()[None, :], counts > 0
+
+    def _largest_share(self) -> np.ndarray:
+        """Per SA code the largest share a group may give it."""
+        raise NotImplementedError
+
+    def min_group_size(self) -> int:
+        """A group of m rows gives some present value a share of at least 1/m, which must not
+        exceed the largest share any value may have."""
+        most = float(self._largest_share().max(initial=0.0))
+        return max(1, math.ceil(1.0 / most - 1e-9)) if most > 0 else 1
+
+    def check_feasible(self, sa_total):
+        return None  # the whole table has p = q, which every threshold accepts
+
+
+class BetaLikeness(_RelativeToTable):
+    """Basic beta-likeness (Cao & Karras 2012, "Publishing microdata with a robust privacy
+    guarantee", PVLDB 5(11)): for every SA value s present in a group, the relative gain of
+    confidence (p_s - q_s) / q_s is at most beta. Only the rise above q is bounded, a convex
+    condition, so the model is closed under merging and monotone under generalization (ARX's
+    BasicBLikeness: monotone with generalization, not with suppression)."""
+
+    name = "beta-likeness"
+    variant = "basic"
+
+    def __new__(cls, beta: float | None = None, sa_total=None, variant: str | None = None):
+        if cls is BetaLikeness:
+            cls = _variant_class(BETA_VARIANTS, variant or "basic", "beta_variant")
+        return object.__new__(cls)
+
+    def __init__(self, beta: float, sa_total, variant: str | None = None):
+        super().__init__(beta, sa_total)
+
+    def limits(self) -> np.ndarray:
+        """Per SA code the largest relative gain allowed."""
+        return np.full(len(self.sa_total), self.threshold)
+
+    def _largest_share(self):
+        q = self.table_distribution()
+        return q * (1.0 + self.limits())
+
+    def _excess(self, sizes, sa_counts) -> np.ndarray:
+        p, q, present = self._shares(sizes, sa_counts)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = np.where(present, (p - q) / np.where(q > 0, q, 1.0), -np.inf)
+        return (gain - self.limits()[None, :]).max(axis=1, initial=-np.inf)
+
+    def satisfied(self, sizes, sa_counts):
+        return self._excess(sizes, sa_counts) <= 1e-12 * max(1.0, self.threshold)
+
+    def deficit(self, sizes, sa_counts):
+        return np.maximum(0.0, self._excess(sizes, sa_counts))
+
+    def __str__(self):
+        return f"{self.variant} {self.threshold:g}-likeness"
+
+
+class BasicBetaLikeness(BetaLikeness):
+    variant = "basic"
+
+
+class EnhancedBetaLikeness(BetaLikeness):
+    """Enhanced beta-likeness (Cao & Karras 2012, Definition 3): the gain of a value of table
+    share q is bounded by min(beta, -ln q), tighter for frequent values (ARX's EnhancedBLikeness)."""
+
+    variant = "enhanced"
+
+    def limits(self):
+        q = self.table_distribution()
+        with np.errstate(divide="ignore"):
+            return np.minimum(self.threshold, np.where(q > 0, -np.log(np.where(q > 0, q, 1.0)), np.inf))
+
+
+BETA_VARIANTS = {cls.variant: cls for cls in (BasicBetaLikeness, EnhancedBetaLikeness)}
+
+
+class DeltaDisclosure(_RelativeToTable):
+    """delta-disclosure privacy (Brickell & Shmatikov 2008, "The cost of privacy", KDD): for every
+    SA value s present in a group, |log(p_s / q_s)| < delta. The logarithm is ARX's, base 2
+    (DDisclosurePrivacy), so thresholds carry over from ARX; the paper's definition is the same
+    with its own base. Bounding the fall of a share as well as its rise makes the model neither
+    closed under merging (a value rare in a merged group can fall below q 2^-delta) nor
+    monotone under generalization: the lattice decides every node on its own, and the merging
+    heuristics stop at the whole table at the latest (log 1 = 0 < delta)."""
+
+    name = "delta-disclosure"
+    closed_under_merging = False
+    monotone_with_generalization = False
+
+    def _distance(self, sizes, sa_counts) -> np.ndarray:
+        p, q, present = self._shares(sizes, sa_counts)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.abs(np.log2(np.where(present, p, 1.0) / np.where(q > 0, q, 1.0)))
+        return np.where(present, ratio, 0.0).max(axis=1, initial=0.0)
+
+    def _largest_share(self):
+        return self.table_distribution() * 2.0 ** self.threshold
+
+    def satisfied(self, sizes, sa_counts):
+        # strict, as the definition (and ARX); what rounding puts within 1e-12 of delta fails
+        return self._distance(sizes, sa_counts) < self.threshold * (1 - 1e-12)
+
+    def deficit(self, sizes, sa_counts):
+        return np.maximum(0.0, self._distance(sizes, sa_counts) - self.threshold) / self.threshold
+
+    def __str__(self):
+        return f"{self.threshold:g}-disclosure privacy"
+
+
+class EstimatedKMap(KAnonymity):
+    """k-map without a population table (ARX's KMap with a population model and an estimator):
+    every published class is estimated to match at least `k_map` people of a population of
+    `population_size`, at the significance level; ARX turns that into the smallest sample class
+    size that ensures it (`population.kmap_derived_k`), so the model is k-anonymity with that k
+    (the "derived k") and every method takes it. An estimate, stated as one in the result."""
+
+    name = "k-map"
+
+    def __init__(self, k_map: int, population_size: int, sample_size: int, estimator: str = "poisson",
+                 significance: float = 0.01):
+        from duckanon.solver.population import kmap_derived_k
+
+        super().__init__(kmap_derived_k(k_map, sample_size, population_size, estimator, significance))
+        self._set(k_map=k_map, population_size=population_size, sample_size=sample_size, estimator=estimator,
+                  significance=significance)
+
+    def _parameters(self):
+        return (self.k_map, self.population_size, self.sample_size, self.estimator, self.significance)
+
+    def check_feasible(self, sa_total):
+        rows = int(sa_total.sum())
+        if rows and self.k > rows:
+            raise AnonymizeError(f"{self} is infeasible: it needs classes of {self.k} rows, the table has {rows}")
+
+    def __str__(self):
+        return (f"{self.k_map}-map estimated for a population of {self.population_size} ({self.estimator}, "
+                f"significance {self.significance:g}: classes of at least {self.k} rows)")
+
+
+class PopulationModel(PrivacyModel):
+    """A model on the population rows that match each group (`satisfied_in(sizes, population)`),
+    counted over the population table by the lattice for each node's generalized classes."""
+
+    needs_sa = False
+    needs_population = True
+
+    def satisfied(self, sizes, sa_counts):
+        raise AnonymizeError(f"{self} needs the population rows of each class, which only method 'lattice' counts")
+
+    def check_feasible(self, sa_total):
+        return None  # the whole table against the population is checked where the population is read
+
+    def satisfied_in(self, sizes: np.ndarray, population: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class KMap(PopulationModel):
+    """k-map (Sweeney 2002; El Emam & Dankar 2008, "Protecting privacy using k-anonymity", JAMIA
+    15(5)): every published class matches at least k rows of the population table. Population
+    counts only grow when classes merge: closed under merging, monotone with generalization and
+    suppression (ARX's KMap with a research subset)."""
+
+    name = "k-map"
+    monotone_with_suppression = True
+
+    def __init__(self, k: int):
+        self._set(k=int(k))
+
+    def _parameters(self):
+        return (self.k,)
+
+    def satisfied_in(self, sizes, population):
+        return (np.asarray(population) >= self.k) | (np.asarray(sizes) == 0)
+
+    def __str__(self):
+        return f"{self.k}-map"
+
+
+class DeltaPresence(PopulationModel):
+    """delta-presence (Nergiz, Atzori & Clifton 2007, "Hiding the presence of individuals from
+    shared databases", SIGMOD): the sample is a subset of the population, and every published
+    class holds a share of the population rows matching it within [dmin, dmax]. A merged class's
+    share lies between its parts' (the mediant), so the model is closed under merging and
+    monotone with generalization, not with suppression (ARX's DPresence)."""
+
+    name = "delta-presence"
+
+    def __init__(self, dmin: float, dmax: float):
+        if not (0.0 <= dmin <= dmax <= 1.0):
+            raise AnonymizeError(f"delta_presence needs 0 <= dmin <= dmax <= 1, got ({dmin:g}, {dmax:g})")
+        self._set(dmin=float(dmin), dmax=float(dmax))
+
+    def _parameters(self):
+        return (self.dmin, self.dmax)
+
+    def shares(self, sizes, population) -> np.ndarray:
+        return np.asarray(sizes, dtype=np.float64) / np.maximum(np.asarray(population, dtype=np.float64), 1.0)
+
+    def satisfied_in(self, sizes, population):
+        share = self.shares(sizes, population)
+        tolerance = 1e-12
+        return ((share >= self.dmin - tolerance) & (share <= self.dmax + tolerance)) | (np.asarray(sizes) == 0)
+
+    def __str__(self):
+        return f"({self.dmin:g}, {self.dmax:g})-presence"
+
+
+class GlobalModel(PrivacyModel):
+    """A condition on the release as a whole (`holds` on the sizes and SA counts of every
+    published group). ARX's risk-based criteria: the lattice suppresses the smallest classes
+    until it holds (RiskBasedCriterion.enforce), the other methods merge groups until it does."""
+
+    needs_sa = False
+    global_constraint = True
+
+    def satisfied(self, sizes, sa_counts):
+        return np.ones(len(sizes), dtype=bool)
+
+    def ok(self, counts, size):
+        return True
+
+    def holds(self, sizes: np.ndarray, sa_counts: np.ndarray | None = None) -> bool:
+        raise NotImplementedError
+
+
+class AverageRisk(GlobalModel):
+    """Average prosecutor re-identification risk at most r: published classes / published rows
+    (El Emam, "Guide to the De-Identification of Personal Health Information", 2013; the mean of
+    1 / class size over the records; ARX's AverageReidentificationRisk). Fewer classes only
+    lower it: monotone with generalization and with suppression of the smallest classes."""
+
+    name = "average risk"
+    monotone_with_suppression = True
+
+    def __init__(self, r: float):
+        if not (0.0 < r <= 1.0):
+            raise AnonymizeError(f"average_risk must be in (0, 1], got {r:g}")
+        self._set(r=float(r))
+
+    def _parameters(self):
+        return (self.r,)
+
+    @staticmethod
+    def risk(sizes) -> float:
+        sizes = np.asarray(sizes)
+        sizes = sizes[sizes > 0]
+        return len(sizes) / float(sizes.sum()) if len(sizes) else 0.0
+
+    def holds(self, sizes, sa_counts=None):
+        return self.risk(sizes) <= self.r * (1 + 1e-12)
+
+    def check_feasible(self, sa_total):
+        rows = int(np.asarray(sa_total).sum())
+        if rows and 1.0 / rows > self.r * (1 + 1e-12):
+            raise AnonymizeError(f"average_risk = {self.r:g} is infeasible: the whole table as one class has "
+                                 f"risk 1/{rows}")
+
+    def __str__(self):
+        return f"average risk <= {self.r:g}"
+
+
+class PopulationUniqueness(GlobalModel):
+    """The estimated share of population uniques at most u, for a population of N (ARX's
+    PopulationUniqueness: the estimators of `population.population_uniques`; Dankar's rule by
+    default). Accepted as ARX accepts it: an estimate in (0, u], or 0 with no sample unique.
+    Neither monotone with suppression nor (but for Zayatz's model) with generalization."""
+
+    name = "population uniqueness"
+
+    def __init__(self, u: float, population_size: int, estimator: str = "dankar"):
+        from duckanon.solver.population import ESTIMATORS
+
+        if not (0.0 < u <= 1.0):
+            raise AnonymizeError(f"population_uniqueness must be in (0, 1], got {u:g}")
+        if estimator not in ESTIMATORS:
+            raise AnonymizeError(f"unknown estimator '{estimator}' for population_uniqueness "
+                                 f"(known: {', '.join(ESTIMATORS)})")
+        self._set(u=float(u), population_size=int(population_size), estimator=estimator)
+
+    @property
+    def monotone_with_generalization(self) -> bool:
+        return self.estimator == "zayatz"
+
+    def _parameters(self):
+        return (self.u, self.population_size, self.estimator)
+
+    def estimate(self, sizes):
+        from duckanon.solver.population import population_uniques
+
+        sizes = np.asarray(sizes)
+        return population_uniques(sizes[sizes > 0], self.population_size, self.estimator)
+
+    def holds(self, sizes, sa_counts=None):
+        sizes = np.asarray(sizes)
+        if not (sizes > 0).any():
+            return True
+        fraction = self.estimate(sizes).fraction
+        if fraction > 0:
+            return fraction <= self.u * (1 + 1e-12)
+        return not (sizes == 1).any()
+
+    def check_feasible(self, sa_total):
+        rows = int(np.asarray(sa_total).sum())
+        if rows > self.population_size:
+            raise AnonymizeError(f"population_size ({self.population_size}) is smaller than the table ({rows} rows)")
+
+    def __str__(self):
+        return f"population uniqueness <= {self.u:g} ({self.estimator}, population {self.population_size})"
+
+
+def all_satisfied(models, sizes, sa_counts, population=None) -> np.ndarray:
+    """Per group, whether it satisfies every per-group model; `population` (rows of the
+    population table matching each group) for the population models (None: none is asked)."""
     ok = np.ones(len(sizes), dtype=bool)
     for model in models:
-        ok &= model.satisfied(sizes, sa_counts)
+        if model.needs_population:
+            if population is None:
+                raise AnonymizeError(f"{model} needs the population rows of each class, which only method "
+                                     "'lattice' counts")
+            ok &= model.satisfied_in(sizes, population)
+        else:
+            ok &= model.satisfied(sizes, sa_counts)
     return ok
+
+
+def globally_satisfied(models, sizes, sa_counts) -> bool:
+    """Whether the release made of these groups (published, with rows) meets every global model."""
+    return all(model.holds(sizes, sa_counts) for model in models if model.global_constraint)

@@ -43,6 +43,8 @@ class Solution:
     # Generalization over hierarchies (lattice, gensup, mondrian with hierarchies): (G, m) the
     # hierarchy level of each group's label per column, for the loss on the hierarchy's domain.
     group_levels: np.ndarray | None = None
+    # Population models (lattice): (G,) the population table's rows each group's labels match.
+    group_population: np.ndarray | None = None
 
     @property
     def kept_groups(self) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.models import all_satisfied
+from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, identity_solution
 
 
@@ -77,6 +77,46 @@ def repair(hist: Histogram, solution: Solution, models, context: SolveContext = 
         hist, solution.part_class, solution.part_sa, label[solution.part_group], solution.part_count, solution.method
     )
     return repaired
+
+
+def merge_until_global(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED) -> Solution:
+    """Merge groups until the global models (average risk, population uniqueness) hold on the
+    published groups: the smallest group first (as ARX suppresses the smallest classes first)
+    into the partner that adds the fewest stars while the merged group still satisfies the
+    per-group models, else the fewest stars. Each merge removes a group, so this ends, at the
+    latest with the whole table as one group (the caller checked that it meets them)."""
+    sizes = solution.group_sizes()
+    sa = solution.group_sa(hist.sa_counts.shape[1])
+    alive = (sizes > 0) & solution.kept_groups
+    if globally_satisfied(models, sizes[alive], sa[alive]):
+        return solution
+    rep = solution.group_rep.copy()
+    stars = (rep == STAR).sum(axis=1)
+    label = np.arange(len(sizes))
+    while not globally_satisfied(models, sizes[alive], sa[alive]):
+        context.check()
+        others = np.flatnonzero(alive)
+        if len(others) < 2:
+            break
+        v = others[np.argmin(sizes[others])]
+        others = others[others != v]
+        merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
+        merged_stars = (merged_rep == STAR).sum(axis=1)
+        merged_sizes = sizes[others] + sizes[v]
+        merged_sa = sa[others] + sa[v]
+        delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
+        good = all_satisfied(models, merged_sizes, merged_sa)
+        pick = int(np.lexsort((merged_sizes, delta, ~good))[0])
+        g = others[pick]
+        sizes[g], sa[g], rep[g], stars[g] = merged_sizes[pick], merged_sa[pick], merged_rep[pick], merged_stars[pick]
+        alive[v] = False
+        sizes[v] = 0
+        label[label == v] = g
+    merged = build_solution(hist, solution.part_class, solution.part_sa, label[solution.part_group],
+                            solution.part_count, solution.method)
+    merged.notes.update(solution.notes)
+    merged.notes["merged_for"] = ", ".join(str(model) for model in models if model.global_constraint)
+    return repair(hist, merged, models, context)
 
 
 def merge_classes(hist: Histogram, models, context: SolveContext = UNBOUNDED) -> Solution:

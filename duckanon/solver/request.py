@@ -48,12 +48,13 @@ class Request:
     # -- capabilities (from the models' flags) ----------------------------------------------------
     @cached_property
     def k_only(self) -> bool:
-        """No model reads the SA: a group is decided by its size alone."""
-        return not any(m.needs_sa for m in self.models)
+        """No model reads the SA, the population or the whole release: a group is decided by its
+        size alone."""
+        return not any(m.needs_sa or m.needs_population or m.global_constraint for m in self.models)
 
-    @property
+    @cached_property
     def needs_sa(self) -> bool:
-        return not self.k_only
+        return any(m.needs_sa for m in self.models)
 
     @cached_property
     def min_group_size(self) -> int:
@@ -69,8 +70,23 @@ class Request:
         return all(m.closed_under_merging for m in self.models)
 
     @cached_property
+    def monotone_with_generalization(self) -> bool:
+        return all(m.monotone_with_generalization for m in self.models)
+
+    @cached_property
     def needs_population(self) -> bool:
         return any(m.needs_population for m in self.models)
+
+    @cached_property
+    def global_models(self) -> tuple[PrivacyModel, ...]:
+        """The conditions on the whole release (average risk, population uniqueness)."""
+        return tuple(m for m in self.models if m.global_constraint)
+
+    @cached_property
+    def group_only(self) -> bool:
+        """Every model is decided group by group from the histogram: no global condition and no
+        population counts (what the cell-suppression methods and repair assume)."""
+        return not self.global_models and not self.needs_population
 
     @cached_property
     def not_milp_encodable(self) -> PrivacyModel | None:
@@ -127,6 +143,9 @@ class Domains:
     metric: str = "entropy"
     # the user gave hierarchies: mondrian and auto publish their labels (local recoding)
     recode: bool = False
+    # the population table's distinct QI vectors (codes in `values`, which then hold the values
+    # of both tables) and their rows, for the population models (k_map with a table, delta_presence)
+    population: tuple | None = None
 
 
 @dataclass

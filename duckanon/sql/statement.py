@@ -75,7 +75,30 @@ class AnonymizeStatement:
     materialize: str = "table"
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
     sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
+    # risk-based models (ARX's criteria): see the README's "Risk-based models"
+    k_map: int | None = None  # every class matches >= k_map people of the population
+    delta_presence: tuple[float, float] | None = None  # (dmin, dmax): sample share of each class's population rows
+    average_risk: float | None = None  # published classes / published rows at most this
+    highest_risk: float | None = None  # the same as k = ceil(1 / highest_risk)
+    population_uniqueness: float | None = None  # estimated share of population uniques at most this
+    beta_likeness: float | None = None
+    beta_variant: str = "basic"
+    delta_disclosure: float | None = None
+    population: TableName | None = None  # the population table (same QI columns), where it lies
+    population_weight: str | None = None  # a column of the population table counting people per row
+    population_size: int | None = None  # N, for the estimates (default: the population table's rows)
+    estimator: str | None = None  # k_map: poisson | zero_truncated_poisson; uniqueness: pitman | zayatz | snb | dankar
+    significance: float | None = None  # k_map's estimate: its significance level (default 0.01)
     text: str = ""
+
+    @property
+    def reads_sensitive(self) -> bool:
+        """A model reads the sensitive values (l, t, beta, delta-disclosure)."""
+        return any(getattr(self, name) is not None for name in SENSITIVE_MODELS)
+
+    @property
+    def kmap_estimated(self) -> bool:
+        return self.k_map is not None and self.population is None
 
     @property
     def recodes(self) -> bool:
@@ -270,6 +293,57 @@ def _time_limit(value: exp.Expr) -> float:
     return number
 
 
+def _table(value: exp.Expr, option: str) -> TableName:
+    """A table name: `census`, `main.census`, or a string."""
+    if isinstance(value, exp.Column):
+        parts = [part for part in (value.args.get("catalog"), value.args.get("db"), value.args.get("table"), value.this)
+                 if part is not None]
+        names = dict(zip(("this", "db", "catalog"), reversed(parts)))
+        return TableName(exp.Table(**names))
+    if isinstance(value, exp.Literal) and value.is_string and value.this.strip():
+        return TableName(exp.to_table(value.this, dialect="duckdb"))
+    raise AnonymizeError(f"option {option} must name a table, got {value.sql(dialect='duckdb')}")
+
+
+def _open_fraction(value: exp.Expr, option: str) -> float:
+    number = _number(value, option)
+    if not (0.0 < number <= 1.0):
+        raise AnonymizeError(f"option {option} must be in (0, 1], got {number:g}")
+    return number
+
+
+def _positive(value: exp.Expr, option: str) -> float:
+    number = _number(value, option)
+    if not (math.isfinite(number) and number > 0):
+        raise AnonymizeError(f"option {option} must be a positive number, got {number:g}")
+    return number
+
+
+def _delta_presence(value: exp.Expr) -> tuple[float, float]:
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else []
+    if len(items) != 2:
+        raise AnonymizeError("option delta_presence must be (dmin, dmax), e.g. delta_presence = (0, 0.5)")
+    low, high = (_number(item, "delta_presence") for item in items)
+    if not (0.0 <= low <= high <= 1.0):
+        raise AnonymizeError(f"option delta_presence needs 0 <= dmin <= dmax <= 1, got ({low:g}, {high:g})")
+    return low, high
+
+
+def _significance(value: exp.Expr) -> float:
+    number = _number(value, "significance")
+    if not (0.0 < number < 1.0):
+        raise AnonymizeError(f"option significance must be in (0, 1), got {number:g}")
+    return number
+
+
+SENSITIVE_MODELS = ("l", "t", "beta_likeness", "delta_disclosure")
+# the privacy models' options: ANONYMIZE needs at least one
+MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
+                 "beta_likeness", "delta_disclosure")
+BETA_VARIANTS = ("basic", "enhanced")
+KMAP_ESTIMATORS = ("poisson", "zero_truncated_poisson")  # ARX's KMap.CellSizeEstimator
+UNIQUENESS_ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")  # ARX's PopulationUniquenessModel
+
 _OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
     "l": lambda v: _integer(v, "l", 2),
@@ -295,6 +369,19 @@ _OPTIONS = {
     "suppression_limit": lambda v: _fraction(v, "suppression_limit"),
     "metric": lambda v: _word(v, "metric", METRICS),
     "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
+    "k_map": lambda v: _integer(v, "k_map", 1),
+    "delta_presence": _delta_presence,
+    "average_risk": lambda v: _open_fraction(v, "average_risk"),
+    "highest_risk": lambda v: _open_fraction(v, "highest_risk"),
+    "population_uniqueness": lambda v: _open_fraction(v, "population_uniqueness"),
+    "beta_likeness": lambda v: _positive(v, "beta_likeness"),
+    "beta_variant": lambda v: _word(v, "beta_variant", BETA_VARIANTS),
+    "delta_disclosure": lambda v: _positive(v, "delta_disclosure"),
+    "population": lambda v: _table(v, "population"),
+    "population_weight": lambda v: _one_name(v, "population_weight"),
+    "population_size": lambda v: _integer(v, "population_size", 1),
+    "estimator": lambda v: _word(v, "estimator", KMAP_ESTIMATORS + UNIQUENESS_ESTIMATORS),
+    "significance": _significance,
 }
 
 
@@ -334,11 +421,13 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     if statement.sweep is not None and not (explain or statement.report):
         raise AnonymizeError(f"a list of {statement.sweep[0]} values compares them: use EXPLAIN ANONYMIZE, "
                              "or add report = '<file>.html' (the first value is published)")
-    if statement.k is None and statement.l is None and statement.t is None:
-        raise AnonymizeError("ANONYMIZE needs at least one of the options k, l or t")
-    if (statement.l is not None or statement.t is not None) and statement.sensitive is None:
-        which = "l" if statement.l is not None else "t"
+    if all(getattr(statement, name) is None for name in MODEL_OPTIONS):
+        raise AnonymizeError("ANONYMIZE needs at least one of the options k, l or t "
+                             f"(or a risk-based model: {', '.join(MODEL_OPTIONS[3:])})")
+    if statement.reads_sensitive and statement.sensitive is None:
+        which = next(name for name in SENSITIVE_MODELS if getattr(statement, name) is not None)
         raise AnonymizeError(f"option {which} needs a sensitive column: add sensitive = <column>")
+    _check_risk_options(statement, seen)
     if statement.l_variant == "recursive" and statement.c is None:
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
@@ -381,6 +470,52 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     if statement.l_variant != "frequency" and statement.l is None:
         raise AnonymizeError("option l_variant needs l")
     return statement
+
+
+def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
+    """The population and estimate options against the models that use them, and the method."""
+    if statement.delta_presence is not None and statement.population is None:
+        raise AnonymizeError("option delta_presence needs population = <table> (the population the sample was drawn from)")
+    if statement.k_map is not None and statement.population is None and statement.population_size is None:
+        raise AnonymizeError("option k_map needs population = <table>, or population_size = <people> for an estimate")
+    if statement.population_uniqueness is not None and statement.population_size is None and statement.population is None:
+        raise AnonymizeError("option population_uniqueness needs population_size = <people> (or population = <table>)")
+    if statement.population is not None and statement.k_map is None and statement.delta_presence is None \
+            and statement.population_uniqueness is None:
+        raise AnonymizeError("option population applies to k_map, delta_presence and population_uniqueness")
+    if statement.population_weight is not None and statement.population is None:
+        raise AnonymizeError("option population_weight needs population = <table>")
+    if statement.population_size is not None and statement.population is not None:
+        raise AnonymizeError("population_size is the population table's rows: give population or population_size, "
+                             "not both")
+    if statement.population_size is not None and not statement.kmap_estimated \
+            and statement.population_uniqueness is None:
+        raise AnonymizeError("option population_size applies to k_map (an estimate) and population_uniqueness")
+    estimator = statement.estimator
+    if estimator is not None:
+        if statement.population_size is None and statement.population is None:
+            raise AnonymizeError(f"option estimator needs population_size = <people> (the population it estimates for)")
+        if estimator in KMAP_ESTIMATORS and not statement.kmap_estimated:
+            raise AnonymizeError(f"estimator '{estimator}' estimates k_map's class sizes: it needs k_map with "
+                                 "population_size")
+        if estimator in UNIQUENESS_ESTIMATORS and statement.population_uniqueness is None:
+            raise AnonymizeError(f"estimator '{estimator}' estimates population uniques: it needs population_uniqueness "
+                                 f"(k_map's estimators: {', '.join(KMAP_ESTIMATORS)})")
+    if statement.significance is not None and not statement.kmap_estimated:
+        raise AnonymizeError("option significance applies to k_map estimated with population_size")
+    if "beta_variant" in seen and statement.beta_likeness is None:
+        raise AnonymizeError("option beta_variant needs beta_likeness")
+    method = methods.spec(statement.method)
+    population_model = "k_map" if statement.k_map is not None and statement.population is not None else \
+        "delta_presence" if statement.delta_presence is not None else None
+    if population_model and not method.takes_population:
+        raise AnonymizeError(f"option {population_model} with a population table needs method = 'lattice' or 'auto' "
+                             "(the lattice counts the population rows of each generalized class)")
+    whole = next((name for name in ("average_risk", "population_uniqueness") if getattr(statement, name) is not None),
+                 None)
+    if whole and not method.takes_global:
+        raise AnonymizeError(f"method {statement.method} does not take {whole}: use 'lattice', 'mondrian', 'auto' or "
+                             "a cell-suppression heuristic")
 
 
 @dataclass

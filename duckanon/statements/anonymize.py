@@ -20,6 +20,7 @@ from duckanon.pipeline.materialize import (
     published_dictionaries, publish_select, view_select,
 )
 from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
+from duckanon.pipeline.population import check_release
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.provenance import describe_target
 from duckanon.pipeline.result import Summary, summarize
@@ -55,7 +56,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
             # copied once; a base table reads the same within our transaction
             read_plan = snapshot_source(backend, plan, source_table)
-            solver_plan, cells, hist, solution, _, domains = solve_problem(backend, read_plan, cells_table, started,
+            solver_plan, cells, hist, solution, models, domains = solve_problem(backend, read_plan, cells_table, started,
                                                                            listener)
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
             parts = keyed_arrow(cells, solution)
@@ -75,6 +76,9 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                     else:  # every published row is determined by its cell: no second pass over the source
                         published = histogram_publish_select(solver_plan, keyed_table)
                     backend.create_target(plan.target, published)
+            if solver_plan.population_classes is not None:  # the population models, against the published table
+                solution.notes["population"] = check_release(backend, solver_plan, models, solver_plan.population_classes,
+                                                             solution, domains.hierarchies, scratch_name)
             solution.notes.update(loss_notes(plan.qi, hist, solution, domains))
             summary = summarize(hist, solution, started, plan)
             # before anything is committed; the classes are checked only where the source was read

@@ -1,0 +1,178 @@
+"""The population table (k_map, delta_presence): its classes in the sample's codes, and the check
+of a release against it.
+
+A population row matches a sample class when its QI values, read as the sample's column types,
+have the sample's keys (histogram.key_of: the value, or its text where the sample's classes are
+told apart by text). Values the sample lacks get codes after the sample's, so the lattice's
+hierarchies are bound to both tables' values and every population row rolls up with the labels
+of the node. Everything is one GROUP BY of the population and joins in the engine; only codes
+and counts cross into Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from duckanon.backends.base import Backend, BackendError
+from duckanon.errors import AnonymizeError
+from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, key_alias, kind_of, qcol, qi_alias
+from duckanon.pipeline.plan import Plan
+from duckanon.sql.statement import shown_name
+
+
+@dataclass
+class PopulationClasses:
+    """The population's distinct QI vectors as codes (values the sample lacks numbered after the
+    sample's, in `extra_values` per column, in code order) and the rows (or weights) of each."""
+
+    codes: np.ndarray
+    rows: np.ndarray
+    extra_values: list[list]
+    # the temp tables it was counted in: the population grouped by the QI keys (k{j}, n), and per
+    # column its keys' codes (k, code); the release's check reads them again
+    grouped: str = ""
+    maps: tuple = ()
+
+    @property
+    def total(self) -> int:
+        return int(self.rows.sum())
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def _select(text: str) -> exp.Expr:
+    return sqlglot.parse_one(text, read="duckdb")
+
+
+def _sample_types(backend: Backend, plan: Plan) -> list[str]:
+    probe = exp.select(*[qcol(c) for c in plan.qi]).from_(plan.source.table.copy()).limit(0)
+    return backend.column_types(probe)
+
+
+def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) -> PopulationClasses:
+    """The population table's classes in the codes of the cells table `cells_table`; `scratch(kind)`
+    names the temp tables (dropped with the statement's others)."""
+    shown = shown_name(plan.statement.population)
+    types = _sample_types(backend, plan)
+    population = plan.population.sql()
+    weight = "count(*)" if plan.population_weight is None else f"sum({_quoted(plan.population_weight)})"
+    keys, values = [], []
+    for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
+        read = f"CAST({_quoted(column)} AS {type_name})"
+        kind = kind_of(plan, plan.qi[j])
+        text = f"CAST({read} AS VARCHAR) COLLATE c"
+        keys.append(f"{read if kind == VALUE else text} AS k{j}")
+        values.append(f"any_value({text if kind == TEXT else read}) AS v{j}")
+    grouped = scratch("population")
+    try:
+        backend.create_temp(grouped, _select(
+            f"SELECT {', '.join(keys)}, {', '.join(values)}, {weight} AS n FROM {population} "
+            f"GROUP BY {', '.join(str(j + 1) for j in range(len(keys)))}"))
+    except BackendError as error:
+        raise AnonymizeError(f"cannot read population table {shown} with the sample's column types: {error}") from None
+    cells = _quoted(cells_table)
+    maps, extra_values = [], []
+    for j, column in enumerate(plan.qi):
+        sample_key = qi_alias(j) if kind_of(plan, column) == VALUE else key_alias(j)
+        code = code_alias(j)
+        (count,) = backend.one(_select(f"SELECT count(DISTINCT {_quoted(code)}) FROM {cells}"))
+        mapping = scratch(f"population_map{j}")
+        backend.create_temp(mapping, _select(
+            f"WITH s AS (SELECT DISTINCT {_quoted(sample_key)} AS k, {_quoted(code)} AS code FROM {cells}), "
+            f"p AS (SELECT k{j} AS k, any_value(v{j}) AS v FROM {_quoted(grouped)} GROUP BY 1), "
+            f"new AS (SELECT p.k, p.v FROM p ANTI JOIN s ON p.k IS NOT DISTINCT FROM s.k) "
+            f"SELECT k, code, FALSE AS added, NULL AS v FROM s UNION ALL "
+            f"SELECT k, {int(count)} + row_number() OVER (ORDER BY k) - 1, TRUE, v FROM new"))
+        extra = backend.rows(_select(f"SELECT v FROM {_quoted(mapping)} WHERE added ORDER BY code"))
+        extra_values.append([row[0] for row in extra])
+        maps.append(mapping)
+    joins = " ".join(f"JOIN {_quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k" for j, m in enumerate(maps))
+    codes = ", ".join(f"m{j}.code" for j in range(len(maps)))
+    arrow = backend.arrow(_select(f"SELECT {codes}, sum(g.n) FROM {_quoted(grouped)} AS g {joins} "
+                                  f"GROUP BY {', '.join(str(j + 1) for j in range(len(maps)))}"))
+    m = len(plan.qi)
+    if arrow.num_rows:
+        vectors = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64)
+        rows = arrow.column(m).to_numpy().astype(np.int64)
+    else:
+        vectors, rows = np.zeros((0, m), np.int64), np.zeros(0, np.int64)
+    if (rows < 0).any():
+        raise AnonymizeError(f"population_weight of population table {shown} is negative for some rows")
+    return PopulationClasses(vectors, rows, extra_values, grouped, tuple(maps))
+
+
+def check_contained(hist, population: PopulationClasses, shown: str) -> None:
+    """delta_presence: the sample must be drawn from the population, so every sample class has at
+    least as many population rows with its values as it has rows (counted, never quoted)."""
+    from duckanon.solver.lattice import with_population
+
+    _, counts = with_population(hist, (population.codes, population.rows), None)
+    short = int((counts[:hist.n_classes] < hist.sizes).sum())
+    if short:
+        raise AnonymizeError(f"delta_presence needs the sample to be contained in the population: {short} of its "
+                             f"{hist.n_classes} classes have more rows than population table {shown} has with "
+                             "their values")
+
+
+def published_matches(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
+                      scratch) -> np.ndarray:
+    """Per published class of the target (as written): its rows and the population rows whose
+    values generalize to its labels, counted in the engine: the published table grouped by its QI
+    texts, joined to the population grouped by the labels of the node's `levels` (each
+    hierarchy's label of the value's code; the value's text at level 0). (C, 2) integers."""
+    published, labels, label_joins, registered = [], [], [], []
+    for j, (column, level) in enumerate(zip(plan.qi, levels)):
+        published.append(f"CAST({_quoted(column)} AS VARCHAR) AS l{j}")
+        if level == 0:
+            labels.append(f"CAST(g.k{j} AS VARCHAR) AS l{j}")
+            continue
+        bound = hierarchies[j]
+        names = bound.labels[level]
+        table = scratch(f"population_labels{j}")
+        registered.append(table)
+        backend.register_arrow(table, pa.table({
+            "code": pa.array(np.arange(len(bound.codes)), pa.int64()),
+            "label": pa.array([names[c] for c in bound.codes[:, level].tolist()], pa.string())}))
+        labels.append(f"t{j}.label AS l{j}")
+        label_joins.append(f"JOIN {_quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
+    joins = " ".join([f"JOIN {_quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k"
+                      for j, m in enumerate(population.maps)] + label_joins)
+    on = " AND ".join(f"pub.l{j} IS NOT DISTINCT FROM pop.l{j}" for j in range(len(plan.qi)))
+    groups = ", ".join(str(j + 1) for j in range(len(plan.qi)))
+    query = _select(
+        f"WITH pub AS (SELECT {', '.join(published)}, count(*) AS n FROM {plan.target.sql()} GROUP BY {groups}), "
+        f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {_quoted(population.grouped)} AS g {joins} "
+        f"GROUP BY {groups}) "
+        f"SELECT pub.n, coalesce(pop.p, 0) FROM pub LEFT JOIN pop ON {on}")
+    try:
+        rows = backend.rows(query)
+    finally:
+        for table in registered:
+            backend.unregister(table)
+    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def check_release(backend: Backend, plan: Plan, models, population: PopulationClasses, solution, hierarchies,
+                  scratch) -> dict:
+    """Before COMMIT: every published class of the target meets the population models, counted
+    from the published table and the population table (published_matches); what was found, for
+    the result's details. A violation is a bug, never published: nothing is written."""
+    matches = published_matches(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
+    sizes, counts = matches[:, 0], matches[:, 1]
+    for model in models:
+        if model.needs_population and not model.satisfied_in(sizes, counts).all():
+            raise AnonymizeError(f"internal error: the published table has a class that violates {model} against "
+                                 "the population table; nothing was published")
+    found = {"population_rows": population.total, "classes_checked": int(len(sizes))}
+    if len(sizes):
+        found["k_map_level"] = int(counts.min())
+        shares = sizes / np.maximum(counts, 1)
+        found["delta_presence_range"] = [round(float(shares.min()), 6), round(float(shares.max()), 6)]
+    return found
