@@ -158,9 +158,10 @@ CREATE OR REPLACE TEMP MACRO anon_population_pitman_value(theta, alpha, big_n) A
 -- anon_population_hypergeometric_one(k, n, big_n): probability that a population class of k
 -- records gives exactly 1 record to a simple random sample of n out of N,
 -- k C(N-k, n-1) / C(N, n) = exp(ln(k n / (N-n+1)) + lnG(N-n+2, k) - lnG(N+1, k)) with
--- lnG = anon_population_lgamma_diff; 0 outside the support (k > N - n + 1).
+-- lnG = anon_population_lgamma_diff; 0 outside the support (k > N - n + 1), n / N for k = 1.
 CREATE OR REPLACE TEMP MACRO anon_population_hypergeometric_one(k, n, big_n) AS
     CASE WHEN k > big_n - n + 1 THEN 0.0::DOUBLE
+         WHEN k = 1 THEN n::DOUBLE / big_n::DOUBLE
          ELSE exp(ln(k::DOUBLE) + ln(n::DOUBLE) - ln((big_n - n + 1)::DOUBLE)
                   + anon_population_lgamma_diff((big_n - n + 2)::DOUBLE, k::DOUBLE)
                   - anon_population_lgamma_diff((big_n + 1)::DOUBLE, k::DOUBLE)) END;
@@ -282,13 +283,14 @@ CREATE OR REPLACE TEMP MACRO anon_population_uniqueness(tbl, qi, population_size
                         -- v_i = 1 / (theta + i alpha), i < u; w_i = 1 / (theta + i), i < n;
                         -- z_j = 1 / (j - alpha), j < largest class; m_j = classes larger than j
                         SELECT tr, it, t, a, starts,
-                               list_sum(v) - list_sum(w) AS g1,
-                               list_sum(list_transform(v, lambda x, i: i * x))
+                               coalesce(list_sum(v), 0) - coalesce(list_sum(w), 0) AS g1,
+                               coalesce(list_sum(list_transform(v, lambda x, i: i * x)), 0)
                                - coalesce(list_sum(list_transform(z, lambda x, j: m[j] * x)), 0) AS g2,
-                               list_sum(list_transform(w, lambda x: x * x))
-                               - list_sum(list_transform(v, lambda x: x * x)) AS h11,
-                               -list_sum(list_transform(v, lambda x, i: i * (x * x))) AS h12,
-                               -list_sum(list_transform(v, lambda x, i: i * i * (x * x)))
+                               coalesce(list_sum(list_transform(w, lambda x: x * x)), 0)
+                               - coalesce(list_sum(list_transform(v, lambda x: x * x)), 0) AS h11,
+                               -coalesce(list_sum(list_transform(v, lambda x, i: i * (x * x))), 0)
+                                   AS h12,
+                               -coalesce(list_sum(list_transform(v, lambda x, i: i * i * (x * x))), 0)
                                - coalesce(list_sum(list_transform(z, lambda x, j: m[j] * x * x)), 0)
                                    AS h22
                         FROM (

@@ -285,9 +285,12 @@ def hypergeometric_one(k: int, n: int, big_n: int) -> float:
     of n out of N) = k C(N-k, n-1) / C(N, n)
                    = k n / (N - n + 1) * prod_{i=0}^{n-2} (N - k - i) / (N - i),
     computed as exp(ln(k n / (N - n + 1)) + lnG(N-n+2, k) - lnG(N+1, k)) with
-    lnG(x, h) = ln Gamma(x) - ln Gamma(x - h) (`lgamma_diff`); 0 outside the support."""
+    lnG(x, h) = ln Gamma(x) - ln Gamma(x - h) (`lgamma_diff`); 0 outside the support; n / N
+    exactly for k = 1."""
     if k > big_n - n + 1:
         return 0.0
+    if k == 1:
+        return n / big_n
     log_p = (math.log(k) + math.log(n) - math.log(big_n - n + 1)
              + lgamma_diff(big_n - n + 2, k) - lgamma_diff(big_n + 1, k))
     return math.exp(log_p)
