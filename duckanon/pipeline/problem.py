@@ -160,6 +160,20 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
     return solver_plan, build_cells(backend, solver_plan, cells_table, budget)
 
 
+def column_weights(plan: Plan) -> list[float] | None:
+    """The statement's `weights` per QI in QI order (1 where none is given), None without them."""
+    given = plan.statement.weights
+    if given is None:
+        return None
+    qi_lower = {c.lower(): c for c in plan.qi}
+    unknown = [name for name in given if name.lower() not in qi_lower]
+    if unknown:
+        raise AnonymizeError(f"weights names column {unknown[0]}, which is not a quasi-identifier "
+                             f"(quasi-identifiers: {', '.join(plan.qi)})")
+    by_lower = {name.lower(): weight for name, weight in given.items()}
+    return [by_lower.get(c.lower(), 1.0) for c in plan.qi]
+
+
 @dataclass
 class Problem:
     """What the solver receives for one statement: the bound plan, the class histogram, the
@@ -172,6 +186,7 @@ class Problem:
     models: list
     patterns: list | None
     domains: Domains | None
+    weights: list[float] | None = None
 
 
 def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None):
@@ -195,7 +210,7 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
                         None if population is None else population.total)
     generalizing = statement.method in GENERALIZING or statement.recodes or population is not None
     domains = column_domains(backend, plan, cells, population) if generalizing else None
-    return cells, Problem(plan, hist, models, plan.patterns, domains)
+    return cells, Problem(plan, hist, models, plan.patterns, domains, column_weights(plan))
 
 
 def prepare(con, text: str) -> Problem:
@@ -226,7 +241,7 @@ def solve_problem(backend: Backend, plan: Plan, cells_table: str, started: float
     # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
     deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
     solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
-                     deadline=deadline, progress=listener)
+                     deadline=deadline, progress=listener, weights=problem.weights)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
         solution.notes["whole_domain_cells"] = solution.whole_domain_cells
     if plan.sensitive is None and statement.sensitive:

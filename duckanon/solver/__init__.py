@@ -277,7 +277,7 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
 def solve(
     hist: Histogram, models: list[PrivacyModel], method: str = "auto", patterns=None, time_limit: float | None = None,
     domains: Domains | None = None, deadline: float | None = None,
-    progress: Callable[[str, dict], None] | None = None,
+    progress: Callable[[str, dict], None] | None = None, weights=None,
 ) -> Solution:
     """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
 
@@ -288,13 +288,15 @@ def solve(
     valid solution found by then is returned, with optimal=False (and, for exact, a proven
     lower_bound when one is known). The other methods are single polynomial heuristics and run
     to completion. `progress(phase, info)`, when given, hears the long phases (the lattice's
-    nodes, exact's bounds).
+    nodes, exact's bounds). `weights` (one positive number per QI, None: all 1) are ARX's attribute
+    weights: how much a column's information loss or stars count (see the README's `weights`).
     """
     if time_limit is not None:
         limit_deadline = time.perf_counter() + float(time_limit)
         deadline = limit_deadline if deadline is None else min(deadline, limit_deadline)
     context = SolveContext(deadline if method in BOUNDED else None, progress)
-    return _solve(Instance(hist, Request.of(models), patterns, domains), method, context)
+    weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+    return _solve(Instance(hist, Request.of(models), patterns, domains, weights), method, context)
 
 
 def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:

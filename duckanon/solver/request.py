@@ -158,3 +158,5 @@ class Instance:
     request: Request
     patterns: list | None = None
     domains: Domains | None = None
+    # per QI its attribute weight (ARX's setAttributeWeight), None: every column weighs 1
+    weights: object = None

@@ -89,6 +89,7 @@ class AnonymizeStatement:
     population_size: int | None = None  # N, for the estimates (default: the population table's rows)
     estimator: str | None = None  # k_map: poisson | zero_truncated_poisson; uniqueness: pitman | zayatz | snb | dankar
     significance: float | None = None  # k_map's estimate: its significance level (default 0.01)
+    weights: dict | None = None  # QI column -> attribute weight (ARX's setAttributeWeight); others weigh 1
     text: str = ""
 
     @property
@@ -319,6 +320,21 @@ def _positive(value: exp.Expr, option: str) -> float:
     return number
 
 
+def _weights(value: exp.Expr) -> dict:
+    """`(age = 2, zipcode = 1)`: a positive number per column."""
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
+    weights = {}
+    for item in items:
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and not item.this.table):
+            raise AnonymizeError(f"option weights must list column = number, e.g. weights = (age = 2, zipcode = 1), "
+                                 f"got {item.sql(dialect='duckdb')}")
+        name = item.this.name
+        if name.lower() in {c.lower() for c in weights}:
+            raise AnonymizeError(f"option weights names column {name} twice")
+        weights[name] = _positive(item.expression, "weights")
+    return weights
+
+
 def _delta_presence(value: exp.Expr) -> tuple[float, float]:
     items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else []
     if len(items) != 2:
@@ -382,6 +398,7 @@ _OPTIONS = {
     "population_size": lambda v: _integer(v, "population_size", 1),
     "estimator": lambda v: _word(v, "estimator", KMAP_ESTIMATORS + UNIQUENESS_ESTIMATORS),
     "significance": _significance,
+    "weights": _weights,
 }
 
 
@@ -483,6 +500,8 @@ def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
     if statement.population is not None and statement.k_map is None and statement.delta_presence is None \
             and statement.population_uniqueness is None:
         raise AnonymizeError("option population applies to k_map, delta_presence and population_uniqueness")
+    if statement.population is not None and statement.engine != "duckdb":
+        raise AnonymizeError("option population needs engine = 'duckdb' (the population is joined where it lies)")
     if statement.population_weight is not None and statement.population is None:
         raise AnonymizeError("option population_weight needs population = <table>")
     if statement.population_size is not None and statement.population is not None:
