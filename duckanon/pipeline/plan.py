@@ -19,7 +19,7 @@ class Plan:
     target: TableName  # the table written and commented, as the backend resolved it
     columns: list[str]  # every source column, in source order
     qi: list[str]
-    sensitive: str | None
+    sensitive: str | None  # the first sensitive column (the solver's plan: the one its histogram counts)
     keep: list[str]
     patterns: list[list[int]] | None  # QI indices that may be starred together
     # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
@@ -42,6 +42,8 @@ class Plan:
     # set by problem.build_problem: the population's classes and the temp tables they were
     # counted in (population.PopulationClasses), which the release's check reads again
     population_classes: object = None
+    # sensitive = (a, b, ...): every sensitive column (empty or one: `sensitive` alone)
+    sensitives: list[str] = field(default_factory=list)
 
     @property
     def source_shown(self) -> str:
@@ -52,9 +54,12 @@ class Plan:
     @property
     def published(self) -> list[str]:
         """Published columns in source order; every other column is dropped (privacy by default)."""
-        chosen = {c.lower() for c in self.qi + self.keep + ([self.sensitive] if self.sensitive else [])}
-        return [c for c in self.columns if c.lower() in chosen]
+        chosen = {c.lower() for c in self.qi + self.keep + self.sensitives + ([self.sensitive] if self.sensitive else [])}
+        return [c for c in self.columns if c.lower() in chosen and not c.startswith(HIDDEN_PREFIX)]
 
+
+# A column the pipeline adds to what it reads (several sensitive columns as one value): never published.
+HIDDEN_PREFIX = "__duckanon_"
 
 # The comment that marks a table of counts as duckanon's (so a re-run may replace it), followed by
 # the name of its view.
@@ -136,12 +141,13 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
             )
         return found
 
-    sensitive = resolve(statement.sensitive, "sensitive") if statement.sensitive else None
+    sensitives = [resolve(c, "sensitive") for c in statement.sensitives]
+    sensitive = sensitives[0] if sensitives else None
     keep = [resolve(c, "keep") for c in statement.keep]
     if statement.qi is not None:
         qi = [resolve(c, "qi") for c in statement.qi]
     else:
-        excluded = {c.lower() for c in keep + ([sensitive] if sensitive else [])}
+        excluded = {c.lower() for c in keep + sensitives}
         qi = [c for c in columns if c.lower() not in excluded]
     for role, names in (("qi", qi), ("keep", keep)):
         lowered = [c.lower() for c in names]
@@ -151,12 +157,13 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     if not qi:
         raise AnonymizeError("no quasi-identifier columns: name them with qi = (...)")
     qi_lower = {c.lower() for c in qi}
-    if sensitive and sensitive.lower() in qi_lower:
-        raise AnonymizeError(f"column '{sensitive}' cannot be both sensitive and a quasi-identifier")
+    for column in sensitives:
+        if column.lower() in qi_lower:
+            raise AnonymizeError(f"column '{column}' cannot be both sensitive and a quasi-identifier")
     for c in keep:
         if c.lower() in qi_lower:
             raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
-        if sensitive and c.lower() == sensitive.lower():
+        if c.lower() in {s.lower() for s in sensitives}:
             raise AnonymizeError(f"column '{c}' cannot be both kept and sensitive")
 
     patterns = None
@@ -186,7 +193,8 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
     counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
-    plan = Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts)
+    plan = Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts,
+                sensitives=sensitives)
     if statement.population is not None:
         _bind_population(backend, plan)
     return plan

@@ -12,30 +12,33 @@ import uuid
 from dataclasses import dataclass, replace
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import HistogramTooLarge, build_cells, code_alias, qcol, qi_alias, sa_values
-from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
+from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
+                                         sa_values)
+from duckanon.pipeline.plan import HIDDEN_PREFIX, Plan, bind, hierarchy_specs
 from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
-                                    PopulationUniqueness)
+                                    OnAttribute, PopulationUniqueness)
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, statement_for
-from duckanon.sql.statement import shown_name
+from duckanon.sql.statement import TableName, shown_name
 
 # k_map estimated with population_size: the significance level when none is given (ARX's default)
 KMAP_SIGNIFICANCE = 0.01
 
 
-def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None = None) -> list:
+def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None = None, marginals=None) -> list:
     """The privacy models of the statement; `sa_values` (SA values in code order) is needed for a
     declared SA order or an SA hierarchy, `population_rows` (the population table's rows or
-    weights) for the population models."""
+    weights) for the population models, `marginals` (sensitive_marginals) with several
+    sensitive columns: then each model of the sensitive values applies to each column."""
     statement = plan.statement
     models = []
     if statement.k is not None:
@@ -56,10 +59,20 @@ def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None
     if statement.population_uniqueness is not None:
         size = statement.population_size if statement.population_size is not None else population_rows
         models.append(PopulationUniqueness(statement.population_uniqueness, size, statement.estimator or "dankar"))
-    if statement.beta_likeness is not None:
-        models.append(BetaLikeness(statement.beta_likeness, sa_total, statement.beta_variant))
-    if statement.delta_disclosure is not None:
-        models.append(DeltaDisclosure(statement.delta_disclosure, sa_total))
+    if marginals is None:
+        return models + sensitive_models(plan, sa_total, sa_values)
+    joint_total = np.asarray(sa_total, dtype=np.float64)
+    for name, codes in zip(statement.sensitives, marginals):
+        total = np.bincount(codes, weights=joint_total, minlength=int(codes.max()) + 1 if len(codes) else 1)
+        models += [OnAttribute(model, codes, name) for model in sensitive_models(plan, total.astype(np.int64))]
+    return models
+
+
+def sensitive_models(plan: Plan, sa_total, sa_values=None) -> list:
+    """The models of the sensitive values (l, t, beta-likeness, delta-disclosure) on one column's
+    counts per value `sa_total`."""
+    statement = plan.statement
+    models = []
     if statement.l is not None:
         models.append(LDiversity(statement.l, statement.l_variant, statement.c))
     if statement.t is not None:
@@ -69,10 +82,14 @@ def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None
                 [None if v is None else str(v) for v in sa_values], null_label="NULL")
             models.append(TCloseness(statement.t, total, "hierarchical", hierarchy=hierarchy))
         elif statement.t_distance == "ordered" and statement.sa_order is not None:
-            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(statement.sa_order, sa_values, plan.sensitive,
-                                                                                      plan.source_shown)))
+            models.append(TCloseness(statement.t, total, "ordered", order=_declared_ranks(
+                statement.sa_order, sa_values, plan.sensitive, plan.source_shown)))
         else:
             models.append(TCloseness(statement.t, total, statement.t_distance))
+    if statement.beta_likeness is not None:
+        models.append(BetaLikeness(statement.beta_likeness, sa_total, statement.beta_variant))
+    if statement.delta_disclosure is not None:
+        models.append(DeltaDisclosure(statement.delta_disclosure, sa_total))
     return models
 
 
@@ -149,6 +166,8 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
     of one class by SA value, so the published rows stay as they were for every request that fits.)
     """
     budget = memory_budget(plan.statement.memory_limit)
+    if len(plan.sensitives) > 1:
+        plan = _joint_sensitive(backend, plan, cells_table + "_source")
     try:
         return plan, build_cells(backend, plan, cells_table, budget)
     except HistogramTooLarge:
@@ -158,6 +177,28 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
     backend.drop_temp(cells_table)
     solver_plan = replace(plan, sensitive=None, keep=plan.keep + [plan.sensitive])
     return solver_plan, build_cells(backend, solver_plan, cells_table, budget)
+
+
+def risk_notes(models, solution) -> dict:
+    """What the release's risk models measure on the published classes (the result's details):
+    the average risk, the population-uniqueness estimate and the estimated k-map, each said to
+    be an estimate where it is one."""
+    published = solution.published_classes()
+    notes = {}
+    for model in models:
+        if isinstance(model, AverageRisk):
+            notes["average_risk"] = round(AverageRisk.risk(published), 9)
+        elif isinstance(model, PopulationUniqueness) and len(published):
+            estimate = model.estimate(published)
+            notes["population_uniqueness"] = {
+                "estimate": estimate.fraction, "estimator": estimate.estimator, "population_size": model.population_size,
+                "note": "an estimate of the share of the population that is unique, from the published class sizes"}
+        elif isinstance(model, EstimatedKMap):
+            notes["k_map"] = {"k_map": model.k_map, "derived_k": model.k, "population_size": model.population_size,
+                              "estimator": model.estimator, "significance": model.significance,
+                              "note": "an estimate: every class has at least derived_k rows, which the estimator says "
+                                      "matches at least k_map people at this significance"}
+    return notes
 
 
 def column_weights(plan: Plan) -> list[float] | None:
@@ -172,6 +213,39 @@ def column_weights(plan: Plan) -> list[float] | None:
                              f"(quasi-identifiers: {', '.join(plan.qi)})")
     by_lower = {name.lower(): weight for name, weight in given.items()}
     return [by_lower.get(c.lower(), 1.0) for c in plan.qi]
+
+
+# the one value several sensitive columns are counted as (plan.HIDDEN_PREFIX: never published)
+JOINT_SENSITIVE = HIDDEN_PREFIX + "sensitive"
+
+
+def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
+    """Several sensitive columns: the histogram counts their combinations, one STRUCT value per
+    row (field s{i}: the i-th sensitive column), read from a temp table of the published columns
+    and that value; the columns themselves are published per row from it, as kept columns are."""
+    fields = ", ".join(f"s{i} := {exp.to_identifier(c, quoted=True).sql('duckdb')}" for i, c in enumerate(plan.sensitives))
+    joint = sqlglot.parse_one(f"struct_pack({fields})", read="duckdb")
+    backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published],
+                                         exp.alias_(joint, JOINT_SENSITIVE, quoted=True)).from_(plan.source.table.copy()))
+    table = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
+                                catalog=exp.to_identifier("temp", quoted=True)))
+    keep = plan.keep + [c for c in plan.sensitives]
+    return replace(plan, source=table, columns=list(plan.published) + [JOINT_SENSITIVE], sensitive=JOINT_SENSITIVE,
+                   keep=keep, sensitives=[])
+
+
+def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[np.ndarray]:
+    """Per sensitive column, the code of its value for every joint code of the histogram (codes
+    in the column's value order, NULL last)."""
+    table = exp.to_table(cells.table, quoted=True).sql("duckdb")
+    marginals = []
+    for i in range(len(sensitives)):
+        rows = backend.rows(sqlglot.parse_one(
+            f"SELECT code, dense_rank() OVER (ORDER BY struct_extract(s, 's{i}') NULLS LAST) - 1 "
+            f'FROM (SELECT "{SA_CODE}" AS code, any_value("{SA_ALIAS}") AS s FROM {table} GROUP BY 1) ORDER BY 1',
+            read="duckdb"))
+        marginals.append(np.array([code for _, code in rows], dtype=np.int64))
+    return marginals
 
 
 @dataclass
@@ -206,8 +280,9 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
         if statement.k_map is not None and hist.n_rows and population.total < statement.k_map:
             raise AnonymizeError(f"k_map = {statement.k_map} is infeasible: population table "
                                  f"{shown_name(statement.population)} has {population.total} rows")
+    marginals = sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive == JOINT_SENSITIVE else None
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None,
-                        None if population is None else population.total)
+                        None if population is None else population.total, marginals)
     generalizing = statement.method in GENERALIZING or statement.recodes or population is not None
     domains = column_domains(backend, plan, cells, population) if generalizing else None
     return cells, Problem(plan, hist, models, plan.patterns, domains, column_weights(plan))
@@ -244,6 +319,7 @@ def solve_problem(backend: Backend, plan: Plan, cells_table: str, started: float
                      deadline=deadline, progress=listener, weights=problem.weights)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
         solution.notes["whole_domain_cells"] = solution.whole_domain_cells
+    solution.notes.update(risk_notes(models, solution))
     if plan.sensitive is None and statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
     return plan, cells, hist, solution, models, domains

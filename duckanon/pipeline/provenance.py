@@ -13,7 +13,10 @@ from duckanon.sql.statement import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
-RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method")
+RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method",
+                      "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
+                      "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
+                      "significance", "weights")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 
@@ -26,6 +29,10 @@ def release_parameters(statement) -> dict:
     if statement.t is None:
         for name in ("t_distance", "sa_hierarchy", "sa_order"):
             params.pop(name, None)
+    if statement.beta_likeness is None:
+        params.pop("beta_variant", None)
+    if statement.population is not None:  # its name is a source's: only that one was used
+        params["population"] = "a table (k_map, delta_presence)"
     if methods.spec(statement.method).takes_hierarchies:  # hierarchies = None means "none given": shown as such
         params.update({name: getattr(statement, name) for name in GENERALIZATION_PARAMETERS})
     return params
@@ -36,6 +43,8 @@ def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
     source's name or values), so REPORT and a privacy officer can read its provenance later."""
     statement = plan.statement
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
+    if len(plan.sensitives) > 1:
+        provenance["sensitives"] = plan.sensitives
     provenance.update(release_parameters(statement))
     if plan.counts is not None:
         provenance["materialize"] = "view"

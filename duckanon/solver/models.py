@@ -850,6 +850,71 @@ class PopulationUniqueness(GlobalModel):
         return f"population uniqueness <= {self.u:g} ({self.estimator}, population {self.population_size})"
 
 
+class OnAttribute(PrivacyModel):
+    """`model` on one of several sensitive columns: the histogram counts combinations of their
+    values (joint codes), and `codes[s]` is the column's own code of joint code s, so the model
+    reads each group's counts of the column's values (its marginal). Its capabilities are the
+    model's; the exact MILP and TP do not encode it (they read one column's counts)."""
+
+    def __init__(self, model: PrivacyModel, codes, column: str):
+        codes = np.asarray(codes, dtype=np.int64)
+        self._set(model=model, codes=tuple(codes.tolist()), column=column, _index=codes,
+                  _width=int(codes.max()) + 1 if len(codes) else 1)
+
+    def _parameters(self):
+        return (self.model, self.codes, self.column)
+
+    @property
+    def name(self):
+        return self.model.name
+
+    needs_sa = True
+
+    @property
+    def closed_under_merging(self):
+        return self.model.closed_under_merging
+
+    @property
+    def monotone_with_suppression(self):
+        return self.model.monotone_with_suppression
+
+    @property
+    def monotone_with_generalization(self):
+        return self.model.monotone_with_generalization
+
+    def marginal(self, sa_counts) -> np.ndarray:
+        counts = np.asarray(sa_counts, dtype=np.int64)
+        out = np.zeros((len(counts), self._width), dtype=np.int64)
+        np.add.at(out.T, self._index[:counts.shape[1]], counts.T)
+        return out
+
+    def satisfied(self, sizes, sa_counts):
+        return self.model.satisfied(sizes, self.marginal(sa_counts))
+
+    def ok(self, counts, size):
+        return self.model.ok(self.marginal(np.array([counts]))[0].tolist(), size)
+
+    def check_feasible(self, sa_total):
+        try:
+            self.model.check_feasible(self.marginal(np.asarray(sa_total)[None, :])[0])
+        except AnonymizeError as error:
+            raise AnonymizeError(f"{error} (sensitive column {self.column})") from None
+
+    def min_group_size(self):
+        return self.model.min_group_size()
+
+    def deficit(self, sizes, sa_counts):
+        return self.model.deficit(sizes, self.marginal(sa_counts))
+
+    def kept_rows_bound(self, sizes, sa_counts):
+        """A part's counts of the column's values are at most its group's: the model's bound on
+        the marginal holds."""
+        return self.model.kept_rows_bound(sizes, self.marginal(sa_counts))
+
+    def __str__(self):
+        return f"{self.model} on {self.column}"
+
+
 def all_satisfied(models, sizes, sa_counts, population=None) -> np.ndarray:
     """Per group, whether it satisfies every per-group model; `population` (rows of the
     population table matching each group) for the population models (None: none is asked)."""

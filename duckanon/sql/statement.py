@@ -52,7 +52,7 @@ class AnonymizeStatement:
     l: int | None = None
     t: float | None = None
     qi: list[str] | None = None
-    sensitive: str | None = None
+    sensitive: str | None = None  # the first sensitive column (the only one, mostly)
     keep: list[str] = field(default_factory=list)
     method: str = "auto"
     seed: int | None = None  # None: a fresh random seed per run (the published order differs)
@@ -90,6 +90,8 @@ class AnonymizeStatement:
     estimator: str | None = None  # k_map: poisson | zero_truncated_poisson; uniqueness: pitman | zayatz | snb | dankar
     significance: float | None = None  # k_map's estimate: its significance level (default 0.01)
     weights: dict | None = None  # QI column -> attribute weight (ARX's setAttributeWeight); others weigh 1
+    # sensitive = (a, b): every sensitive column; l, t, beta and delta_disclosure apply to each
+    sensitives: list[str] = field(default_factory=list)
     text: str = ""
 
     @property
@@ -371,7 +373,7 @@ _OPTIONS = {
     "memory_limit": lambda v: _memory(v),
     "materialize": lambda v: _word(v, "materialize", MATERIALIZE_FORMS),
     "qi": lambda v: _names(v, "qi"),
-    "sensitive": lambda v: _one_name(v, "sensitive"),
+    "sensitive": lambda v: _names(v, "sensitive"),
     "keep": lambda v: _names(v, "keep"),
     "method": lambda v: _word(v, "method", methods.NAMES),
     "seed": lambda v: _integer(v, "seed", 0),
@@ -435,6 +437,14 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         except AnonymizeError as error:
             raise position_error(text, position, str(error)) from None
     statement.explain = explain
+    if statement.sensitive is not None:  # the option gives a list of names
+        statement.sensitives = list(statement.sensitive)
+        lowered = [name.lower() for name in statement.sensitives]
+        if len(set(lowered)) != len(lowered):
+            raise AnonymizeError("option sensitive names a column twice")
+        statement.sensitive = statement.sensitives[0]
+    if len(statement.sensitives) > 1:
+        _check_several_sensitive(statement)
     if statement.sweep is not None and not (explain or statement.report):
         raise AnonymizeError(f"a list of {statement.sweep[0]} values compares them: use EXPLAIN ANONYMIZE, "
                              "or add report = '<file>.html' (the first value is published)")
@@ -487,6 +497,18 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     if statement.l_variant != "frequency" and statement.l is None:
         raise AnonymizeError("option l_variant needs l")
     return statement
+
+
+def _check_several_sensitive(statement: AnonymizeStatement) -> None:
+    """Several sensitive columns are published per row (as kept columns are) and each model of
+    the sensitive values applies to each of them, by its own distribution."""
+    if statement.materialize == "view":
+        raise AnonymizeError("several sensitive columns are published per row: materialize = 'view' needs one")
+    if statement.engine != "duckdb":
+        raise AnonymizeError("several sensitive columns need engine = 'duckdb'")
+    if statement.t is not None and statement.t_distance != "equal":
+        raise AnonymizeError("with several sensitive columns t applies with t_distance = equal only (an order or a "
+                             "hierarchy would be one column's)")
 
 
 def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
@@ -561,7 +583,8 @@ class ReportStatement:
 
 _REPORT_OPTIONS = {
     "file": lambda v: _path(v, "file"),
-    **{name: _OPTIONS[name] for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance", "risk_threshold")},
+    "sensitive": lambda v: _one_name(v, "sensitive"),
+    **{name: _OPTIONS[name] for name in ("qi", "k", "l", "t", "l_variant", "t_distance", "risk_threshold")},
 }
 
 

@@ -76,7 +76,9 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         "no: heuristic result without a matching lower bound")
     items = [
         ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
-        ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", plan.sensitive or ""),
+        ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", ", ".join(plan.sensitives)),
+        ("privacy models", "; ".join(str(model) for model in models)),
+        *([("population", plan.population.sql())] if plan.population is not None else []),
         ("rows", str(hist.n_rows)), ("classes (distinct QI vectors)", str(hist.n_classes)),
         ("class sizes", _size_histogram(sizes)),
         ("classes below the smallest allowed group", f"{int((sizes < min_size).sum())} classes, "
