@@ -74,7 +74,7 @@ class AnonymizeStatement:
     # 'view': the target is a view over a small table of (published values, count), see materialize
     materialize: str = "table"
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
-    sweep: tuple[str, list] | None = None  # k, l or t given as a list: compare the values
+    sweep: tuple[str, list] | None = None  # a SWEEPABLE parameter given as a list: compare the values
     # risk-based models (ARX's criteria): see the README's "Risk-based models"
     k_map: int | None = None  # every class matches >= k_map people of the population
     delta_presence: tuple[float, float] | None = None  # (dmin, dmax): sample share of each class's population rows
@@ -404,7 +404,10 @@ _OPTIONS = {
 }
 
 
-SWEEPABLE = ("k", "l", "t")
+# the parameters a list of values compares (EXPLAIN or the report's sweep), with their SQL types
+SWEEPABLE = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE", "k_map": "BIGINT", "average_risk": "DOUBLE",
+             "highest_risk": "DOUBLE", "population_uniqueness": "DOUBLE", "beta_likeness": "DOUBLE",
+             "delta_disclosure": "DOUBLE"}
 
 
 def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> AnonymizeStatement:
@@ -429,7 +432,7 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
                 if not values:
                     raise AnonymizeError(f"option {name} lists no values")
                 if statement.sweep is not None:
-                    raise AnonymizeError("only one of k, l, t can list values")
+                    raise AnonymizeError(f"only one of {', '.join(SWEEPABLE)} can list values")
                 statement.sweep = (name, values)
                 setattr(statement, name, values[0])
                 continue

@@ -11,6 +11,7 @@ from duckanon.backends import Backend, work
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.result import Table
+from duckanon.sql.statement import SWEEPABLE
 
 
 def dry_run(backend: Backend, statement, listener=None):
@@ -33,6 +34,16 @@ def _size_histogram(sizes) -> str:
     return ", ".join(counts) or "none"
 
 
+# what each dry run of a sweep measures besides the swept parameter
+MEASURED_RISKS = ("highest_risk", "average_risk")
+
+
+def swept_key(name: str) -> str:
+    """The sweep's column of the requested values: the parameter's name, or requested_<name>
+    where the measured risk of that name has a column of its own."""
+    return f"requested_{name}" if name in MEASURED_RISKS else name
+
+
 def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
     """One dry run per value of the swept parameter (k, l or t): loss and risk against it."""
     name, values = statement.sweep
@@ -42,7 +53,7 @@ def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
         _, _, solution, _, seconds = dry_run(backend, statement, listener)
         published = solution.published_classes()
         kept_rows = int(published.sum())
-        rows.append({name: value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
+        rows.append({swept_key(name): value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
                      "removed_rows": solution.removed_rows, "classes": len(published),
                      "min_class_size": int(published.min()) if len(published) else None,
                      "highest_risk": 1.0 / published.min() if len(published) else None,
@@ -58,8 +69,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     if statement.sweep is not None:
         rows = sweep_rows(backend, statement, listener)
         name = statement.sweep[0]
-        types = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE"}
-        columns = [(name, types[name]), ("stars", "BIGINT"), ("suppressed_rows", "BIGINT"), ("removed_rows", "BIGINT"),
+        columns = [(swept_key(name), SWEEPABLE[name]), ("stars", "BIGINT"), ("suppressed_rows", "BIGINT"), ("removed_rows", "BIGINT"),
                    ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
                    ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
         return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])

@@ -58,7 +58,7 @@ def test_sweep_over_k(con):
 def test_sweep_needs_explain_or_report(con):
     with pytest.raises(duckanon.AnonymizeError, match="use EXPLAIN ANONYMIZE"):
         con.execute(f"ANONYMIZE hospital WITH (k = (2, 3), {QI})")
-    with pytest.raises(duckanon.AnonymizeError, match="only one of k, l, t can list values"):
+    with pytest.raises(duckanon.AnonymizeError, match="only one of k, l, t, k_map, average_risk, highest_risk, population_uniqueness, beta_likeness, delta_disclosure can list values"):
         con.execute(f"EXPLAIN ANONYMIZE hospital WITH (k = (2, 3), l = (2, 3), {QI})")
 
 
