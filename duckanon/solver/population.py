@@ -206,8 +206,11 @@ def pitman_start(p: _Profile) -> tuple[float, float]:
 
 def _pitman_system(p: _Profile):
     """The likelihood equations dL/dtheta = 0, dL/dalpha = 0 and their Jacobian (the Hessian of
-    L), by the exact finite sums (ARX's `getMasterFunctionIterative`; its closed form in digamma
-    and trigamma functions is the same function up to the approximation of those)."""
+    L) by the finite sums (ARX's "iterative" functions):
+
+        dL/dtheta = sum_{i<u} 1 / (theta + i alpha) - sum_{i<n} 1 / (theta + i)
+        dL/dalpha = sum_{i<u} i / (theta + i alpha) - sum_classes sum_{j<size} 1 / (j - alpha)
+    """
     i_u = np.arange(1, p.u, dtype=np.float64)
     i_n = np.arange(1, p.n, dtype=np.float64)
     # m_j = classes larger than j, j = 1..max size - 1: sum_classes sum_{j<size} g(j) = sum_j m_j g(j)
@@ -238,17 +241,129 @@ def _classes_larger(p: _Profile, top: int) -> np.ndarray:
     return larger[idx].astype(np.float64)
 
 
+# ARX's digamma and trigamma (risk/Gamma.java, after Minka's Lightspeed toolbox): the asymptotic
+# series after shifting the argument up by whole steps, reflection for negative arguments, a
+# Taylor expansion near 0.
+_EULER = 0.57721566490153286061
+_ZETA2 = math.pi * math.pi / 6
+_ZETA3 = 1.2020569031595942854
+
+
+def digamma_arx(x: float) -> float:
+    """psi(x) as ARX computes it: below 12, psi(x) = psi(x + m) - sum_{i<m} 1 / (x + i) with m the
+    steps to reach 12, then ln y - 1/(2y) - 1/(12y^2) + 1/(120y^4) - 1/(252y^6) + 1/(240y^8)
+    - 1/(132y^10) at y = x + m (accurate to ~1e-15). Sums run in order, so that the SQL macro
+    anon_population_digamma gives the same bits."""
+    if math.isnan(x) or math.isinf(x):
+        return math.nan
+    if x == 0:
+        return -math.inf
+    if x < 0:
+        return digamma_arx(1 - x) + math.pi / math.tan(-math.pi * x)
+    if x <= 1e-6:
+        return -_EULER - 1 / x + _ZETA2 * x
+    steps = math.ceil(12 - x) if x < 12 else 0
+    shift = 0.0
+    for i in range(steps):
+        shift += 1.0 / (x + i)
+    y = x + steps
+    r = 1.0 / y
+    r2 = r * r
+    tail = r2 * (1 / 12 - r2 * (1 / 120 - r2 * (1 / 252 - r2 * (1 / 240 - r2 * (1 / 132)))))
+    return (-shift + (math.log(y) - 0.5 * r)) - tail
+
+
+def trigamma_arx(x: float) -> float:
+    """psi'(x) as ARX computes it. ARX shifts arguments below 8 up to [8, 9) but adds the
+    asymptotic series 1/y + 1/(2y^2) + 1/(6y^3) - 1/(30y^5) + 1/(42y^7) - 1/(30y^9) + 5/(66y^11)
+    only when the shifted argument is at least 12, so for x < 12 it returns the shift's sum
+    sum_{i<m} 1 / (x + i)^2 alone (0 on [8, 12)): exact only from 12 on. ARX uses trigamma only
+    in the Jacobian of the Pitman fit, where this changes the Newton path (and with it, on small
+    or odd samples, which point the fit ends at), not the equations solved. Followed here."""
+    if math.isnan(x) or math.isinf(x):
+        return math.nan
+    if x == 0:
+        return -math.inf
+    if x < 0:
+        r = math.pi / math.sin(-math.pi * x)
+        return -trigamma_arx(1 - x) + r * r
+    if x <= 1e-4:
+        return 1 / (x * x) + _ZETA2 - 2 * _ZETA3 * x
+    steps = math.ceil(8 - x) if x < 8 else 0
+    value = 0.0
+    for i in range(steps):
+        value += 1.0 / ((x + i) * (x + i))
+    y = x + steps
+    if y >= 12:
+        r = 1.0 / (y * y)
+        value += 0.5 * r + (1 + r * (1 / 6 + r * (-1 / 30 + r * (1 / 42 + r * (-1 / 30 + r * (5 / 66)))))) / y
+    return value
+
+
+def _pitman_closed_system(p: _Profile):
+    """The same likelihood equations in closed form, with s = theta / alpha:
+
+        sum_{i<u} 1 / (theta + i alpha)   = (psi(s + u) - psi(s + 1)) / alpha
+        sum_{i<n} 1 / (theta + i)         = psi(theta + n) - psi(theta + 1)
+        sum_{j<k} 1 / (j - alpha)         = psi(k - alpha) - psi(1 - alpha)
+
+    and likewise the Hessian with psi' (ARX's ModelPitman "closed" master function), evaluated
+    with ARX's digamma_arx and trigamma_arx; sums over the class sizes run in ascending order."""
+    u, n = np.float64(p.u), np.float64(p.n)
+    others = [(float(k), np.float64(c)) for k, c in zip(p.sizes, p.counts) if k != 1]
+
+    def evaluate(t, a):
+        t, a = np.float64(t), np.float64(a)
+        s = t / a
+        a2 = a * a
+        psi_u, psi_1 = digamma_arx(float(((u - 1) + s) + 1)), digamma_arx(float(s + 1))
+        tri_u, tri_1 = trigamma_arx(float(((a + t) + a * (u - 1)) / a)), trigamma_arx(float(s + 1))
+        o1 = (psi_u - psi_1) / a                       # sum_{i<u} 1 / (t + i a)
+        d1 = (tri_1 - tri_u) / a2                      # sum_{i<u} 1 / (t + i a)^2
+        o3 = ((u - 1) * a - t * (psi_u - psi_1)) / a2  # sum_{i<u} i / (t + i a)
+        d5 = (o1 - t * d1) / a                         # sum_{i<u} i / (t + i a)^2
+        d3 = ((u - 1) - 2 * t * o1 + t * t * d1) / a2  # sum_{i<u} i^2 / (t + i a)^2
+        o2 = np.float64(digamma_arx(float(n + t))) - digamma_arx(float(t + 1))
+        d2 = np.float64(trigamma_arx(float(t + 1))) - trigamma_arx(float(n + t))
+        psi_a, tri_a = digamma_arx(float(1 - a)), trigamma_arx(float(1 - a))
+        o4 = d4 = np.float64(0.0)
+        for k, c in others:
+            o4 += c * (digamma_arx(float(k - a)) - psi_a)
+            d4 += c * (tri_a - trigamma_arx(float(k - a)))
+        return o1 - o2, o3 - o4, d2 - d1, -d5, -d5, -d3 - d4
+
+    def guarded(t, a):
+        with np.errstate(all="ignore"):
+            return evaluate(t, a)
+
+    return guarded
+
+
 def fit_pitman(sizes: Iterable[int]) -> tuple[float, float, bool]:
     """Maximum-likelihood (theta, alpha) of Pitman's model for the sample's partition, as ARX's
-    ModelPitman fits it: Newton-Raphson on the likelihood equations from ARX's start value
-    (`pitman_start`), constraint theta >= 0, then ARX's start values (see `_newton`). Returns
-    (theta, alpha, converged); (nan, nan, False) when no try converges."""
+    ModelPitman fits it. From ARX's start value (`pitman_start`), constraint theta >= 0 (see
+    `_newton`):
+    1. Newton-Raphson on the closed form (`_pitman_closed_system`, ARX's digamma/trigamma);
+    2. if that fails, or its point does not satisfy the exact equations (`_pitman_system`) to
+       ACCURACY, Newton-Raphson on the exact equations instead.
+    Returns (theta, alpha, converged); (nan, nan, False) when neither converges. The point is a
+    root of the likelihood equations to ACCURACY, which ARX's approximate Jacobian can also find
+    far out (theta in the billions, where both derivatives vanish); the estimate there is
+    usually outside [0, N] and so 'not available', as in ARX."""
     p = _profile(sizes)
     return _fit_pitman(p)
 
 
 def _fit_pitman(p: _Profile) -> tuple[float, float, bool]:
-    return _newton(_pitman_system(p), pitman_start(p), constraint=lambda t, a: t >= 0)
+    start = pitman_start(p)
+    exact = _pitman_system(p)
+    theta_ok = lambda t, a: t >= 0  # noqa: E731
+    t, a, ok = _newton(_pitman_closed_system(p), start, constraint=theta_ok)
+    if ok:
+        g1, g2 = exact(np.float64(t), np.float64(a))[:2]
+        if abs(g1) <= ACCURACY and abs(g2) <= ACCURACY:
+            return t, a, True
+    return _newton(exact, start, constraint=theta_ok)
 
 
 def pitman_uniques(theta: float, alpha: float, population_size: float) -> float:
