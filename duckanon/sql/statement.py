@@ -512,6 +512,9 @@ def _check_several_sensitive(statement: AnonymizeStatement) -> None:
     if statement.t is not None and statement.t_distance != "equal":
         raise AnonymizeError("with several sensitive columns t applies with t_distance = equal only (an order or a "
                              "hierarchy would be one column's)")
+    if statement.method in ("tp", "tp+", "matching", "exact"):
+        raise AnonymizeError(f"method {statement.method} reads one sensitive column's counts: with several sensitive "
+                             "columns use another method (auto, greedy, mondrian, lattice, ...)")
 
 
 def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
