@@ -110,12 +110,17 @@ class Labels:
         self.columns = columns
         self.rows = {c: hierarchy_rows(c) for c in columns}
         self.heights = [len(self.rows[c][0]) - 1 for c in columns]
+        self.cache = {}
 
     def codes(self, j: int, values: list[str], level: int) -> np.ndarray:
-        by_value = {row[0]: row[level] for row in self.rows[self.columns[j]]}
-        texts = sorted({row[level] for row in self.rows[self.columns[j]]})
-        index = {t: i for i, t in enumerate(texts)}
-        return np.array([index[by_value[v]] for v in values], dtype=np.int64)
+        """Per value its label's integer at `level` (cached per list of values and level)."""
+        key = (j, id(values), level)
+        if key not in self.cache:
+            by_value = {row[0]: row[level] for row in self.rows[self.columns[j]]}
+            texts = sorted({row[level] for row in self.rows[self.columns[j]]})
+            index = {t: i for i, t in enumerate(texts)}
+            self.cache[key] = np.array([index[by_value[v]] for v in values], dtype=np.int64)
+        return self.cache[key]
 
     def cell_loss(self, j: int, level: int) -> np.ndarray:
         """Per label integer (codes() numbering) its cell loss."""
