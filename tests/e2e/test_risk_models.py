@@ -435,9 +435,26 @@ def expected_refusal(rows, request) -> str | None:
     return None
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+RANDOM = settings(deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@settings(RANDOM, max_examples=120)
 @given(small_releases())
 def test_random_tables_average_risk_beta_delta(case):
+    publish_random(case)
+
+
+@slow
+@settings(RANDOM, max_examples=3000)
+@given(small_releases())
+def test_random_tables_average_risk_beta_delta_slow(case):
+    publish_random(case)
+
+
+def publish_random(case):
+    """One random table and request through SQL: refused as predicted (one line, no target), or
+    published with every row's own SA and QI values (or '*'; Mondrian's ranges aside) and the
+    request holding by the checker."""
     kinds, rows, request = case
     con = small_connection()
     raw = con.duckdb

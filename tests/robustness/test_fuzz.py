@@ -2,15 +2,20 @@
 
 Each example builds a random table (INTEGER, VARCHAR, DATE, DOUBLE and BOOLEAN columns, NULLs,
 duplicates, skew, one-row and empty tables), writes a random statement (k; l with l_variant
-frequency | distinct | entropy | recursive (c); t with t_distance equal | ordered; patterns; keep;
-seed; INTO; options in random order) and runs it through one of the methods. Then either
+frequency | distinct | entropy | recursive (c); t with t_distance equal | ordered; the risk-based
+models of the sample alone (issue 19): average_risk, highest_risk, beta_likeness with beta_variant
+basic | enhanced, delta_disclosure; patterns; keep; seed; INTO; options in random order) and runs
+it through one of the methods. Then either
 
 * the request was feasible and the published table is checked by `check_published_sql` below:
   plain DuckDB SQL written in this file, sharing nothing with duckanon's macros or solvers. It
   groups the published rows into classes (GROUP BY semantics on the QI columns: NULL is a value,
   '*' a suppressed cell) and computes per class the size, distinct SA count, largest SA count,
   entropy, the recursive-diversity tail, the total-variation and ordered EMD to the table's SA
-  distribution; and it checks row count, SA (and keep) multisets, that every unstarred QI cell is
+  distribution, the highest risk 1 / size, and per (class, SA value) the beta-likeness gain
+  (p - q) / q (Cao & Karras: at most beta, enhanced at most min(beta, -ln q)) and the
+  delta-disclosure distance |log2(p / q)| (Brickell & Shmatikov, base 2: below delta); over the
+  whole table the average risk, classes / rows (El Emam); and it checks row count, SA (and keep) multisets, that every unstarred QI cell is
   the source's own value (per row when a row id is kept, per class and column otherwise), that the
   published columns are exactly QI + SA + keep with the right types, and the summary row; or
 * the request is infeasible (predicted in Python from the table alone) and ANONYMIZE must raise
@@ -27,6 +32,7 @@ by dropping all tables, and checks afterwards that no temp table or registered v
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -75,6 +81,12 @@ HEURISTICS = ["auto", "mapprox", "greedy", "merge", "topdown", "tp", "tp+", "hil
 PATTERN_METHODS = {"auto", "greedy", "exact", "dp"}  # the methods documented to honour patterns
 L_VARIANTS = ["frequency", "distinct", "entropy", "recursive"]
 T_VALUES = [0.0, 0.05, 0.2, 1 / 3, 0.5, 1.0]
+RISK_VALUES = [0.1, 0.2, 0.25, 1 / 3, 0.5, 1.0]  # average_risk, highest_risk
+BETA_VALUES = [0.2, 0.5, 1.0, 3.0]
+DELTA_VALUES = [0.4, 1.0, 2.0]
+# the models ANONYMIZE needs one of; the risk-based ones that read the sensitive values
+MODELS = ("k", "l", "t", "average_risk", "highest_risk", "beta_likeness", "delta_disclosure")
+GLOBAL_REFUSING = ("exact", "dp", "matching")  # methods that refuse average_risk at bind (methods.takes_global)
 TOL = 1e-9
 
 
@@ -153,14 +165,26 @@ def cases(draw, methods=tuple(HEURISTICS), max_rows=40, bulk=False, tiny=False, 
     if has_sa and draw(st.booleans()):
         request["t"] = draw(st.sampled_from(T_VALUES))
         request["t_distance"] = draw(st.sampled_from(["equal", "ordered"]))
-    if all(request.get(x) is None for x in ("k", "l", "t")):
+    if draw(st.integers(0, 5)) == 0:
+        request["average_risk"] = draw(st.sampled_from(RISK_VALUES))
+    if draw(st.integers(0, 7)) == 0:
+        request["highest_risk"] = draw(st.sampled_from(RISK_VALUES))
+    if has_sa and draw(st.integers(0, 5)) == 0:
+        request["beta_likeness"] = draw(st.sampled_from(BETA_VALUES))
+        request["beta_variant"] = draw(st.sampled_from(["basic", "enhanced"]))
+    if has_sa and draw(st.integers(0, 5)) == 0:
+        request["delta_disclosure"] = draw(st.sampled_from(DELTA_VALUES))
+    if all(request.get(x) is None for x in MODELS):
         request["k"] = draw(st.integers(1, 4))
     if infeasible and rows and draw(st.integers(0, 3)) > 0:  # mostly requests no table can satisfy
         sa_at = next((j for j, c in enumerate(data_columns) if c[1] == "sa"), None)
         counts = Counter(_key(row[sa_at]) for row in rows) if sa_at is not None else Counter()
-        way = draw(st.sampled_from(["k", "l_distinct", "l_frequency"] if counts else ["k"]))
+        ways = ["k", "average_risk", "highest_risk"]
+        way = draw(st.sampled_from(ways + ["l_distinct", "l_frequency"] if counts else ways))
         if way == "k":
             request["k"] = len(rows) + draw(st.integers(1, 3))
+        elif way in ("average_risk", "highest_risk"):  # below 1 / rows: even the whole table is too risky
+            request[way] = 1 / (len(rows) + draw(st.integers(1, 3)))
         elif way == "l_distinct":
             request.update(l=max(2, len(counts) + 1 + draw(st.integers(0, 2))), l_variant="distinct")
             request.pop("c", None)
@@ -200,7 +224,8 @@ def statement_of(case) -> str:
         options.append(f"sensitive = {qident(by_role['sa'][0])}")
     if by_role["keep"]:
         options.append(f"keep = ({', '.join(map(qident, by_role['keep']))})")
-    for key in ("k", "l", "l_variant", "c", "t", "t_distance", "seed", "time_limit"):
+    for key in ("k", "l", "l_variant", "c", "t", "t_distance", "average_risk", "highest_risk", "beta_likeness",
+                "beta_variant", "delta_disclosure", "seed", "time_limit"):
         if request.get(key) is not None:
             value = request[key]
             options.append(f"{key} = {value!r}" if isinstance(value, float) else f"{key} = {value}")
@@ -242,11 +267,16 @@ def create_source(raw, case) -> None:
 def expected_refusals(case) -> list[str]:
     """Messages of which one must appear when the request is infeasible ([] = must succeed).
 
-    Derived from the table alone: an empty table always publishes; a literal '*' in a QI column
-    is refused; k above the row count; l above the number of distinct SA values; the whole table
-    (the coarsest possible class) violating the l-diversity variant.
+    Derived from the table alone: the methods that take no global model refuse average_risk
+    before reading anything; an empty table always publishes; a literal '*' in a QI column is
+    refused; k, or highest_risk's k = ceil(1 / r), above the row count; average_risk below
+    1 / rows; l above the number of distinct SA values; the whole table (the coarsest possible
+    class) violating the l-diversity variant. (beta-likeness and delta-disclosure hold on the
+    whole table, p = q, so they make no request infeasible.)
     """
     rows, request, columns = case["rows"], case["request"], case["columns"]
+    if request.get("average_risk") is not None and request["method"] in GLOBAL_REFUSING:
+        return ["does not take average_risk"]
     if not rows:
         return []
     data_columns = [c for c in columns if c[2] != "rid"]
@@ -257,6 +287,10 @@ def expected_refusals(case) -> list[str]:
     n = len(rows)
     if request.get("k") is not None and request["k"] > n:
         refusals.append("greater than the number of rows")
+    if request.get("highest_risk") is not None and math.ceil(1 / request["highest_risk"] - 1e-9) > n:
+        refusals.append("greater than the number of rows")
+    if request.get("average_risk") is not None and 1 / n > request["average_risk"] * (1 + 1e-12):
+        refusals.append("is infeasible: the whole table as one class has risk")
     if request.get("l") is not None:
         sa_index = next(j for j, c in enumerate(data_columns) if c[1] == "sa")
         counts = sorted(Counter(_key(row[sa_index]) for row in rows).values(), reverse=True)
@@ -294,6 +328,8 @@ def class_violations_sql(target: str, qi: list[str], sa: str | None, request: di
     reasons = []
     if k is not None:
         reasons.append(f"CASE WHEN size < {k} THEN 'k' END")
+    if request.get("highest_risk") is not None:  # every record's risk 1 / (its class's size)
+        reasons.append(f"CASE WHEN 1 / size > {request['highest_risk']!r} * (1 + {TOL}) THEN 'highest_risk' END")
     if l is not None:
         condition = {
             "frequency": f"{l} * max_sa > size",
@@ -305,7 +341,7 @@ def class_violations_sql(target: str, qi: list[str], sa: str | None, request: di
     if t is not None:
         distance = "tv" if request.get("t_distance", "equal") == "equal" else "emd_ordered"
         reasons.append(f"CASE WHEN {distance} > {t!r} + {TOL} THEN 't' END")
-    reason = f"concat_ws(',', {', '.join(reasons)})"
+    reason = f"concat_ws(',', {', '.join(reasons or ['NULL'])})"  # (no per-class model: no row)
     if l is None and t is None:  # k alone: class sizes are enough
         return f"SELECT {reason} AS reason, * FROM (SELECT count(*) AS size FROM {target} GROUP BY {qcols}) WHERE {reason} <> ''"
     numbers = f"""
@@ -345,6 +381,34 @@ def class_violations_sql(target: str, qi: list[str], sa: str | None, request: di
     )
     SELECT {reason} AS reason, * FROM numbers WHERE {reason} <> ''
     """
+
+
+def share_violations_sql(target: str, qi: list[str], sa: str, request: dict) -> str:
+    """One row per (published class, SA value present in it) that violates beta-likeness or
+    delta-disclosure: p = the value's share of the class, q = its share of the whole published
+    table (GROUP BY semantics: NULL and NaN are values)."""
+    qcols = ", ".join(map(qident, qi))
+    s = qident(sa)
+    reasons = []
+    beta = request.get("beta_likeness")
+    if beta is not None:
+        limit = f"least({beta!r}, -ln(q))" if request.get("beta_variant") == "enhanced" else repr(beta)
+        reasons.append(f"CASE WHEN (p - q) / q > {limit} + {TOL} THEN 'beta' END")
+    delta = request.get("delta_disclosure")
+    if delta is not None:
+        reasons.append(f"CASE WHEN NOT (abs(log2(p / q)) < {delta!r}) THEN 'delta' END")
+    reason = f"concat_ws(',', {', '.join(reasons)})"
+    return f"""
+    WITH __cells AS (
+        SELECT __s, __n, sum(__n) OVER (PARTITION BY {qcols}) AS __size
+        FROM (SELECT {qcols}, {s} AS __s, count(*) AS __n FROM {target} GROUP BY ALL)
+    ), __tot AS (
+        SELECT {s} AS __s, count(*) AS __nt, sum(count(*)) OVER () AS __rows FROM {target} GROUP BY ALL
+    ), __shares AS (
+        SELECT c.__s AS value, c.__n / c.__size AS p, t.__nt / t.__rows AS q
+        FROM __cells AS c JOIN __tot AS t ON c.__s IS NOT DISTINCT FROM t.__s
+    )
+    SELECT {reason} AS reason, * FROM __shares WHERE {reason} <> ''"""
 
 
 def check_published_sql(raw, case, summary) -> None:
@@ -414,10 +478,22 @@ def check_published_sql(raw, case, summary) -> None:
     # the privacy request, class by class
     bad = raw.execute(class_violations_sql(target, qi, sa, request)).fetchall()
     assert bad == [], f"classes violating the request: {bad[:5]}"
+    if sa and (request.get("beta_likeness") is not None or request.get("delta_disclosure") is not None):
+        bad = raw.execute(share_violations_sql(target, qi, sa, request)).fetchall()
+        assert bad == [], f"sensitive values violating the request (reason, value, p, q): {bad[:5]}"
+    if request.get("average_risk") is not None and n:  # the whole release: classes / rows
+        classes, rows = raw.execute(f"SELECT count(*), sum(c) FROM (SELECT count(*) AS c FROM {target} "
+                                    f"GROUP BY {qcols})").fetchone()
+        assert classes / rows <= request["average_risk"] * (1 + TOL), \
+            f"a release violating the request: average risk {classes}/{rows} > {request['average_risk']}"
+        details = json.loads(summary[14]) if len(summary) > 14 and summary[14] else {}  # the last column
+        said = details.get("average_risk")
+        assert said is not None and abs(said - classes / rows) <= 1e-9, ("details.average_risk", said, classes / rows)
 
     # patterns: greedy with k alone leaves at most one group (the leftover rows) outside the
     # user's patterns; every other published class stars a subset of one pattern
-    if request.get("patterns") and request["method"] == "greedy" and request.get("l") is None and request.get("t") is None:
+    if request.get("patterns") and request["method"] == "greedy" and all(
+            request.get(x) is None for x in ("l", "t", "average_risk", "beta_likeness", "delta_disclosure")):
         star_sets = raw.execute(f"""
             SELECT DISTINCT {', '.join(f"{qident(c)} = '*'" for c in qi)}, {qcols} FROM {target}""").fetchall()
         allowed = [set(p) for p in request["patterns"]]
@@ -457,8 +533,11 @@ def database_state(raw, case) -> tuple:
 
 
 # Documented limitations of the exact methods: dp's state limit, matching's narrow scope, and
-# exact/dp covering k, frequency/distinct l and t only (README: "for k, l (frequency/distinct) and t").
-ALLOWED_METHOD_REFUSALS = ("is for tiny inputs", "instance too large", "does not apply", "does not support entropy", "does not support recursive")
+# exact/dp covering k, frequency/distinct l and t only (README: "for k, l (frequency/distinct) and t");
+# exact encodes neither beta-likeness nor delta-disclosure (models.milp_encodable).
+ALLOWED_METHOD_REFUSALS = ("is for tiny inputs", "instance too large", "does not apply", "does not support entropy",
+                           "does not support recursive", "does not support basic", "does not support enhanced",
+                           "-disclosure privacy")
 
 
 def run_case(case, previous_target: bool = False):
@@ -672,7 +751,9 @@ def test_the_checker_catches_t_closeness_and_frequency_violations():
     rows = [(1, "x"), (1, "x"), (2, "y"), (2, "y")]
     raw = connection().duckdb
     for request_ in ({"t": 0.4}, {"t": 0.4, "t_distance": "ordered"}, {"l": 2}, {"l": 2, "l_variant": "entropy"},
-                     {"l": 2, "l_variant": "recursive", "c": 3}):
+                     {"l": 2, "l_variant": "recursive", "c": 3}, {"highest_risk": 0.4}, {"average_risk": 0.4},
+                     {"beta_likeness": 0.5, "beta_variant": "basic"}, {"beta_likeness": 0.5, "beta_variant": "enhanced"},
+                     {"delta_disclosure": 0.8}):
         case = hand_case(columns, rows, request_)
         reset(raw)
         create_source(raw, case)
