@@ -56,6 +56,13 @@ def _sample_types(backend: Backend, plan: Plan) -> list[str]:
     return backend.column_types(probe)
 
 
+def population_size(backend: Backend, plan: Plan) -> int:
+    """The population table's rows (or the sum of its weights): N for the estimates."""
+    weight = "count(*)" if plan.population_weight is None else f"sum({_quoted(plan.population_weight)})"
+    (people,) = backend.one(_select(f"SELECT coalesce({weight}, 0) FROM {plan.population.sql()}"))
+    return int(people)
+
+
 def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) -> PopulationClasses:
     """The population table's classes in the codes of the cells table `cells_table`; `scratch(kind)`
     names the temp tables (dropped with the statement's others)."""

@@ -21,7 +21,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
                                          sa_values)
 from duckanon.pipeline.plan import HIDDEN_PREFIX, Plan, bind, hierarchy_specs
-from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes
+from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
                                     OnAttribute, PopulationUniqueness)
@@ -271,18 +271,21 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
     plan, cells = _cells(backend, plan, cells_table)
     hist = cells.histogram
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
-    population = None
-    if plan.population is not None:
+    population, people = None, None
+    if statement.population_models:  # the population's classes: the lattice counts them per node
         progress.tell(listener, "counting the population table's classes (GROUP BY)")
         population = plan.population_classes = population_classes(backend, plan, cells_table, scratch_name)
+        people = population.total
         if statement.delta_presence is not None:
             check_contained(hist, population, shown_name(statement.population))
         if statement.k_map is not None and hist.n_rows and population.total < statement.k_map:
             raise AnonymizeError(f"k_map = {statement.k_map} is infeasible: population table "
                                  f"{shown_name(statement.population)} has {population.total} rows")
+    elif plan.population is not None:  # population_uniqueness alone: the table gives N
+        people = population_size(backend, plan)
     marginals = sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive == JOINT_SENSITIVE else None
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None,
-                        None if population is None else population.total, marginals)
+                        people, marginals)
     generalizing = statement.method in GENERALIZING or statement.recodes or population is not None
     domains = column_domains(backend, plan, cells, population) if generalizing else None
     return cells, Problem(plan, hist, models, plan.patterns, domains, column_weights(plan))

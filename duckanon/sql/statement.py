@@ -100,6 +100,11 @@ class AnonymizeStatement:
         return any(getattr(self, name) is not None for name in SENSITIVE_MODELS)
 
     @property
+    def population_models(self) -> bool:
+        """A model counts the population table's rows per class (k_map with it, delta_presence)."""
+        return self.delta_presence is not None or (self.k_map is not None and self.population is not None)
+
+    @property
     def kmap_estimated(self) -> bool:
         return self.k_map is not None and self.population is None
 
