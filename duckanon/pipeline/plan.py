@@ -44,6 +44,9 @@ class Plan:
     population_classes: object = None
     # sensitive = (a, b, ...): every sensitive column (empty or one: `sensitive` alone)
     sensitives: list[str] = field(default_factory=list)
+    # direct identifiers (names as the source spells them) and the masking rule of those published
+    identifiers: list[str] = field(default_factory=list)
+    masks: dict = field(default_factory=dict)
 
     @property
     def source_shown(self) -> str:
@@ -54,8 +57,31 @@ class Plan:
     @property
     def published(self) -> list[str]:
         """Published columns in source order; every other column is dropped (privacy by default)."""
-        chosen = {c.lower() for c in self.qi + self.keep + self.sensitives + ([self.sensitive] if self.sensitive else [])}
+        chosen = {c.lower() for c in self.qi + self.keep + self.sensitives + list(self.masks)
+                  + ([self.sensitive] if self.sensitive else [])}
         return [c for c in self.columns if c.lower() in chosen and not c.startswith(HIDDEN_PREFIX)]
+
+    def roles(self) -> dict[str, str]:
+        """Every source column's one role: quasi-identifier, sensitive, keep, identifier (masked by
+        its rule, or dropped), or dropped (not mentioned: privacy by default)."""
+        qi, keep = {c.lower() for c in self.qi}, {c.lower() for c in self.keep}
+        sensitive = {c.lower() for c in self.sensitives + ([self.sensitive] if self.sensitive else [])}
+        masks = {c.lower(): rule for c, rule in self.masks.items()}
+        identifiers = {c.lower() for c in self.identifiers}
+        roles = {}
+        for column in self.columns:
+            name = column.lower()
+            if column.startswith(HIDDEN_PREFIX):
+                continue
+            roles[column] = ("quasi-identifier" if name in qi else "sensitive" if name in sensitive else
+                             "keep" if name in keep else f"identifier, masked: {masks[name]}" if name in masks else
+                             "identifier, dropped" if name in identifiers else "dropped")
+        return roles
+
+    @property
+    def dropped(self) -> list[str]:
+        """The source columns the release does not publish, in source order."""
+        return [c for c, role in self.roles().items() if role in ("dropped", "identifier, dropped")]
 
 
 # A column the pipeline adds to what it reads (several sensitive columns as one value): never published.
@@ -144,10 +170,13 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     sensitives = [resolve(c, "sensitive") for c in statement.sensitives]
     sensitive = sensitives[0] if sensitives else None
     keep = [resolve(c, "keep") for c in statement.keep]
+    masks = {resolve(c, "mask"): rule for c, rule in statement.mask.items()}
+    identifiers = [resolve(c, "identifiers") for c in statement.identifiers]
+    identifiers += [c for c in masks if c.lower() not in {i.lower() for i in identifiers}]  # a masked column is one
     if statement.qi is not None:
         qi = [resolve(c, "qi") for c in statement.qi]
     else:
-        excluded = {c.lower() for c in keep + sensitives}
+        excluded = {c.lower() for c in keep + sensitives + identifiers}
         qi = [c for c in columns if c.lower() not in excluded]
     for role, names in (("qi", qi), ("keep", keep)):
         lowered = [c.lower() for c in names]
@@ -160,6 +189,7 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     for column in sensitives:
         if column.lower() in qi_lower:
             raise AnonymizeError(f"column '{column}' cannot be both sensitive and a quasi-identifier")
+    _check_identifiers(identifiers, masks, qi, sensitives, keep)
     for c in keep:
         if c.lower() in qi_lower:
             raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
@@ -194,10 +224,25 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
     counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
     plan = Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts,
-                sensitives=sensitives)
+                sensitives=sensitives, identifiers=identifiers, masks=masks)
     if statement.population is not None:
         _bind_population(backend, plan)
     return plan
+
+
+def _check_identifiers(identifiers: list[str], masks: dict, qi: list[str], sensitives: list[str], keep: list[str]) -> None:
+    """A direct identifier has no other role: a mask rule on a QI, a sensitive or a kept column is refused."""
+    lowered = [c.lower() for c in identifiers]
+    twice = sorted({c for c in lowered if lowered.count(c) > 1})
+    if twice:
+        raise AnonymizeError(f"column '{twice[0]}' is listed twice in identifiers")
+    for role, names in (("a quasi-identifier", qi), ("sensitive", sensitives), ("kept", keep)):
+        taken = {c.lower() for c in names}
+        for column in identifiers:
+            if column.lower() in taken:
+                what = "a mask rule applies" if column in masks else "it is listed in identifiers"
+                raise AnonymizeError(f"column '{column}' is {role}, but {what}: mask rules and identifiers are for "
+                                     "direct identifiers only")
 
 
 def _bind_population(backend: Backend, plan: Plan) -> None:

@@ -20,6 +20,7 @@ from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
                                          sa_values)
+from duckanon.pipeline.masking import masked_source
 from duckanon.pipeline.plan import HIDDEN_PREFIX, Plan, bind, hierarchy_specs
 from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
@@ -166,6 +167,8 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
     of one class by SA value, so the published rows stay as they were for every request that fits.)
     """
     budget = memory_budget(plan.statement.memory_limit)
+    if plan.masks:  # masked identifiers: read from a copy holding their masked values
+        plan = masked_source(backend, plan, cells_table + "_masked")
     if len(plan.sensitives) > 1:
         plan = _joint_sensitive(backend, plan, cells_table + "_source")
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import secrets
 from dataclasses import dataclass, field
 
@@ -92,6 +93,10 @@ class AnonymizeStatement:
     weights: dict | None = None  # QI column -> attribute weight (ARX's setAttributeWeight); others weigh 1
     # sensitive = (a, b): every sensitive column; l, t, beta and delta_disclosure apply to each
     sensitives: list[str] = field(default_factory=list)
+    # direct identifiers: dropped, or published per row through a masking rule (never in the histogram)
+    identifiers: list[str] = field(default_factory=list)
+    mask: dict = field(default_factory=dict)  # column -> MaskRule
+    mask_key: str | None = None  # where the pseudonym key comes from: 'env:NAME' or 'variable:NAME'
     text: str = ""
 
     @property
@@ -327,6 +332,76 @@ def _positive(value: exp.Expr, option: str) -> float:
     return number
 
 
+@dataclass(frozen=True)
+class MaskRule:
+    """A masking rule of an identifier column: its kind and arguments (README: Direct identifiers)."""
+
+    kind: str
+    arguments: tuple = ()
+
+    def __str__(self):
+        if self.kind == "partial":
+            return f"partial({self.arguments[0]}, {self.arguments[1]})"
+        if self.kind == "constant":
+            return "constant('" + self.arguments[0].replace("'", "''") + "')"
+        return self.kind
+
+
+MASK_RULES = ("pseudonym", "partial(left, right)", "domain", "year", "month", "null", "constant('text')")
+_RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def mask_rule(text: str, column: str) -> MaskRule:
+    """`'pseudonym'`, `'partial(0, 2)'`, `"constant('x')"`, ...: the rule, or one line naming the problem."""
+    match = _RULE.match(text)
+    kind = match.group(1).lower() if match else None
+    arguments = match.group(2) if match else None
+    if kind == "hash":
+        raise AnonymizeError(f"mask rule 'hash' on column {column} is refused: an unkeyed hash of an identifier is "
+                             "reversed by hashing candidate values (a dictionary); use 'pseudonym', a keyed "
+                             "HMAC-SHA-256")
+    if kind in ("pseudonym", "domain", "year", "month", "null") and arguments is None:
+        return MaskRule(kind)
+    if kind == "partial" and arguments is not None:
+        parts = [p.strip() for p in arguments.split(",")]
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            return MaskRule("partial", (int(parts[0]), int(parts[1])))
+        raise AnonymizeError(f"mask rule partial on column {column} needs two whole numbers: partial(left, right), "
+                             "the characters kept at each end")
+    if kind == "constant" and arguments is not None:
+        literal = re.fullmatch(r"\s*'((?:[^']|'')*)'\s*", arguments)
+        if literal:
+            return MaskRule("constant", (literal.group(1).replace("''", "'"),))
+        raise AnonymizeError(f"mask rule constant on column {column} needs a quoted text: constant('x')")
+    shown = kind if kind else "?"
+    raise AnonymizeError(f"unknown mask rule '{shown}' for column {column} (known: {', '.join(MASK_RULES)})")
+
+
+def _mask(value: exp.Expr) -> dict:
+    """`(mrn = 'pseudonym', phone = 'partial(0, 2)')`: a rule per column."""
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
+    rules = {}
+    for item in items:
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and not item.this.table
+                and isinstance(item.expression, exp.Literal) and item.expression.is_string):
+            raise AnonymizeError("option mask must list column = 'rule', e.g. mask = (mrn = 'pseudonym', "
+                                 f"phone = 'partial(0, 2)'), got {item.sql(dialect='duckdb')}")
+        name = item.this.name
+        if name.lower() in {c.lower() for c in rules}:
+            raise AnonymizeError(f"option mask names column {name} twice")
+        rules[name] = mask_rule(item.expression.this, name)
+    return rules
+
+
+def _mask_key(value: exp.Expr) -> str:
+    text = _string(value, "mask_key")
+    source, _, name = text.partition(":")
+    if source not in ("env", "variable") or not name.strip():
+        raise AnonymizeError("option mask_key must be 'env:<environment variable>' or 'variable:<DuckDB variable>' "
+                             "(where the pseudonym key is read from, never the key itself)")
+    return text
+
+
 def _weights(value: exp.Expr) -> dict:
     """`(age = 2, zipcode = 1)`: a positive number per column."""
     items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
@@ -406,6 +481,9 @@ _OPTIONS = {
     "estimator": lambda v: _word(v, "estimator", KMAP_ESTIMATORS + UNIQUENESS_ESTIMATORS),
     "significance": _significance,
     "weights": _weights,
+    "identifiers": lambda v: _names(v, "identifiers"),
+    "mask": _mask,
+    "mask_key": _mask_key,
 }
 
 
@@ -453,6 +531,10 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         statement.sensitive = statement.sensitives[0]
     if len(statement.sensitives) > 1:
         _check_several_sensitive(statement)
+    if statement.mask_key is not None and not any(rule.kind == "pseudonym" for rule in statement.mask.values()):
+        raise AnonymizeError("option mask_key applies to the mask rule 'pseudonym'")
+    if statement.mask and statement.materialize == "view":
+        raise AnonymizeError("masked identifiers are published per row: materialize = 'view' holds no per-row column")
     if statement.sweep is not None and not (explain or statement.report):
         raise AnonymizeError(f"a list of {statement.sweep[0]} values compares them: use EXPLAIN ANONYMIZE, "
                              "or add report = '<file>.html' (the first value is published)")

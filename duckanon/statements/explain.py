@@ -88,6 +88,8 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
         ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", ", ".join(plan.sensitives)),
         ("privacy models", "; ".join(str(model) for model in models)),
+        ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
+        ("dropped columns (not published)", ", ".join(plan.dropped) or "none"),
         *([("population", plan.population.sql())] if plan.population is not None else []),
         ("rows", str(hist.n_rows)), ("classes (distinct QI vectors)", str(hist.n_classes)),
         ("class sizes", _size_histogram(sizes)),
