@@ -348,7 +348,7 @@ class MaskRule:
 
 
 MASK_RULES = ("pseudonym", "partial(left, right)", "domain", "year", "month", "null", "constant('text')")
-_RULE = re.compile(r"\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*$", re.S)
+_RULE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 
 
 def mask_rule(text: str, column: str) -> MaskRule:
@@ -373,7 +373,7 @@ def mask_rule(text: str, column: str) -> MaskRule:
         if literal:
             return MaskRule("constant", (literal.group(1).replace("''", "'"),))
         raise AnonymizeError(f"mask rule constant on column {column} needs a quoted text: constant('x')")
-    shown = kind if kind else "?"
+    shown = kind if kind else text.strip()[:40]
     raise AnonymizeError(f"unknown mask rule '{shown}' for column {column} (known: {', '.join(MASK_RULES)})")
 
 
@@ -533,6 +533,8 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
         _check_several_sensitive(statement)
     if statement.mask_key is not None and not any(rule.kind == "pseudonym" for rule in statement.mask.values()):
         raise AnonymizeError("option mask_key applies to the mask rule 'pseudonym'")
+    if statement.mask and statement.engine != "duckdb":
+        raise AnonymizeError("option mask needs engine = 'duckdb' (the masked values are computed by DuckDB's functions)")
     if statement.mask and statement.materialize == "view":
         raise AnonymizeError("masked identifiers are published per row: materialize = 'view' holds no per-row column")
     if statement.sweep is not None and not (explain or statement.report):
