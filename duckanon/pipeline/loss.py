@@ -6,6 +6,11 @@ that stands for the whole column), in between for a generalized label. A removed
 every column. Per column the mean over the source's rows (`column_loss`); the release's loss is
 ARX's geometric mean over the columns (`release_loss`, solver.lattice.arx_loss).
 
+With attribute weights (the statement's `weights`, ARX's setAttributeWeight) the loss is ARX's
+weighted geometric mean, prod(1 + w_j loss_j) ^ (1 / QIs) - 1 with each weight divided by the
+largest (AbstractMetricMultiDimensional, ILMultiDimensionalGeometricMean); `column_loss` stays
+unweighted.
+
 The domain: with hierarchies, a hierarchy label's leaves and the domain are counted over the
 hierarchy's rows (values the column lacks included, as ARX counts them); without, over the
 column's values (Mondrian's sets and ranges, cell suppression).
@@ -82,11 +87,24 @@ def column_loss(qi: list[str], hist, solution: Solution, domains=None) -> dict[s
     return _per_column(qi, hist, column_totals(hist, solution, domains))
 
 
-def loss_notes(qi: list[str], hist, solution: Solution, domains=None) -> dict:
+def loss_notes(qi: list[str], hist, solution: Solution, domains=None, weights=None) -> dict:
     """What a release reports of its loss: `column_loss` and ARX's Loss of the release (`loss`,
-    the geometric mean of the columns' losses), from one count of its cells."""
+    the geometric mean of the columns' losses, weighted by `weights` (per QI), by default the
+    weights the solver ran with, notes["weights"]), from one count of its cells."""
     totals = column_totals(hist, solution, domains)
-    return {"column_loss": _per_column(qi, hist, totals), "loss": round(float(arx_loss(totals, hist.n_rows)), 12)}
+    if weights is None:
+        weights = release_weights(qi, solution)
+    return {"column_loss": _per_column(qi, hist, totals),
+            "loss": round(float(arx_loss(totals, hist.n_rows, weights)), 12)}
+
+
+def release_weights(qi: list[str], solution: Solution) -> list[float] | None:
+    """The attribute weights the solver ran with (notes["weights"]: column -> weight), in QI order."""
+    given = solution.notes.get("weights")
+    if not given:
+        return None
+    by_lower = {str(name).lower(): float(w) for name, w in given.items()}
+    return [by_lower.get(column.lower(), 1.0) for column in qi]
 
 
 def _per_column(qi: list[str], hist, totals: np.ndarray) -> dict[str, float]:

@@ -66,14 +66,21 @@ class Table:
 
 
 def optimal_for(solution, statement) -> str | None:
-    """What a proven optimum is optimal for, in the words the report and the shell use."""
+    """What a proven optimum is optimal for, in the words the report and the shell use. With
+    attribute weights that differ: the weighted metric, or the weighted stars (the sum of the
+    stars times their column's weight)."""
     if not solution.optimal:
         return None
+    given = solution.notes.get("weights") or {}
+    weighted = len(set(given.values())) > 1
     if solution.method == "lattice":
         limit = statement.suppression_limit or 0
-        return (f"{statement.metric} among full-domain generalizations of the given hierarchies"
+        metric = statement.metric
+        if weighted and "weights_ignored" not in solution.notes:
+            metric += " weighted by the attribute weights"
+        return (f"{metric} among full-domain generalizations of the given hierarchies"
                 + (f" within a {limit:.4g} record-suppression limit" if limit else " with no rows removed"))
-    return "stars"
+    return "weighted stars" if weighted else "stars"
 
 
 def summarize(hist, solution, started: float, plan=None) -> Summary:

@@ -29,7 +29,7 @@ from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
 from duckanon.solver.models import (KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied, globally_satisfied,
                                     l_diversity, t_closeness)
-from duckanon.solver.partition import Solution, identity_solution
+from duckanon.solver.partition import Solution, identity_solution, star_weights
 from duckanon.solver.repair import merge_until_global, repair
 from duckanon.solver.request import Domains, Instance, Request
 from duckanon.solver.tp import tp_solution
@@ -108,23 +108,31 @@ def _no_patterns(method: str, run):
     return checked
 
 
+def _stars(problem: Instance):
+    """A star's cost per column for the cell-suppression methods: the attribute weights, or None
+    when there are none or all are equal (partition.star_weights)."""
+    return star_weights(problem.weights)
+
+
 def _heuristic(method: str):
-    return lambda problem, context: run_heuristic(method, problem.hist, problem.request, problem.patterns, context)
+    return lambda problem, context: run_heuristic(method, problem.hist, problem.request, problem.patterns, context,
+                                                  _stars(problem))
 
 
 def _hilbert(problem: Instance, context: SolveContext) -> Solution:
-    solution = repair(problem.hist, hilbert_solution(problem.hist, problem.request), problem.request, context)
+    solution = repair(problem.hist, hilbert_solution(problem.hist, problem.request), problem.request, context,
+                      _stars(problem))
     solution.method = "hilbert"
     return solution
 
 
 def _gensup(problem: Instance, context: SolveContext) -> Solution:
     def suppress(rolled: Histogram, inner: SolveContext) -> Solution:
-        return _solve(Instance(rolled, problem.request), "auto", inner)
+        return _solve(Instance(rolled, problem.request, weights=problem.weights), "auto", inner)
 
     domains = problem.domains
     return gensup_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit or 0.05,
-                           domains.metric, suppress=suppress, context=context)
+                           domains.metric, suppress=suppress, context=context, weights=problem.weights)
 
 
 # name -> run(problem, context) -> Solution; `auto` is solve's own (below). Every name of
@@ -132,15 +140,16 @@ def _gensup(problem: Instance, context: SolveContext) -> Solution:
 Runner = Callable[[Instance, SolveContext], Solution]
 RUNNERS: dict[str, Runner] = {
     **{name: _heuristic(name) for name in HEURISTICS},
-    "exact": lambda problem, context: exact(problem.hist, problem.request, problem.patterns, context=context),
-    "dp": lambda problem, context: dp(problem.hist, problem.request, problem.patterns),
-    "matching": lambda problem, context: matching(problem.hist, problem.request, problem.patterns),
+    "exact": lambda problem, context: exact(problem.hist, problem.request, problem.patterns, context=context,
+                                            weights=_stars(problem)),
+    "dp": lambda problem, context: dp(problem.hist, problem.request, problem.patterns, weights=_stars(problem)),
+    "matching": lambda problem, context: matching(problem.hist, problem.request, problem.patterns, _stars(problem)),
     "tp": _no_patterns("tp", lambda problem, context: tp_solution(problem.hist, problem.request, False, context)),
     "tp+": _no_patterns("tp+", lambda problem, context: tp_solution(problem.hist, problem.request, True, context)),
     "hilbert": _no_patterns("hilbert", _hilbert),
     "lattice": _generalizing("lattice", lambda problem, context: lattice_solution(
         problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
-        problem.domains.metric, context, problem.domains.population)),
+        problem.domains.metric, context, problem.domains.population, problem.weights)),
     "gensup": _generalizing("gensup", _gensup),
     "mondrian": _generalizing("mondrian", lambda problem, context: _mondrian(problem, context)),
 }
@@ -151,8 +160,8 @@ def _mondrian(problem: Instance, context: SolveContext) -> Solution:
     domains = problem.domains
     if domains.recode:  # the user's hierarchies: publish their labels
         return hierarchical_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit,
-                                     context)
-    return mondrian_solution(problem.hist, problem.request, domains.values, domains.numeric, context)
+                                     context, problem.weights)
+    return mondrian_solution(problem.hist, problem.request, domains.values, domains.numeric, context, problem.weights)
 
 
 def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
@@ -168,7 +177,7 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     full = context
     for name, run, loss_of in (
             ("lattice", lambda: lattice_solution(problem.hist, domains.hierarchies, problem.request,
-                                                 domains.suppression_limit, "loss", context),
+                                                 domains.suppression_limit, "loss", context, weights=problem.weights),
              lambda solution: solution.notes["metric_value"]),
             ("mondrian", lambda: _mondrian(problem, context), lambda solution: solution.notes["metric_value"]),
             ("gensup", lambda: _gensup(problem, context), lambda solution: solution.notes["loss"])):
@@ -228,16 +237,17 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     what is left), so the limit bounds the whole call; without one, exact gets AUTO_TIME_LIMIT
     seconds."""
     hist, request, patterns = problem.hist, problem.request, problem.patterns
+    weights = _stars(problem)  # (None: unweighted stars, or all weights equal)
     if matching_not_applicable(hist, request, patterns) is None:
-        return matching(hist, request, patterns)
+        return matching(hist, request, patterns, weights)
     too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
     left = context.seconds_left()
     # under a time limit the heuristics get HEURISTIC_SHARE of it when exact may run after them
     share = None if left is None or too_costly else time.perf_counter() + HEURISTIC_SHARE * left
-    best = best_heuristic(hist, request, patterns, context.narrowed(share))
+    best = best_heuristic(hist, request, patterns, context.narrowed(share), weights)
     if best.stars == 0:
         return best
-    if request.k_anonymity and best.stars <= k_bound():
+    if request.k_anonymity and _within(best.cost(weights), k_bound()):
         return best  # already proven optimal
     if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
@@ -248,7 +258,7 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
         return best
     deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
-        model = prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline)
+        model = prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline, weights=weights)
     except ExactTooLarge as error:
         best.notes["exact_skipped"] = str(error)
         return best
@@ -264,12 +274,14 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
         deadline = time.perf_counter() + AUTO_TIME_LIMIT
     proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
                          max_grace=None if left is None else AUTO_MILP_GRACE, context=context)
-    if proven.optimal or proven.stars < best.stars:
+    if proven.optimal or proven.cost(weights) < best.cost(weights):
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
     # patterns that bound is on pattern stars, not on the heuristic's published stars)
     if proven.lower_bound is not None and not model.pattern_guided:
         best.lower_bound = proven.lower_bound
+    if proven.notes.get("weighted_lower_bound") is not None and not model.pattern_guided:
+        best.notes["weighted_lower_bound"] = proven.notes["weighted_lower_bound"]
     best.notes["exact"] = "time limit reached"
     return best
 
@@ -290,26 +302,65 @@ def solve(
     to completion. `progress(phase, info)`, when given, hears the long phases (the lattice's
     nodes, exact's bounds). `weights` (one positive number per QI, None: all 1) are ARX's attribute
     weights: how much a column's information loss or stars count (see the README's `weights`).
+    The lattice's metrics and the loss weigh each column as ARX does (normalised by the largest
+    weight); the cell-suppression methods minimise the weighted stars, sum of stars x their
+    column's weight. With weights that differ, `optimal` is about weighted stars, `lower_bound`
+    (about stars) is None and the proven bound is notes["weighted_lower_bound"]; the notes hold
+    the weights and the release's `weighted_stars` (user's weights) in every case.
     """
     if time_limit is not None:
         limit_deadline = time.perf_counter() + float(time_limit)
         deadline = limit_deadline if deadline is None else min(deadline, limit_deadline)
     context = SolveContext(deadline if method in BOUNDED else None, progress)
-    weights = None if weights is None else np.asarray(weights, dtype=np.float64)
-    return _solve(Instance(hist, Request.of(models), patterns, domains, weights), method, context)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if len(weights) != hist.m or not (weights > 0).all() or not np.isfinite(weights).all():
+            raise AnonymizeError(f"weights: one positive number per quasi-identifier ({hist.m}), "
+                                 f"got {weights.tolist()}")
+    solution = _solve(Instance(hist, Request.of(models), patterns, domains, weights), method, context)
+    if weights is not None:
+        names = hist.columns if len(hist.columns) == hist.m else [str(j) for j in range(hist.m)]
+        solution.notes["weights"] = {name: float(w) for name, w in zip(names, weights.tolist())}
+        solution.notes["weighted_stars"] = solution.weighted_stars(weights)
+    return solution
+
+
+def _within(value: float, bound) -> bool:
+    """value <= bound, up to a relative 1e-9 for weighted (float) costs."""
+    return value <= bound + 1e-9 * max(1.0, abs(float(bound)))
+
+
+def _weighted_bounds(solution: Solution, request: Request, weights: np.ndarray, k_bound) -> Solution:
+    """Under attribute weights that differ, optimality is about weighted stars: the bound a
+    method proved on them (exact, dp, matching: notes["weighted_lower_bound"]), the weighted
+    k-anonymity bound, and 0; `lower_bound`, about unweighted stars, is None (a bound on stars
+    proves nothing about the weighted optimum)."""
+    cost = solution.weighted_stars(weights)
+    bounds = [solution.notes["weighted_lower_bound"]] if solution.notes.get("weighted_lower_bound") is not None else []
+    if request.k_anonymity:
+        bounds.append(k_bound())
+    elif cost == 0:
+        bounds.append(0.0)
+    lower = max(bounds) if bounds else None
+    solution.lower_bound = None
+    if lower is not None:
+        solution.notes["weighted_lower_bound"] = min(float(lower), cost)
+    solution.optimal = bool(solution.optimal) or (lower is not None and _within(cost, lower))
+    return solution
 
 
 def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     """`solve` on a built problem under a context (gensup's cell suppression runs it too)."""
     hist, request = problem.hist, problem.request
+    weights = _stars(problem)
     total = hist.sa_counts.sum(axis=0)
     for model in request:
         model.check_feasible(total)
     memo = {}
 
-    def k_bound() -> int:  # computed once (it compares every small class with every class)
+    def k_bound() -> int | float:  # computed once (it compares every small class with every class)
         if "k" not in memo:
-            memo["k"] = k_anonymity_lower_bound(hist, request.k)
+            memo["k"] = k_anonymity_lower_bound(hist, request.k, weights)
         return memo["k"]
 
     refused = refusal(method, request)
@@ -331,7 +382,7 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
         solution = whole_table(hist)
 
     if request.global_models and solution.group_labels is None:  # cell suppression: merge groups for them
-        solution = merge_until_global(hist, solution, request, context)
+        solution = merge_until_global(hist, solution, request, context, weights)
     sizes = solution.group_sizes()
     used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
     group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
@@ -342,6 +393,8 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
 
     if method in GENERALIZING or solution.group_labels is not None:  # optimality is about the metric, not stars
         return solution
+    if weights is not None:
+        return _weighted_bounds(solution, request, weights, k_bound)
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if request.k_anonymity:
         bounds.append(k_bound())

@@ -41,6 +41,12 @@ optimum (the pattern-star objective of the paper and of `exact`'s pattern MILP; 
 in tests/solver/test_exact.py) is the same DP with his cost, reported as notes["objective"]; it is at
 least the published optimum.
 
+Attribute weights (`weights`, a star's cost per column): a group costs |G| * the weights of the
+columns it disagrees on. Every restriction above holds for any positive weights (splitting still
+never raises a group's cost; the kernel's exchanges save a positive cost), so the DP is optimal
+in weighted stars. With patterns the tie-break by Bredereck's cost is left out under weights
+(weighted costs are not integers to pack two costs into one); the optimum is the same.
+
 Time O(#states * #candidate groups) in the worst case (O(3^n) style for n distinct rows), memory
 O(#states * #types). Meant for about 20 rows after the kernel; larger inputs raise.
 """
@@ -108,6 +114,14 @@ def _popcount(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _weighted_popcount(a: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per bitmask of columns, the sum of their weights."""
+    out = np.zeros(a.shape, dtype=np.float64)
+    for j, w in enumerate(np.asarray(weights, dtype=np.float64).tolist()):
+        out += ((a >> j) & 1) * w
+    return out
+
+
 def _size_bound(request: Request) -> int | None:
     """The largest group an optimal partition needs (module docstring), None when unbounded."""
     if request.k_only:
@@ -171,8 +185,10 @@ def _with_leftover(f, leftover_cost, full: int):
     return best, pick
 
 
-def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solution:
-    """Optimal partition by the subset DP (see the module docstring). Raises on instances too large."""
+def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True, weights=None) -> Solution:
+    """Optimal partition by the subset DP (see the module docstring). Raises on instances too large.
+    `weights` (partition.star_weights): optimal in weighted stars, whose optimum is then
+    notes["weighted_lower_bound"] (lower_bound stays None: it is about unweighted stars)."""
     models = Request.of(models)
     k, k_only = models.k, models.k_only
     m = hist.m
@@ -243,7 +259,11 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
             hi[mask] = np.maximum(hi[mask], code)
         disagree |= (lo != hi).astype(np.int64) << j
     disagree[size == 0] = 0
-    published = (_popcount(disagree) * size).astype(np.float64)
+    if weights is None:
+        published = (_popcount(disagree) * size).astype(np.float64)
+    else:
+        published = _weighted_popcount(disagree, weights) * size
+    all_stars = float(m) if weights is None else float(np.sum(weights))
 
     bound = _size_bound(models)
     candidate = valid.copy()
@@ -265,25 +285,29 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
         cheapest = np.full(len(uniq), np.inf)
         for mask in sorted(user, key=lambda s: bin(s).count("1")):
             fits = ((uniq & ~mask) == 0) & ~np.isfinite(cheapest)
-            cheapest[fits] = bin(mask).count("1")
+            cheapest[fits] = bin(mask).count("1") if weights is None else \
+                float(_weighted_popcount(np.array(mask), weights))
         bredereck = cheapest[inv.ravel()] * size
         covered = np.isfinite(bredereck)
         layers, work_estimate = _layers(valid, candidate & covered, first, n_types)
         if 2 * work_estimate > DP_WORK_LIMIT:
             raise AnonymizeError(f"method 'dp': instance too large ({2 * work_estimate:.3g} steps); use method = 'exact'")
-        # the output: fewest published stars, ties broken by Bredereck's cost (< scale)
-        scale = float(int(size[full]) * m + 1)
-        lex = np.where(covered, published * scale + bredereck, np.inf)
+        # the output: fewest published stars, ties broken by Bredereck's cost (< scale; not
+        # under weights, module docstring)
+        scale = float(int(size[full]) * m + 1) if weights is None else 1.0
+        tie = bredereck if weights is None else 0.0
+        lex = np.where(covered, published * scale + tie, np.inf)
         f, choice = _run(layers, lex, digits, t_count, n_states)
         # Bredereck's optimum (the pattern-star objective), reported in the notes
         g, _ = _run(layers, bredereck, digits, t_count, n_states)
         if leftover_only:
-            best, leftover = _with_leftover(f, np.where(valid, published * scale + m * size, np.inf), full)
-            objective, _ = _with_leftover(g, np.where(valid, float(m) * size, np.inf), full)
+            leftover_tie = m * size if weights is None else 0.0
+            best, leftover = _with_leftover(f, np.where(valid, published * scale + leftover_tie, np.inf), full)
+            objective, _ = _with_leftover(g, np.where(valid, all_stars * size, np.inf), full)
         else:
             best, leftover = float(f[full]), 0
             objective = float(g[full])
-        published_bound = best // scale if np.isfinite(best) else best
+        published_bound = (best // scale if weights is None else best) if np.isfinite(best) else best
     if not np.isfinite(best):
         raise AnonymizeError("method 'dp': no partition satisfies the request")
 
@@ -310,7 +334,10 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True) -> Solut
         solution = build_solution(hist, *arrays, method="dp")
     solution.optimal = True
     # with patterns: the fewest published stars of any output that honours them (the docstring)
-    solution.lower_bound = min(int(published_bound), solution.stars)
-    solution.notes.update({"objective": int(objective), "states": n_states,
+    if weights is None:
+        solution.lower_bound = min(int(published_bound), solution.stars)
+    else:
+        solution.notes["weighted_lower_bound"] = min(float(published_bound), solution.weighted_stars(weights))
+    solution.notes.update({"objective": int(objective) if weights is None else float(objective), "states": n_states,
                            "kernel_removed": sum(r for _, r in kernel_parts)})
     return solution

@@ -73,6 +73,15 @@ the time of an uninterruptible presolve on large models; the forked solve is kil
 grace) with its incumbent and proven dual bound D; the result has optimal=False and lower_bound =
 min(ceil(D), incumbent stars), and is the better of HiGHS's solution and the incumbent.
 
+Attribute weights (`weights`, partition.star_weights: a star's cost per column). The objective
+is then sum cost(p) * x(p, v, s) with cost(p) the weights of the columns p stars. Every pruning
+above keeps an optimal solution for any positive weights: a closure stars a subset of the
+columns of what it dominates (rule 1 and 3), and the kernel's exchanges save a positive cost. When
+the weights are multiples of one step (decimals of up to 6 digits: their gcd, `_cost_unit`) the
+objective is counted in that step, integral, and the cutoff and the bounds are exact as above;
+otherwise they hold up to a relative 1e-9. `optimal` is then about weighted stars and the proven
+bound goes to notes["weighted_lower_bound"] (lower_bound, about unweighted stars, stays None).
+
 Complexity: exponential in the worst case (all these problems are NP-hard for k >= 3, l >= 3,
 t < 1). Model size: one integer variable per (surviving pattern, row type) pair, at most 2^m per
 row type, plus one binary per pattern for k-anonymity / distinct l-diversity, plus O(|SA|) (closed
@@ -150,6 +159,39 @@ class ExactModel:
     # (published-star bound under user patterns) candidates outside every pattern: at most one
     # of them may hold rows (the fully suppressed leftover group)
     leftover: np.ndarray | None = None
+    # attribute weights (a star's cost per column; None: 1 each), the step the objective counts
+    # (None: the weighted costs are not multiples of one step) and each candidate's cost in steps
+    weights: np.ndarray | None = None
+    unit: float | None = 1.0
+    cand_cost: np.ndarray | None = None
+
+    def cost_of(self, solution: Solution) -> int | float:
+        """A solution's objective value: its stars, or weighted stars in steps of `unit`."""
+        if self.weights is None:
+            return int(solution.stars)
+        value = solution.weighted_stars(self.weights)
+        return int(round(value / self.unit)) if self.unit is not None else value
+
+    def better_than(self, value) -> float:
+        """HiGHS's objective_bound for solutions strictly better than `value`."""
+        return value - 0.5 if self.unit is not None else value - 1e-9 * max(1.0, abs(value))
+
+    def objective(self, x: np.ndarray) -> int | float:
+        value = float((self.cand_cost[self.pair_p] * x).sum())
+        return int(np.rint(value)) if self.unit is not None else value
+
+    def bound(self, dual: float) -> int | float:
+        """A proven lower bound from HiGHS's dual bound (integral: rounded up)."""
+        if self.unit is not None:
+            return max(int(math.ceil(float(dual) - 1e-6)), 0)
+        return max(float(dual) - 1e-9 * max(1.0, abs(float(dual))), 0.0)
+
+    def at_least(self, a, b) -> bool:
+        return a >= b if self.unit is not None else a >= b - 1e-9 * max(1.0, abs(b))
+
+    def in_stars(self, value):
+        """An objective value in (weighted) stars."""
+        return value if self.weights is None or self.unit is None else value * self.unit
 
     @property
     def n_patterns(self) -> int:
@@ -165,6 +207,17 @@ class ExactModel:
         if self.needs_indicator:
             n += self.n_patterns
         return n
+
+
+def _cost_unit(weights: np.ndarray) -> float | None:
+    """The step every weighted star total is a multiple of: for weights that are decimals of up
+    to 6 digits, their greatest common divisor (1 for integers); None otherwise."""
+    for digits in range(7):
+        scaled = np.asarray(weights, dtype=np.float64) * 10.0 ** digits
+        ints = np.rint(scaled)
+        if (np.abs(scaled - ints) <= 1e-9 * np.maximum(1.0, scaled)).all() and (ints >= 1).all() and ints.max() < 1e9:
+            return float(np.gcd.reduce(ints.astype(np.int64))) / 10.0 ** digits
+    return None
 
 
 def _classify(request: Request):
@@ -287,8 +340,9 @@ def _enumerate_closed(work, active, k_need, deadline=None):
 
 
 def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max_pairs: int | None = None,
-            deadline: float | None = None) -> ExactModel:
-    """Kernel, row types and pruned candidate patterns (no solver call).
+            deadline: float | None = None, weights=None) -> ExactModel:
+    """Kernel, row types and pruned candidate patterns (no solver call). `weights`: a star's cost
+    per column (partition.star_weights; module docstring).
 
     Raises ExactTooLarge as soon as more than `max_pairs` (pattern, class) pairs survive, and
     ExactTimeout when `deadline` (a time.perf_counter() value) passes during the enumeration.
@@ -352,6 +406,13 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     keep = np.flatnonzero(feasible)
     cand_rep = np.array([reps[i] for i in keep], dtype=np.int64).reshape(len(keep), m)
     cand_stars = np.array([stars[i] for i in keep], dtype=np.int64)
+    unit, cand_cost = 1.0, cand_stars
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        unit = _cost_unit(weights)
+        cand_cost = (cand_rep == STAR).astype(np.float64) @ weights
+        if unit is not None:
+            cand_cost = np.rint(cand_cost / unit).astype(np.int64)
 
     # x variables: (pattern, row type) for types whose class is compatible
     types_of_class: dict[int, list[int]] = {}
@@ -370,6 +431,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
         pair_p=np.asarray(pair_p, dtype=np.int64), pair_t=np.asarray(pair_t, dtype=np.int64),
         pattern_guided=not all_mode,
         notes={"patterns_before_feasibility": len(reps), "patterns": len(keep)},
+        weights=weights, unit=unit, cand_cost=cand_cost,
     )
 
 
@@ -417,7 +479,7 @@ def _build_milp(model: ExactModel, t_form: str):
     total = model.hist.sa_counts.sum(axis=0).astype(np.int64)  # P(T) of the whole table
     n = int(total.sum())
 
-    cost = [model.cand_stars[pair_p].astype(np.float64)]
+    cost = [model.cand_cost[pair_p].astype(np.float64)]
     integrality = [np.ones(X)]
     lower = [np.zeros(X)]
     upper = [t_count[pair_t].astype(np.float64)]
@@ -554,10 +616,10 @@ def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present
                      [1.0] * len(ss) + [-tm.t * n] * len(xs), -np.inf, 0.0)
 
 
-def _heuristic(hist: Histogram, models, patterns, context: SolveContext) -> Solution:
+def _heuristic(hist: Histogram, models, patterns, context: SolveContext, weights=None) -> Solution:
     """The best heuristic; its local search (the slow, quadratic part) stops at the context's
     deadline with the best partition reached."""
-    return best_heuristic(hist, models, patterns, context)
+    return best_heuristic(hist, models, patterns, context, weights)
 
 
 def _valid(hist, solution, models) -> bool:
@@ -666,7 +728,7 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
     max_pairs = min(MAX_PAIRS, max(PUBLISHED_BOUND_MIN_PAIRS, 4 * len(model.pair_p)))
     try:
         # the kernel holds here too: its proof bounds the starred groups holding a row by 2^m - 1
-        published = prepare(hist, model.models, None, max_pairs=max_pairs, deadline=deadline)
+        published = prepare(hist, model.models, None, max_pairs=max_pairs, deadline=deadline, weights=model.weights)
     except (ExactTooLarge, ExactTimeout) as error:
         notes["published_bound"] = f"skipped: {error}"
         return None, False, None, notes
@@ -679,7 +741,7 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         published.leftover = ~inside
     context.report("exact: published-star bound (HiGHS)", upper=upper)
     c, integrality, bounds, constraint = _build_milp(published, t_form)
-    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": upper - 0.5,
+    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": published.better_than(upper),
                "time_limit": max(deadline - time.perf_counter(), 0.05)}
     res = _milp(c, integrality, bounds, constraint, options)
     n_x = len(published.pair_p)
@@ -688,19 +750,19 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         x = np.rint(res.x[:n_x]).astype(np.int64)
         placed = np.bincount(published.pair_t, weights=x, minlength=len(published.t_count)).astype(np.int64)
         if (placed == published.t_count).all():
-            objective = int(np.rint((published.cand_stars[published.pair_p] * x).sum()))
-            if objective < upper:
+            objective = published.objective(x)
+            if not published.at_least(objective, upper):
                 better = _to_solution(published, x)
-                if not _valid(hist, better, model.models) or better.stars >= upper:
+                if not _valid(hist, better, model.models) or published.at_least(published.cost_of(better), upper):
                     better = None
     dual = getattr(res, "mip_dual_bound", None)
     proven = False
-    if res.status == 2 or (res.status == 0 and objective is not None and objective >= upper):
+    if res.status == 2 or (res.status == 0 and objective is not None and published.at_least(objective, upper)):
         bound, proven = upper, True  # nothing honouring the patterns publishes fewer stars
     elif res.status == 0 and objective is not None:
         bound, proven = objective, better is not None
     elif dual is not None and np.isfinite(dual):
-        bound = min(max(int(math.ceil(float(dual) - 1e-6)), 0), upper)
+        bound = min(published.bound(dual), upper)
     else:
         bound = None
     notes["published_bound"] = bound
@@ -731,15 +793,15 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     if incumbent is None:
         context.report("exact: incumbent heuristics", pairs=len(model.pair_p))
         heuristic_deadline = None if deadline is None else started + HEURISTIC_SHARE * max(deadline - started, 0.0)
-        incumbent = _heuristic(hist, model.models, patterns, context.narrowed(heuristic_deadline))
-    cutoff = None if model.pattern_guided else int(incumbent.stars)
+        incumbent = _heuristic(hist, model.models, patterns, context.narrowed(heuristic_deadline), model.weights)
+    cutoff = None if model.pattern_guided else model.cost_of(incumbent)
     # the bounds known before HiGHS runs: the incumbent's stars above; below, what it proves
     context.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
     c, integrality, bounds, constraint = _build_milp(model, t_form)
     n_x = len(model.pair_p)
     options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
     if cutoff is not None:
-        options["objective_bound"] = cutoff - 0.5  # integral objective: strictly better than the incumbent
+        options["objective_bound"] = model.better_than(cutoff)  # integral objective: strictly better than the incumbent
     if deadline is not None:
         left = deadline - time.perf_counter()
         if model.pattern_guided:
@@ -753,12 +815,13 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         x = np.rint(x_values[:n_x]).astype(np.int64)
         placed = np.bincount(model.pair_t, weights=x, minlength=len(model.t_count)).astype(np.int64)
         if (placed == model.t_count).all():
-            objective = int(np.rint((model.cand_stars[model.pair_p] * x).sum()))
+            objective = model.objective(x)
             solution = _to_solution(model, x)
             if not _valid(hist, solution, model.models):
                 solution = None  # numerical trouble: fall back to the incumbent
     dual = getattr(res, "mip_dual_bound", None)
-    if cutoff is not None and (res.status == 2 or (res.status == 0 and objective is not None and objective >= cutoff)):
+    if cutoff is not None and (res.status == 2 or (res.status == 0 and objective is not None
+                                                   and model.at_least(objective, cutoff))):
         # nothing strictly better than the incumbent exists (HiGHS reports either "infeasible" or,
         # when a heuristic found a worse point first, that point as "optimal")
         proven, lower, solution = True, cutoff, None
@@ -766,7 +829,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         proven, lower = True, objective  # optimal with zero gap; the objective is integral
     else:
         proven = False
-        lower = max(int(math.ceil(float(dual) - 1e-6)), 0) if dual is not None and np.isfinite(dual) else None
+        lower = model.bound(dual) if dual is not None and np.isfinite(dual) else None
         if cutoff is not None and lower is not None:
             # the cutoff removed only solutions costing >= the incumbent; with no dual bound
             # (stopped before the root LP, or killed at the deadline) nothing is proven
@@ -774,7 +837,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     if res.status == 2 and cutoff is None:
         raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
 
-    if solution is None or incumbent.stars < solution.stars:
+    if solution is None or model.cost_of(incumbent) < model.cost_of(solution):
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
                                   incumbent.part_count, "exact")
         solution.notes["incumbent_from"] = incumbent.method
@@ -786,8 +849,8 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         # `proven` and `objective` are about Bredereck's cost (pattern stars); what is published,
         # proven optimal and bounded is the published stars (module docstring)
         solution.notes["pattern_milp_optimal"] = bool(proven)
-        lower, proven, better, bound_notes = _published_optimum(model, solution.stars, deadline, t_form, patterns,
-                                                                time.perf_counter() - started, context)
+        lower, proven, better, bound_notes = _published_optimum(model, model.cost_of(solution), deadline, t_form,
+                                                                patterns, time.perf_counter() - started, context)
         if better is not None:
             notes = solution.notes
             solution = better
@@ -795,12 +858,15 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
             solution.notes.update(notes)
             solution.notes["incumbent_from"] = "published milp"
         solution.notes.update(bound_notes)
-        solution.optimal = bool(proven) or (lower is not None and lower >= solution.stars)
-    if lower is not None:
+        solution.optimal = bool(proven) or (lower is not None and model.at_least(lower, model.cost_of(solution)))
+    if lower is not None and model.weights is None:
         solution.lower_bound = min(lower, solution.stars)
+    elif lower is not None:  # weighted stars: a float, not the lower_bound on stars
+        solution.notes["weighted_lower_bound"] = min(model.in_stars(lower), solution.weighted_stars(model.weights))
     solution.notes.update(model.notes)
     solution.notes.update({
-        "milp_status": int(res.status), "milp_message": str(res.message), "objective": objective,
+        "milp_status": int(res.status), "milp_message": str(res.message),
+        "objective": None if objective is None else model.in_stars(objective),
         "dual_bound": dual, "integer_variables": model.n_int_vars,
         "kernel_removed": sum(int(s.sum()) for _, s in model.kernel_emitted),
         "seconds": round(time.perf_counter() - started, 4),
@@ -833,7 +899,7 @@ def _to_solution(model: ExactModel, x: np.ndarray) -> Solution:
 
 def exact(hist: Histogram, models, patterns=None, time_limit: float | None = None,
           incumbent: Solution | None = None, t_form: str = "closed", use_kernel: bool = True,
-          context: SolveContext = UNBOUNDED) -> Solution:
+          context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """Optimal (or, under `time_limit`, best found with a proven lower bound) solution.
 
     `time_limit` (seconds from now) and the context's deadline are one deadline for the whole
@@ -844,16 +910,18 @@ def exact(hist: Histogram, models, patterns=None, time_limit: float | None = Non
     Complexity: exponential in the worst case (the problems are NP-hard); the model has one
     integer variable per (surviving pattern, row type) pair, at most 2^m per row type, plus one
     binary per pattern for k-anonymity and distinct l-diversity.
+
+    `weights` (partition.star_weights): the optimum in weighted stars (module docstring).
     """
     started = time.perf_counter()
     context = context.narrowed(None if time_limit is None else started + float(time_limit))
     deadline = context.deadline
     context.report("exact: kernel and model", classes=hist.n_classes)
     try:
-        model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline)
+        model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline, weights=weights)
     except ExactTimeout as error:
         if incumbent is None:
-            incumbent = _heuristic(hist, models, patterns, context)
+            incumbent = _heuristic(hist, models, patterns, context, weights)
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,
                                   incumbent.part_count, "exact")
         solution.optimal = False

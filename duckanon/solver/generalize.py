@@ -15,7 +15,7 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import METRICS, Lattice, arx_loss
+from duckanon.solver.lattice import METRICS, Lattice, arx_loss, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
 from duckanon.solver.refine import refine_groups
@@ -70,12 +70,14 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
 
 
 def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
-                     context: SolveContext = UNBOUNDED, population=None) -> Solution:
+                     context: SolveContext = UNBOUNDED, population=None, weights=None) -> Solution:
     """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`).
     `search_seconds` in the notes is the search alone: the lattice's precomputation on the
-    histogram and the search, not the solution built from its node."""
+    histogram and the search, not the solution built from its node. `weights`: ARX's attribute
+    weights per QI (Lattice)."""
     started = time.perf_counter()
-    search = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population).search(context)
+    search = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population,
+                        weights=weights).search(context)
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
@@ -100,6 +102,8 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         "removed_rows": int(node.sa_counts[~node.ok].sum()),
         "optimal_for": f"{metric} among full-domain generalizations",
     })
+    if weights is not None and not METRICS[metric].separable:
+        solution.notes["weights_ignored"] = f"{metric} is single-dimensional in ARX: attribute weights do not apply"
     if not search.optimal:
         solution.notes["time_limit"] = "reached: the best node found so far, not proven optimal"
     return solution
@@ -109,7 +113,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
 MONDRIAN_CUTS = (0.25, 0.5, 0.75)
 
 
-def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) -> np.ndarray:
+def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None, weights=None) -> np.ndarray:
     """LeFevre et al.'s strict multidimensional partitioning on the class histogram, with the
     split chosen for the loss it saves.
 
@@ -124,6 +128,8 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
     column, (distinct values - 1) / (the column's values - 1) for each row, weighted by the
     derivative of ARX's geometric mean over the columns at the current loss. (LeFevre et al.
     split the widest column at its median; on Adult at k = 100 that loses 0.22 against 0.13.)
+    With attribute `weights` the mean is ARX's weighted one, sum_j log(1 + w_j T_j / rows), whose
+    derivative w_j / (rows + w_j T_j) weighs column j.
     """
     codes = hist.codes
     sizes = np.asarray(hist.sizes, dtype=np.float64)
@@ -136,6 +142,8 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
     offsets = np.concatenate([[0], np.cumsum(values)])
     flat = codes + offsets[:-1]  # every column's codes in one space: one unique per region
     scale = 1.0 / np.maximum(values - 1, 1)
+    user = arx_weights(weights)
+    user = np.ones(m) if user is None else user
 
     def cost(members: np.ndarray) -> np.ndarray:
         """(m,): rows x (distinct values - 1) / (values - 1) per column."""
@@ -154,7 +162,7 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None) 
         members, region_cost = stack.pop()
         best = None
         if sizes[members].sum() >= 2 * min_size:
-            weights = 1.0 / (rows + total)  # d/dT_j of sum_j log(1 + T_j / rows)
+            weights = user / (rows + user * total)  # d/dT_j of sum_j log(1 + w_j T_j / rows)
             sub = codes[members]
             member_sizes = sizes[members]
             for j in range(m):
@@ -218,13 +226,14 @@ def _global_holds(hist: Histogram, group_of: np.ndarray, models) -> bool:
 
 
 def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list[bool],
-                      context: SolveContext = UNBOUNDED) -> Solution:
+                      context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """`values[j]` are QI j's values in code order. A group publishes per column its single value,
     the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
     where it spans every value of the column. The groups are Mondrian's, then refined by class
-    moves (solver/refine.py) until the context's deadline."""
-    group_of = mondrian_groups(hist, models, numeric)
-    refined = refine_groups(hist, group_of, models, numeric, context)
+    moves (solver/refine.py) until the context's deadline. `weights`: ARX's attribute weights
+    per QI, in the loss the cuts and moves lower."""
+    group_of = mondrian_groups(hist, models, numeric, weights)
+    refined = refine_groups(hist, group_of, models, numeric, context, weights)
     if not Request.of(models).global_models or _global_holds(hist, refined, models):
         group_of = refined  # (class moves can break a condition on the whole release: then not)
     n_groups = int(group_of.max()) + 1 if hist.n_classes else 0
@@ -271,10 +280,10 @@ def loss_row_costs(hist: Histogram, hierarchies) -> list[np.ndarray]:
     return lattice_of(hist, hierarchies, [], 0.0, "loss").row_cost
 
 
-def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels, costs=None) -> float:
+def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels, costs=None, weights=None) -> float:
     """ARX's Loss of a full-domain solution (lattice.arx_loss): a value at level h costs (leaves
     under its node - 1) / (leaves of the hierarchy - 1), a star 1, a removed row 1 per QI.
-    `costs`: loss_row_costs, when the caller has them."""
+    `costs`: loss_row_costs, when the caller has them; `weights`: ARX's attribute weights."""
     costs = loss_row_costs(hist, hierarchies) if costs is None else costs
     kept = solution.kept_groups[solution.part_group]
     stars = solution.group_rep[solution.part_group] == STAR
@@ -283,10 +292,10 @@ def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels
     for j, level in enumerate(levels):
         cell = np.where(stars[:, j], 1.0, costs[j][hist.codes[solution.part_class, j], level])
         columns[j] = removed + float((solution.part_count[kept] * cell[kept]).sum())
-    return float(arx_loss(columns, hist.n_rows))
+    return float(arx_loss(columns, hist.n_rows, weights))
 
 
-def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
+def gensup_loss_bound(hist: Histogram, node, models, costs, weights=None) -> float:
     """A lower bound on the loss of any cell suppression of the classes of `node` (a lattice
     NodeResult): every cell costs at least its level's loss, and a row left unstarred shares its
     group only with rows of its own class, so the unstarred rows of a class form a part of it
@@ -305,7 +314,7 @@ def gensup_loss_bound(hist: Histogram, node, models, costs) -> float:
         kept = np.minimum(kept, model.kept_rows_bound(sizes, node.sa_counts))
     kept = np.where(kept >= Request.of(models).min_group_size, kept, 0)  # a smaller part satisfies no model
     cheapest_star = (1.0 - group_cost.max(axis=1)) if hist.m else np.zeros(n_groups)
-    return float(METRICS["loss"].lower(columns, float(((sizes - kept) * cheapest_star).sum()), hist.n_rows))
+    return float(METRICS["loss"].lower(columns, float(((sizes - kept) * cheapest_star).sum()), hist.n_rows, weights))
 
 
 # Suppression limits tried by `gensup`: the user's, then more room for cell suppression, up to
@@ -319,7 +328,7 @@ CellSuppression = Callable[[Histogram, SolveContext], Solution]
 
 
 def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05, metric="entropy", *,
-                    suppress: CellSuppression, context: SolveContext = UNBOUNDED) -> Solution:
+                    suppress: CellSuppression, context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """Generalize, then suppress cells (Xiao, Yi & Tao, Section 5.6): for a few suppression
     limits, the optimal lattice node that needs at most that share of rows removed; then, instead
     of removing the violating rows, `suppress` (the best cell-suppression heuristic) runs on the
@@ -331,9 +340,10 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     more rows than a smaller limit allows is that limit's optimum too, and needs no search.
     Limits that reach the same node share one cell suppression, and a node is suppressed only
     when `gensup_loss_bound` says it could beat the best loss found: nodes are tried in
-    increasing bound."""
+    increasing bound. `weights`: ARX's attribute weights per QI, in the lattice's metric and the
+    loss (`suppress` is expected to weigh its stars by them too)."""
     started = time.perf_counter()
-    lattice = lattice_of(hist, hierarchies, models, 0.0, metric, cell_suppression_after=True)
+    lattice = lattice_of(hist, hierarchies, models, 0.0, metric, cell_suppression_after=True, weights=weights)
     limits = sorted({suppression_limit, *GENSUP_LIMITS})
     optimum = {}  # limit -> its LatticeResult
     evaluated = 0
@@ -350,14 +360,15 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     first_limit = {}  # node levels -> the smallest limit whose optimum it is
     for limit in limits:
         first_limit.setdefault(optimum[limit].node.levels, limit)
-    bounds = {levels: gensup_loss_bound(hist, optimum[limit].node, models, costs) for levels, limit in first_limit.items()}
+    bounds = {levels: gensup_loss_bound(hist, optimum[limit].node, models, costs, weights)
+              for levels, limit in first_limit.items()}
     best = None
     for levels in sorted(first_limit, key=lambda levels: (bounds[levels], first_limit[levels])):
         limit = first_limit[levels]
         if best is not None and (bounds[levels], limit) >= (best.notes["loss"], best.notes["suppression_limit"]):
             continue  # cannot beat the best: its loss is at least its bound
         candidate = _gensup_at(hist, hierarchies, optimum[limit], suppress, context)
-        value = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"], costs)
+        value = generalization_loss(hist, hierarchies, candidate, candidate.notes["levels"], costs, weights)
         candidate.notes.update({"loss": value, "suppression_limit": limit})
         if best is None or (value, limit) < (best.notes["loss"], best.notes["suppression_limit"]):
             best = candidate

@@ -18,6 +18,10 @@ sets first), and the all-star pattern comes last as before.
 Rows left at the end (fewer than k) form one last group; the repair step merges it into the
 cheapest group when it is too small. The zero-star pattern is always tried first (classes of
 size >= k are released unchanged).
+
+With attribute weights (partition.star_weights: a star's cost per column) "fewest stars" is the
+least weight of the starred columns: patterns are tried in increasing weighted stars, and the
+neighbours of a class are those agreeing on the heaviest columns.
 """
 
 from __future__ import annotations
@@ -67,17 +71,53 @@ def _default_kept_sets(m: int, alive_columns, rng: np.random.Generator | None = 
                     break
 
 
+def _weighted_kept_sets(alive_columns, weights: np.ndarray, rng: np.random.Generator | None = None):
+    """`_default_kept_sets` under attribute weights: kept-column sets of the alive columns in
+    increasing weight of the columns they star (ties: in `_default_kept_sets`'s order, or shuffled
+    with `rng`). When a release kills a column, the sets of the smaller alive set are tried from
+    the current weight on; the alive set only shrinks, so this ends."""
+    total = float(weights.sum())
+    floor = -np.inf
+    while True:
+        alive = alive_columns()
+        sets = [kept for size in range(len(alive), -1, -1) for kept in combinations(alive, size)]
+        if rng is not None and len(sets) > 1:
+            sets = [sets[i] for i in rng.permutation(len(sets))]
+        cost = {kept: total - float(weights[list(kept)].sum()) for kept in sets}
+        sets = sorted((kept for kept in sets if cost[kept] >= floor - 1e-12), key=cost.__getitem__)
+        restart = False
+        for kept in sets:
+            floor = cost[kept]
+            yield kept
+            if len(alive_columns()) < len(alive):
+                restart = True
+                break
+        if not restart:
+            return
+
+
 def _kept_sets(m: int, alive_columns, codes: np.ndarray, state, min_size: int, models=(),
-               context: SolveContext = UNBOUNDED, rng: np.random.Generator | None = None):
+               context: SolveContext = UNBOUNDED, rng: np.random.Generator | None = None, weights=None):
     """Kept-column sets for the default (all-patterns) search: the exact enumeration when the
     alive columns allow at most EXACT_PATTERN_LIMIT patterns, else data-drawn ones.
     `state()` gives the live class ids, their remaining rows and remaining SA counts."""
     if 2 ** len(alive_columns()) <= EXACT_PATTERN_LIMIT:
+        if weights is not None:
+            return _weighted_kept_sets(alive_columns, weights, rng)
         return _default_kept_sets(m, alive_columns, rng)
-    return _neighbour_kept_sets(codes, state, min_size, models, context)
+    return _neighbour_kept_sets(codes, state, min_size, models, context, weights)
 
 
-def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=(), context: SolveContext = UNBOUNDED):
+def _agreement(agree: np.ndarray, weights) -> np.ndarray:
+    """Per row of `agree` ((P, m) booleans): how many columns agree, or under weights the dense
+    rank of their weight (an integer in the same order, so a tie-breaker can be added below 1)."""
+    if weights is None:
+        return agree.sum(axis=1)
+    return np.unique(np.round(agree @ weights, 9), return_inverse=True)[1].ravel()
+
+
+def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=(), context: SolveContext = UNBOUNDED,
+                         weights=None):
     """Data-drawn kept sets, in rounds: the zero-star pattern, then per round the candidates of
     the current remaining rows (largest first), until a round releases nothing; the all-star
     pattern last. With k alone a set tried before can release nothing new (its groups only
@@ -91,8 +131,12 @@ def _neighbour_kept_sets(codes: np.ndarray, state, min_size: int, models=(), con
         total = int(rows.sum())
         if total < min_size:
             return
-        found = _neighbour_candidates(codes[live], rows, sa, min_size, models, context)
-        fresh = sorted(found if models else found - tried, key=lambda kept: (-len(kept), kept))
+        found = _neighbour_candidates(codes[live], rows, sa, min_size, models, context, weights)
+        if weights is None:
+            fresh = sorted(found if models else found - tried, key=lambda kept: (-len(kept), kept))
+        else:
+            fresh = sorted(found if models else found - tried,
+                           key=lambda kept: (-float(weights[list(kept)].sum()), kept))
         if not fresh:
             break
         for kept in fresh:
@@ -122,7 +166,7 @@ def _sorted_neighbourhoods(codes: np.ndarray) -> np.ndarray:
 
 
 def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, min_size: int, models=(),
-                          context: SolveContext = UNBOUNDED) -> set:
+                          context: SolveContext = UNBOUNDED, weights=None) -> set:
     """Per class: the columns it shares with its nearest classes that, with it, hold `min_size`
     rows and satisfy `models`; the set of these kept-column tuples."""
     n, m = codes.shape
@@ -152,7 +196,7 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
         used = np.zeros(len(pool), dtype=bool)
         done = False
         for _ in range(NEIGHBOUR_STEPS):
-            score = (agree & kept).sum(axis=1) * (min_size + 1) + tie
+            score = _agreement(agree & kept, weights) * (min_size + 1) + tie
             score[used] = -1
             j = int(np.argmax(score))
             if score[j] < 0:
@@ -168,7 +212,8 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
             rest = np.flatnonzero(~used)
             if not len(rest):
                 continue
-            rest = rest[np.argsort(-((agree[rest] & kept).sum(axis=1) * (min_size + 1) + tie[rest]), kind="stable")]
+            score = _agreement(agree[rest] & kept, weights) * (min_size + 1) + tie[rest]
+            rest = rest[np.argsort(-score, kind="stable")]
             sizes = size + np.cumsum(pool_rows[rest])
             sa_counts = counts[None, :] + np.cumsum(sa[pool[rest]], axis=0)
             ok = np.flatnonzero(releasable(sizes, sa_counts))
@@ -180,11 +225,12 @@ def _neighbour_candidates(codes: np.ndarray, rows: np.ndarray, sa: np.ndarray, m
 
 
 def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, models=(),
-           context: SolveContext = UNBOUNDED) -> Solution:
+           context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """`patterns`: lists of column indices that may be starred together (None: all 2^m).
 
     With `models` (l-diversity, t-closeness, ...), a group is released only when it also
-    satisfies them; otherwise only its size (>= k) counts, as in the paper.
+    satisfies them; otherwise only its size (>= k) counts, as in the paper. `weights`: a star's
+    cost per column (module docstring).
     """
     m = hist.m
     remaining = hist.sizes.copy()
@@ -205,9 +251,10 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         return live, remaining[live], remaining_sa[live]
 
     if patterns is None:
-        kept_sets = _kept_sets(m, alive_columns, hist.codes, state, k, models, context)
+        kept_sets = _kept_sets(m, alive_columns, hist.codes, state, k, models, context, weights=weights)
     else:
-        starred = sorted({tuple(sorted(set(p))) for p in patterns} | {()}, key=len)
+        starred = sorted({tuple(sorted(set(p))) for p in patterns} | {()},
+                         key=len if weights is None else lambda p: float(weights[list(p)].sum()))
         kept_sets = (tuple(j for j in range(m) if j not in s) for s in starred)
 
     for kept in kept_sets:
@@ -376,7 +423,7 @@ JOINT_CARVE_CLASS_LIMIT = 300
 
 
 def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
-                   rng: np.random.Generator | None = None) -> Solution:
+                   rng: np.random.Generator | None = None, weights=None) -> Solution:
     """Pattern-guided greedy at the level of (class, SA value) cells: a GROUP BY group that fails
     l or t still releases its largest satisfying sub-multiset of rows (rows of one class with the
     same SA value are interchangeable), instead of waiting for a coarser pattern. With
@@ -387,7 +434,8 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
 
     `rng`: a shuffled variant (the portfolio's restarts): the kept sets of each size in a random
     order, the rows of a part taken from its classes in a random order, and half the parts
-    released at a random 40-100% of their rows."""
+    released at a random 40-100% of their rows. `weights`: a star's cost per column (the kept
+    sets in increasing weighted stars)."""
     models = Request.of(models)
     min_size = models.min_group_size
     m = hist.m
@@ -404,7 +452,7 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
         live = np.flatnonzero(sizes > 0)
         return live, sizes[live], remaining[live]
 
-    for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models, context, rng):
+    for kept in _kept_sets(m, alive_columns, hist.codes, state, min_size, models, context, rng, weights):
         context.check()
         sizes = remaining.sum(axis=1)
         live = np.flatnonzero(sizes > 0)

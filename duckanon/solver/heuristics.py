@@ -5,6 +5,9 @@ incumbent) every heuristic's loops check it; one interrupted is dropped (its par
 solution), the ones that finished compete, and the local search stops with the best valid
 partition it reached. When the deadline passes before any heuristic finished, the answer is the
 whole table as one group: valid whenever the request is feasible (solve checked that).
+
+Attribute weights (`weights`, partition.star_weights: a star's cost per column; None: 1 each)
+reach every heuristic and the portfolio's choice: the best is the one of fewest weighted stars.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ def wide(hist: Histogram) -> bool:
     return 2 ** hist.m > EXACT_PATTERN_LIMIT
 
 
-def run_heuristic(method: str, hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED) -> Solution:
+def run_heuristic(method: str, hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED,
+                  weights=None) -> Solution:
     models = Request.of(models)
     # The k-only methods start from groups of the size the models imply; repair does the rest.
     k = models.min_group_size
@@ -60,20 +64,20 @@ def run_heuristic(method: str, hist: Histogram, models, patterns=None, context: 
     if method == "mapprox":
         # k alone: the classes of >= k rows unchanged and one extra group (the leftover); with l
         # or t, repair's merges are folded back into one leftover group
-        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k), models, context), patterns)
+        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k, weights), models, context, weights), patterns)
     if method == "greedy":
         # With l or t, the release test can also require them (an extension of Algorithm 1);
         # both variants run and the cheaper one wins.
-        candidates = [repair(hist, greedy(hist, k, patterns, context=context), models, context)]
+        candidates = [repair(hist, greedy(hist, k, patterns, context=context, weights=weights), models, context, weights)]
         if models.needs_sa:
-            candidates.append(repair(hist, greedy(hist, k, patterns, models, context), models, context))
-        return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.stars)
+            candidates.append(repair(hist, greedy(hist, k, patterns, models, context, weights), models, context, weights))
+        return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.cost(weights))
     if method == "merge":
-        return merge_classes(hist, models, context)
+        return merge_classes(hist, models, context, weights)
     if method == "topdown":
-        return repair(hist, topdown(hist, models, context=context), models, context)
+        return repair(hist, topdown(hist, models, context=context, weights=weights), models, context, weights)
     if method == "carve":
-        return repair(hist, carving_greedy(hist, models, context), models, context)
+        return repair(hist, carving_greedy(hist, models, context, weights=weights), models, context, weights)
     raise ValueError(f"not a heuristic: {method}")
 
 
@@ -87,7 +91,8 @@ def whole_table(hist: Histogram) -> Solution:
     return solution
 
 
-def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED) -> Solution:
+def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED,
+                   weights=None) -> Solution:
     """The fewest stars among the heuristics that apply (user patterns: greedy only; l-diversity:
     TP+ too, and TP+ alone on large inputs). Under a deadline (module docstring): the best of
     those that finished in time, improved locally while time is left."""
@@ -105,7 +110,7 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
     def best() -> Solution:
         if not candidates:
             return whole_table(hist)
-        return min(candidates, key=lambda s: s.stars)  # first wins ties
+        return min(candidates, key=lambda s: s.cost(weights))  # first wins ties
 
     diversity = patterns is None and bool(models.diversity)
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
@@ -114,7 +119,7 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
     closeness = patterns is None and bool(models.closeness)
     if closeness and hist.n_classes > T_FAST_CLASS_LIMIT:
         for name in ("carve", "topdown"):
-            attempt(lambda name=name: run_heuristic(name, hist, models, None, context))
+            attempt(lambda name=name: run_heuristic(name, hist, models, None, context, weights))
         return best()
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT and not wide(hist):
@@ -126,14 +131,14 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
     if diversity:  # first: linear, with the (l*d) bound
         attempt(lambda: tp_solution(hist, models, True, context))
     for name in names:
-        attempt(lambda name=name: run_heuristic(name, hist, models, patterns, context))
+        attempt(lambda name=name: run_heuristic(name, hist, models, patterns, context, weights))
     if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
         # improve the best few starts by local moves (never worse than the start); on wide
         # tables the best only (the runner-up is far behind there and costs seconds to improve)
-        for start in sorted(candidates, key=lambda s: s.stars)[:1 if wide(hist) else 2]:
+        for start in sorted(candidates, key=lambda s: s.cost(weights))[:1 if wide(hist) else 2]:
             if context.expired():
                 break
-            improved = local_search(hist, start, models, context)  # stops at the deadline with a valid partition
+            improved = local_search(hist, start, models, context, weights)  # stops at the deadline with a valid partition
             if improved is not None:
                 candidates.append(improved)
     if closeness and row_search(hist):
@@ -141,15 +146,15 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
         # cell_lns) reach what moves of whole classes cannot; more carve starts to improve
         rng = np.random.default_rng(0)
         for _ in range(CARVE_RESTARTS):
-            attempt(lambda: repair(hist, carving_greedy(hist, models, context, rng), models, context))
+            attempt(lambda: repair(hist, carving_greedy(hist, models, context, rng, weights), models, context, weights))
         starts: list[Solution] = []
-        for start in sorted(candidates, key=lambda s: s.stars):
+        for start in sorted(candidates, key=lambda s: s.cost(weights)):
             if len(starts) == 2 or context.expired():
                 break
-            if all(start.stars != other.stars for other in starts):
+            if all(start.cost(weights) != other.cost(weights) for other in starts):
                 starts.append(start)
         for start in starts:
-            improved = cell_lns(hist, start, models, context)  # valid at every step, stops at the deadline
+            improved = cell_lns(hist, start, models, context, weights=weights)  # valid at every step, stops at the deadline
             if improved is not None:
                 candidates.append(improved)
     return best()

@@ -42,7 +42,7 @@ import numpy as np
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.generalize import TOP, whole_domain
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import arx_loss
+from duckanon.solver.lattice import arx_loss, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
 from duckanon.solver.request import Request
@@ -70,7 +70,8 @@ class _Split:
 class HierarchicalRecoding:
     """The search state: per column the level codes of every class and the loss of each label."""
 
-    def __init__(self, hist: Histogram, hierarchies, models, suppression_limit: float = 0.0):
+    def __init__(self, hist: Histogram, hierarchies, models, suppression_limit: float = 0.0, weights=None):
+        """`weights`: ARX's attribute weights per QI (None: all 1), in the loss the splits lower."""
         self.hist = hist
         self.models = Request.of(models)
         self.m = hist.m
@@ -83,7 +84,9 @@ class HierarchicalRecoding:
         self.heights = [h.height for h in hierarchies]
         self.cell_loss = [[h.loss(level) for level in range(h.height + 1)] for h in hierarchies]
         self.budget = float(np.floor(suppression_limit * hist.n_rows + 1e-9))
-        self.weights = np.ones(self.m)
+        user = arx_weights(weights)
+        self.user_weights = np.ones(self.m) if user is None else user
+        self.weights = self.user_weights.copy()
 
     # -- groups ------------------------------------------------------------------------------
     def group(self, members: np.ndarray, levels: np.ndarray) -> _Group:
@@ -215,8 +218,9 @@ class HierarchicalRecoding:
 
     def weigh(self, totals: np.ndarray) -> None:
         """Gains from now on weighted by the derivative of ARX's geometric mean at `totals` (per
-        column, the cost of every row): a column already costly gains the mean less."""
-        self.weights = 1.0 / (self.hist.n_rows + totals)
+        column, the cost of every row): a column already costly gains the mean less. With
+        attribute weights w the mean is ARX's weighted one, whose derivative is w_j / (n + w_j T_j)."""
+        self.weights = self.user_weights / (self.hist.n_rows + self.user_weights * totals)
 
     def _global_after(self, group: _Group, split: _Split, final: list, heap: list) -> bool:
         """Whether the global models (average risk, population uniqueness) hold on the release
@@ -273,10 +277,11 @@ class HierarchicalRecoding:
 
 
 def hierarchical_solution(hist: Histogram, hierarchies, models, suppression_limit: float = 0.0,
-                          context: SolveContext = UNBOUNDED) -> Solution:
+                          context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """The Solution of the top-down recoding (module docstring): per group and column the label of
-    its level; cells at a level with one label for the whole column are stars."""
-    search = HierarchicalRecoding(hist, hierarchies, models, suppression_limit)
+    its level; cells at a level with one label for the whole column are stars. `weights`: ARX's
+    attribute weights per QI, in the loss it lowers and reports."""
+    search = HierarchicalRecoding(hist, hierarchies, models, suppression_limit, weights)
     final, removed = search.run(context)
     groups = final + removed
     group_of = np.empty(hist.n_classes, dtype=np.int64)
@@ -312,6 +317,6 @@ def hierarchical_solution(hist: Histogram, hierarchies, models, suppression_limi
     solution.notes.update({
         "groups": len(final), "removed_rows": int(sum(group.size for group in removed)),
         "recoding": "hierarchy labels (top-down specialization)", "metric": "loss",
-        "metric_value": float(arx_loss(columns, hist.n_rows)),
+        "metric_value": float(arx_loss(columns, hist.n_rows, weights)),
     })
     return solution

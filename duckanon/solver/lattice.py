@@ -26,6 +26,14 @@ Removed rows cost what ARX charges for them (its metrics of the same names, gsFa
   A node that removes every row is never chosen while some node publishes rows; when none does,
   the search fails with "would publish no rows".
 
+Attribute weights (the statement's `weights`, ARX's setAttributeWeight): divided by the largest,
+as ARX's AbstractMetricMultiDimensional does, they weigh each column's total in the metric's
+aggregate, as ARX's aggregate functions do: loss is prod(1 + w_j loss_j) ^ (1 / m) - 1
+(ILMultiDimensionalGeometricMean), entropy (ILMultiDimensionalSum) and precision
+(ILMultiDimensionalArithmeticMean, here without its constant 1 / m) sum w_j x column j, and so does
+stars. Discernibility and aecs are ARX's single-dimensional metrics: weights do not apply. Every
+aggregate stays non-decreasing in each column, so the bounds and floors below stay lower bounds.
+
 Search (branch and bound over the lattice, with Flash-style predictive tagging):
   * Monotonicity. With no suppression, if a node satisfies the models so does every coarser
     node (its classes are unions of satisfying classes, and all our models are closed under
@@ -94,9 +102,14 @@ class LatticeMetric:
         # (a BLAS dot spins threads)
         return np.array([removed - float((weights * lattice.class_costs(j, h)[which]).sum()) for j, h in enumerate(levels)])
 
-    def aggregate(self, columns: np.ndarray, rows: int) -> np.ndarray | float:
-        """The metric from its per-column totals (last axis): their sum unless said otherwise."""
-        return columns.sum(axis=-1)
+    def aggregate(self, columns: np.ndarray, rows: int, weights: np.ndarray | None = None) -> np.ndarray | float:
+        """The metric from its per-column totals (last axis): their sum unless said otherwise;
+        with ARX's attribute `weights` (arx_weights) the weighted sum, as ARX's
+        ILMultiDimensionalSum (entropy) and ILMultiDimensionalArithmeticMean (precision) weigh
+        each column's value."""
+        if weights is None:
+            return columns.sum(axis=-1)
+        return (columns * weights).sum(axis=-1)
 
     def value(self, lattice: Lattice, node: NodeResult) -> float:
         return lattice.node_value(node.levels, ~node.ok[node.member_of])
@@ -134,14 +147,31 @@ class EntropyMetric(LatticeMetric):
 ARX_ROUNDING = 1e10
 
 
-def arx_loss(columns: np.ndarray, rows: int) -> np.ndarray | float:
+def arx_weights(weights) -> np.ndarray | None:
+    """ARX's attribute weights as its multi-dimensional metrics use them
+    (AbstractMetricMultiDimensional.initializeInternal): each divided by the largest, so the
+    heaviest column weighs 1. None without weights or when all are equal (then every weight is 1,
+    which is the metric without weights)."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if not len(w) or bool((w == w[0]).all()):
+        return None
+    return w / w.max()
+
+
+def arx_loss(columns: np.ndarray, rows: int, weights=None) -> np.ndarray | float:
     """ARX's Loss from per-column totals of cell losses over `rows` rows (last axis): each
     column's mean loss, rounded down as ARX rounds it, aggregated by ARX's geometric mean
-    prod(1 + loss_j) ** (1 / m) - 1 (ILMultiDimensionalGeometricMean)."""
+    prod(1 + loss_j) ** (1 / m) - 1 (ILMultiDimensionalGeometricMean). With attribute `weights`
+    (normalised here by arx_weights), prod(1 + w_j loss_j) ** (1 / m) - 1, as ARX weighs them."""
     columns = np.asarray(columns, dtype=np.float64)
     if columns.shape[-1] == 0:
         return columns.sum(axis=-1)
     mean = np.floor(np.maximum(columns / max(rows, 1), 0.0) * ARX_ROUNDING) / ARX_ROUNDING
+    weights = arx_weights(weights)
+    if weights is not None:
+        mean = mean * weights
     factors = (mean + 1.0) ** (1.0 / columns.shape[-1])
     product = factors[..., 0]
     for j in range(1, columns.shape[-1]):  # in column order, as ARX multiplies (same last bits)
@@ -166,14 +196,20 @@ class LossMetric(LatticeMetric):
         leaves = np.bincount(g, weights=present.astype(np.float64))
         return (leaves[g] - 1) / max(n_values - 1, 1)
 
-    def aggregate(self, columns, rows):
-        return arx_loss(columns, rows)
+    def aggregate(self, columns, rows, weights=None):
+        return arx_loss(columns, rows, weights)
 
-    def lower(self, columns: np.ndarray, floor: float, rows: int) -> float:
+    def lower(self, columns: np.ndarray, floor: float, rows: int, weights=None) -> float:
         """The least the loss can be when the per-column totals are at least `columns` and grow
         by `floor` in all, shared among the columns in a way not known: the geometric mean grows
-        least when all of it goes to the costliest column (log(1 + x) is concave)."""
+        least when all of it goes to the costliest column (log(1 + x) is concave). With weights
+        the sum of log(1 + w_j x_j) is still concave in the shares, so its least is where all of
+        the floor goes to one column: the least over the columns."""
         columns = np.array(columns, dtype=np.float64)
+        weights = arx_weights(weights)
+        if weights is not None and len(columns):
+            grown = np.tile(columns, (len(columns), 1)) + floor * np.eye(len(columns))
+            return float(np.min(arx_loss(grown, rows, weights)))
         if len(columns):
             columns[np.argmax(columns)] += floor
         return float(arx_loss(columns, rows))
@@ -284,7 +320,7 @@ class Lattice:
 
     def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
                  metric: str = "entropy", cell_suppression_after: bool = False, domains: list | None = None,
-                 population: tuple[np.ndarray, np.ndarray] | None = None):
+                 population: tuple[np.ndarray, np.ndarray] | None = None, weights=None):
         """`cell_suppression_after` (gensup): the violating rows are not removed but cell-suppressed
         afterwards, so entropy does not charge them and a node whose classes all violate is
         allowed (at limit 1.0 the bottom node is cell suppression alone). `domains`: per column
@@ -292,7 +328,10 @@ class Lattice:
         the loss; None: a column's domain is its values. `population`: the population table's
         distinct QI vectors (codes in the columns' value codes, which the level codes cover)
         and their rows, for the population models: they join the classes as classes without
-        sample rows, so a node's groups count the population rows their labels match."""
+        sample rows, so a node's groups count the population rows their labels match.
+        `weights`: ARX's attribute weights per QI (None: all 1), normalised as ARX normalises them
+        (arx_weights) and applied by the metric's aggregate; discernibility and aecs are
+        single-dimensional in ARX and ignore them."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
         request = Request.of(models)
@@ -304,6 +343,7 @@ class Lattice:
         self.models = request
         self.metric = metric
         self.measure = METRICS[metric]
+        self.weights = arx_weights(weights) if self.measure.separable else None
         self.cell_suppression_after = cell_suppression_after
         self.domains = domains if domains is not None else [None] * len(self.level_codes)
         self.sizes = hist.sizes
@@ -442,6 +482,12 @@ class Lattice:
         return int(self.sizes[counts[key] < self.k].sum())
 
     # -- metrics -------------------------------------------------------------------------------
+    def aggregate(self, columns: np.ndarray) -> np.ndarray | float:
+        """The metric from per-column totals (last axis), with the attribute weights. Every
+        aggregate is non-decreasing in each column (the weights are positive), so a bound or a
+        floor on the columns bounds the metric."""
+        return self.measure.aggregate(columns, self.n, self.weights)
+
     def _row_costs(self, j: int) -> np.ndarray:
         """(n_values, H+1): what one row with value v of column j costs when published at level h."""
         codes = self.level_codes[j]
@@ -465,7 +511,7 @@ class Lattice:
         """The metric with nothing removed; never above the real value (a removed row costs the
         top level, the most any level costs). Separable: no grouping needed."""
         if self.measure.separable:
-            return float(self.measure.aggregate(self.column_totals(levels), self.n))
+            return float(self.aggregate(self.column_totals(levels)))
         return 0.0
 
     def removal_charge(self, levels, removed: np.ndarray) -> np.ndarray:
@@ -479,7 +525,7 @@ class Lattice:
 
     def node_value(self, levels, removed: np.ndarray) -> float:
         """A separable metric at `levels` with the classes flagged in `removed` removed."""
-        return float(self.measure.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed), self.n))
+        return float(self.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed)))
 
     def value(self, node: NodeResult) -> float:
         """The metric of publishing at `node` with its violating classes removed (ARX's charges
@@ -600,7 +646,7 @@ class Lattice:
         if self.measure.separable:
             for j in range(self.m):
                 columns[:, j] = self.column_total[j][nodes[:, j]]
-        bounds = self.measure.aggregate(columns, self.n) if self.measure.separable else np.zeros(len(nodes))
+        bounds = self.aggregate(columns) if self.measure.separable else np.zeros(len(nodes))
         status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
         strides = np.cumprod([1] + [h + 1 for h in self.heights[::-1]])[:-1][::-1]  # product order
         level_sum = nodes.sum(axis=1)
@@ -671,7 +717,7 @@ class Lattice:
                     if removed is None:
                         removed = self.removed_classes(key)
                     charge = self.removal_charge(key, removed)
-                    value = float(self.measure.aggregate(columns[index] + charge, self.n))
+                    value = float(self.aggregate(columns[index] + charge))
                     value_of[index] = value
                     if charge_floors:
                         raise_floor(levels, charge if self.monotone_with_suppression else self.charge_floor(node))
@@ -753,12 +799,12 @@ class Lattice:
             if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
-                optimal = not ((status == 0) & (self.measure.aggregate(columns + floor, self.n)
+                optimal = not ((status == 0) & (self.aggregate(columns + floor)
                                                 < best - 1e-9 * max(1.0, abs(best)))).any()
                 break
             if status[pick] != 0:
                 continue
-            if best == np.inf or (self.measure.aggregate(columns[pick] + floor[pick], self.n) if floor[pick].any()
+            if best == np.inf or (self.aggregate(columns[pick] + floor[pick]) if floor[pick].any()
                                   else bounds[pick]) < best - 1e-9 * max(1.0, abs(best)):
                 if can_fail and charge_floors and deferred:
                     evaluate_deferred_above(pick)

@@ -13,6 +13,9 @@ groups), which takes seconds on a few hundred classes. The context's deadline (c
 statement's `time_limit`, or exact's share of it for its incumbent) stops the search: every state
 it passes through is a valid partition no worse than the start, so it returns the best one
 reached so far (the final top-down refinement is skipped, or dropped, once the deadline is past).
+
+Attribute weights (`weights`, partition.star_weights: a star's cost per column, None: 1 each):
+every cost here, a move's, a pair's, a group's, is then in weighted stars.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 from duckanon.solver.context import UNBOUNDED, DeadlineExpired, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import all_satisfied
-from duckanon.solver.partition import Solution, solution_from_class_groups
+from duckanon.solver.partition import Solution, solution_from_class_groups, star_cost
 from duckanon.solver.request import Request
 from duckanon.solver.topdown import topdown, topdown_groups
 
@@ -44,7 +47,7 @@ def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
 
 
 def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
-            context: SolveContext = UNBOUNDED) -> np.ndarray:
+            context: SolveContext = UNBOUNDED, weights=None) -> np.ndarray:
     group_of = np.unique(group_of, return_inverse=True)[1].ravel().astype(np.int64)
     n_groups = int(group_of.max()) + 1 if len(group_of) else 0
     capacity = n_groups + hist.n_classes  # room for classes that leave to form their own group
@@ -67,12 +70,15 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
 
     for g in range(n_groups):
         refresh(g)
-    stars = lambda g: int((single[g] == -1).sum())  # noqa: E731
+    column_weight = [1] * hist.m if weights is None else [float(w) for w in weights]
+    stars = lambda g: star_cost(single[g] == -1, weights).item()  # noqa: E731
+    # a move must lower the cost by more than this (weighted costs are floats)
+    threshold = 0 if weights is None else -1e-9
     next_free = n_groups
     alone_ok = all_satisfied(models, hist.sizes, hist.sa_counts)
     for _ in range(max_passes):
         moved = False
-        order = np.argsort(-(hist.sizes * (single[group_of] == -1).sum(axis=1)), kind="stable")
+        order = np.argsort(-(hist.sizes * star_cost(single[group_of] == -1, weights)), kind="stable")
         for step, c in enumerate(order.tolist()):
             if step % 16 == 0 and context.expired():
                 return group_of  # every accepted move kept all groups valid
@@ -85,20 +91,21 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
             rest_stars = 0
             for j, code in enumerate(code_c.tolist()):
                 counter = counters[a][j]
-                rest_stars += len(counter) - (counter[code] == 1) > 1
+                if len(counter) - (counter[code] == 1) > 1:
+                    rest_stars += column_weight[j]
             gain_a = sizes[a] * stars(a) - rest_size * rest_stars
             alive = np.flatnonzero(sizes[:next_free] > 0)
             alive = alive[alive != a]
-            best_delta, best_b = 0, None
+            best_delta, best_b = threshold, None
             if len(alive):
                 merged_size = sizes[alive] + s_c
                 ok = all_satisfied(models, merged_size, sa[alive] + sa_c)
-                merged_stars = (single[alive] != code_c).sum(axis=1)
-                delta = merged_size * merged_stars - sizes[alive] * (single[alive] == -1).sum(axis=1) - gain_a
+                merged_stars = star_cost(single[alive] != code_c, weights)
+                delta = merged_size * merged_stars - sizes[alive] * star_cost(single[alive] == -1, weights) - gain_a
                 delta = np.where(ok, delta, np.iinfo(np.int64).max)
                 pick = int(np.argmin(delta))
                 if delta[pick] < best_delta:
-                    best_delta, best_b = int(delta[pick]), int(alive[pick])
+                    best_delta, best_b = delta[pick].item(), int(alive[pick])
             if alone_ok[c] and -gain_a < best_delta and rest_size:
                 best_delta, best_b = -gain_a, next_free
                 next_free += 1
@@ -123,21 +130,21 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
     return group_of
 
 
-def _cost(hist: Histogram, members: np.ndarray) -> int:
+def _cost(hist: Histogram, members: np.ndarray, weights=None) -> int | float:
     codes = hist.codes[members]
-    varying = int((codes.min(axis=0) != codes.max(axis=0)).sum()) if len(members) else 0
+    varying = star_cost(codes.min(axis=0) != codes.max(axis=0), weights).item() if len(members) else 0
     return int(hist.sizes[members].sum()) * varying
 
 
 def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: int = 5,
-                 context: SolveContext = UNBOUNDED) -> list[np.ndarray]:
+                 context: SolveContext = UNBOUNDED, weights=None) -> list[np.ndarray]:
     """Re-split the union of two groups top-down; keep the result when it costs less. The union
     of two valid groups is valid (closure under merging), so the split is always available.
     Stops at the context's deadline with the groups reached so far (each round keeps a valid
     partition)."""
     for _ in range(max_rounds):
         changed = False
-        costs = [_cost(hist, g) for g in groups]
+        costs = [_cost(hist, g, weights) for g in groups]
         order = sorted(range(len(groups)), key=lambda i: -costs[i])
         done = set()
         for a in order:
@@ -151,11 +158,11 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
                     return groups
                 union = np.concatenate([groups[a], groups[b]])
                 try:  # the split's groups only: building a Solution over the whole histogram is O(classes)
-                    parts = [np.sort(members) for members in topdown_groups(hist, models, [union], context)]
+                    parts = [np.sort(members) for members in topdown_groups(hist, models, [union], context, weights)]
                 except DeadlineExpired:
                     return groups
-                cost = sum(_cost(hist, members) for members in parts)
-                if cost < costs[a] + costs[b] and (best is None or cost - costs[a] - costs[b] < best[0]):
+                cost = sum(_cost(hist, members, weights) for members in parts)
+                if cost < costs[a] + costs[b] - (0 if weights is None else 1e-9) and (best is None or cost - costs[a] - costs[b] < best[0]):
                     best = (cost - costs[a] - costs[b], b, parts)
             if best is not None:
                 _, b, new = best
@@ -169,21 +176,22 @@ def pair_rebuild(hist: Histogram, groups: list[np.ndarray], models, max_rounds: 
     return groups
 
 
-def local_search(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED) -> Solution | None:
+def local_search(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED,
+                 weights=None) -> Solution | None:
     """Moves, then top-down refinement of every group; None when `start` splits a class, or when
     the context's deadline is already past."""
     group_of = class_groups(start, hist.n_classes)
     if group_of is None or hist.n_classes > LOCAL_SEARCH_CLASS_LIMIT or context.expired():
         return None
-    group_of = improve(hist, group_of, models, context=context)
+    group_of = improve(hist, group_of, models, context=context, weights=weights)
     moved = solution_from_class_groups(hist, np.arange(hist.n_classes), group_of, hist.sizes, "local")
     roots = [np.flatnonzero(group_of == g) for g in np.unique(group_of)]
     if len(roots) <= PAIR_GROUP_LIMIT and not context.expired():
-        roots = pair_rebuild(hist, roots, models, context=context)
+        roots = pair_rebuild(hist, roots, models, context=context, weights=weights)
     refined = None
     if not context.expired():
         try:
-            refined = topdown(hist, models, roots, context)
+            refined = topdown(hist, models, roots, context, weights)
         except DeadlineExpired:
             refined = None
     if refined is None:
@@ -192,7 +200,7 @@ def local_search(hist: Histogram, start: Solution, models, context: SolveContext
         for g, members in enumerate(roots):
             labels[members] = g
         refined = solution_from_class_groups(hist, np.arange(hist.n_classes), labels, hist.sizes, "local")
-    best = refined if refined.stars <= moved.stars else moved
+    best = refined if refined.cost(weights) <= moved.cost(weights) else moved
     best.method = f"{start.method}+local"
     return best
 
@@ -204,13 +212,14 @@ CELL_SEARCH_CLASS_LIMIT = 300
 CELL_SEARCH_ROUNDS = 200
 
 
-def _group_stars(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Per group (rows: (G, C) rows of each class in each group): the columns it stars."""
+def _group_stars(codes: np.ndarray, rows: np.ndarray, weights=None) -> np.ndarray:
+    """Per group (rows: (G, C) rows of each class in each group): the columns it stars (under
+    `weights`, their weights' sum)."""
     present = rows > 0
-    out = np.zeros(len(rows), dtype=np.int64)
+    out = np.zeros(len(rows), dtype=np.int64 if weights is None else np.float64)
     for g in np.flatnonzero(present.any(axis=1)).tolist():
         member = codes[present[g]]
-        out[g] = int((member.min(axis=0) != member.max(axis=0)).sum())
+        out[g] = star_cost(member.min(axis=0) != member.max(axis=0), weights)
     return out
 
 
@@ -226,7 +235,7 @@ def _take(x: np.ndarray, cells: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def cell_search(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED,
-                max_rounds: int = CELL_SEARCH_ROUNDS) -> Solution | None:
+                max_rounds: int = CELL_SEARCH_ROUNDS, weights=None) -> Solution | None:
     """Local search over rows (cells of a class and an SA value), not whole classes: rows of a
     group move to another group, or leave to form a new one, as many as both groups allow.
 
@@ -263,7 +272,7 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
 
     def state():
         rows = cells.sum(axis=2)
-        return rows, cells.sum(axis=1), _group_stars(codes, rows)
+        return rows, cells.sum(axis=1), _group_stars(codes, rows, weights)
 
     rows, sa, stars = state()
     size = sa.sum(axis=1)
@@ -316,13 +325,12 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
                 moved = taken.sum(axis=1)
                 new_a = rows[a] - moved
                 pair = np.stack([new_a, (rows[b] if b >= 0 else 0) + moved])
-                new_stars = _group_stars(codes, pair)
-                delta = int((size[a] - total) * new_stars[0] + (size[b] if b >= 0 else 0) * 0 +
-                            ((size[b] if b >= 0 else 0) + total) * new_stars[1]) - int(cost[a]) - (
-                                int(cost[b]) if b >= 0 else 0)
+                new_stars = _group_stars(codes, pair, weights)
+                delta = ((size[a] - total) * new_stars[0] + ((size[b] if b >= 0 else 0) + total) * new_stars[1]).item() \
+                    - cost[a].item() - (cost[b].item() if b >= 0 else 0)
                 if best is None or delta < best[0]:
                     best = (delta, taken)
-            if best[0] < 0:
+            if best[0] < (0 if weights is None else -1e-9):
                 scored.append((best[0], a, b, best[1]))
         if not scored:
             break
@@ -347,16 +355,17 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
                 rows[g] = cells[g].sum(axis=1)
                 sa[g] = cells[g].sum(axis=0)
                 size[g] = sa[g].sum()
-            stars[[a, b]] = _group_stars(codes, rows[[a, b]])
+            stars[[a, b]] = _group_stars(codes, rows[[a, b]], weights)
     g_idx, c_idx, s_idx = np.nonzero(cells)
     result = build_solution(hist, c_idx, s_idx, g_idx, cells[g_idx, c_idx, s_idx], f"{start.method}+cells")
-    if not all_satisfied(request, result.group_sizes(), result.group_sa(n_sa)).all() or result.stars > start.stars:
+    if not all_satisfied(request, result.group_sizes(), result.group_sa(n_sa)).all() or \
+            result.cost(weights) > start.cost(weights):
         return None  # cannot happen (every move keeps both groups valid); the start stands
     return result
 
 
 def _resplit(hist: Histogram, union: np.ndarray, models, rng: np.random.Generator, tries: int,
-             context: SolveContext = UNBOUNDED) -> tuple[int, list[np.ndarray]] | None:
+             context: SolveContext = UNBOUNDED, weights=None) -> tuple[int, list[np.ndarray]] | None:
     """The cheapest re-partition found of the rows `union` ((C, S) counts, a valid group): carve
     (`carving_greedy`) on those rows alone, in its pattern order and in `tries` shuffled ones,
     each improved by `cell_search`. (stars, list of (C, S) groups), or None."""
@@ -368,11 +377,12 @@ def _resplit(hist: Histogram, union: np.ndarray, models, rng: np.random.Generato
     sub = Hist(codes=hist.codes[classes], sa_counts=union[classes])
     best = None
     for attempt in range(tries + 1):
-        solution = repair(sub, carving_greedy(sub, models, context, rng if attempt else None), models, context)
-        improved = cell_search(sub, solution, models, context)
-        if improved is not None and improved.stars < solution.stars:
+        solution = repair(sub, carving_greedy(sub, models, context, rng if attempt else None, weights), models, context,
+                          weights)
+        improved = cell_search(sub, solution, models, context, weights=weights)
+        if improved is not None and improved.cost(weights) < solution.cost(weights):
             solution = improved
-        if best is None or solution.stars < best.stars:
+        if best is None or solution.cost(weights) < best.cost(weights):
             best = solution
     groups = []
     for g in range(len(best.group_rep)):
@@ -381,11 +391,11 @@ def _resplit(hist: Histogram, union: np.ndarray, models, rng: np.random.Generato
         np.add.at(part, (classes[best.part_class[sel]], best.part_sa[sel]), best.part_count[sel])
         if part.sum():
             groups.append(part)
-    return best.stars, groups
+    return best.cost(weights), groups
 
 
 def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = UNBOUNDED, tries: int = 4,
-             max_rounds: int = 20) -> Solution | None:
+             max_rounds: int = 20, weights=None) -> Solution | None:
     """`cell_search`, then large neighbourhoods: the rows of two groups are re-partitioned from
     scratch (`_resplit`; their union is valid, closure under merging) and the result replaces
     them when it has fewer stars, then `cell_search` again; until no pair improves, after
@@ -394,10 +404,10 @@ def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = U
     (a fixed seed shuffles carve's pattern orders). None when `cell_search` does not apply."""
     from duckanon.solver.partition import build_solution
 
-    current = cell_search(hist, start, models, context)
+    current = cell_search(hist, start, models, context, weights=weights)
     if current is None:
         return None
-    if current.stars > start.stars:
+    if current.cost(weights) > start.cost(weights):
         current = start
     rng = np.random.default_rng(0)
     n_sa = hist.sa_counts.shape[1]
@@ -411,7 +421,8 @@ def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = U
             if part.sum():
                 groups.append(part)
         size = np.array([g.sum() for g in groups])
-        cost = np.array([s * st for s, st in zip(size, _group_stars(hist.codes, np.array([g.sum(axis=1) for g in groups])))])
+        cost = np.array([s * st for s, st in zip(size, _group_stars(hist.codes, np.array([g.sum(axis=1) for g in groups]),
+                                                                     weights))])
         pairs = sorted(((a, b) for a in range(len(groups)) for b in range(a + 1, len(groups))),
                        key=lambda ab: -(cost[ab[0]] + cost[ab[1]]))
         replaced = False
@@ -425,10 +436,10 @@ def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = U
                 continue
             tried.add(key)
             try:
-                found = _resplit(hist, groups[a] + groups[b], models, rng, tries, context)
+                found = _resplit(hist, groups[a] + groups[b], models, rng, tries, context, weights)
             except DeadlineExpired:
                 break
-            if found is None or found[0] >= cost[a] + cost[b]:
+            if found is None or found[0] >= cost[a] + cost[b] - (0 if weights is None else 1e-9):
                 continue
             groups = [g for i, g in enumerate(groups) if i not in (a, b)] + found[1]
             replaced = True
@@ -441,10 +452,11 @@ def cell_lns(hist: Histogram, start: Solution, models, context: SolveContext = U
             cls.append(c); sa_idx.append(s_); grp.append(np.full(len(c), g)); cnt.append(part[c, s_])
         merged = build_solution(hist, *(np.concatenate(v).astype(np.int64) for v in (cls, sa_idx, grp, cnt)),
                                 current.method)
-        polished = cell_search(hist, merged, models, context)
-        current = polished if polished is not None and polished.stars <= merged.stars else merged
+        polished = cell_search(hist, merged, models, context, weights=weights)
+        current = polished if polished is not None and polished.cost(weights) <= merged.cost(weights) else merged
     request = Request.of(models)
-    if not all_satisfied(request, current.group_sizes(), current.group_sa(n_sa)).all() or current.stars > start.stars:
+    if not all_satisfied(request, current.group_sizes(), current.group_sa(n_sa)).all() or \
+            current.cost(weights) > start.cost(weights):
         return None
     current.method = f"{start.method}+cells"
     return current

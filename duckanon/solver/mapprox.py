@@ -10,7 +10,8 @@ Each case costs at most m times the matching bound, so cost <= m * OPT. Time: O(
 class histogram, independent of the row count.
 
 Where the paper leaves a choice (which spare rows in case 2), we take rows from the classes that
-add the fewest new stars to the group first.
+add the fewest new stars to the group first (with attribute weights, the least weight of new
+stars; the m-approximation is a statement about unweighted stars).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.partition import STAR, Solution, identity_solution, solution_from_class_groups
+from duckanon.solver.partition import STAR, Solution, identity_solution, solution_from_class_groups, star_cost
 
 
-def mapprox(hist: Histogram, k: int) -> Solution:
+def mapprox(hist: Histogram, k: int, weights=None) -> Solution:
     sizes = hist.sizes
     small = sizes < k
     if not small.any() or hist.n_classes == 0:
@@ -39,7 +40,7 @@ def mapprox(hist: Histogram, k: int) -> Solution:
         need = k - small_rows
         small_codes = hist.codes[small]
         rep = np.where((small_codes == small_codes[0]).all(axis=0), small_codes[0], STAR)
-        new_stars = ((hist.codes[large] != rep) & (rep != STAR)).sum(axis=1)
+        new_stars = star_cost((hist.codes[large] != rep) & (rep != STAR), weights)
         donors = {}
         for i in np.lexsort((-spare, new_stars)):
             if need == 0:

@@ -69,6 +69,19 @@ class Solution:
         stars = self.group_stars * self.kept_groups
         return int((self.part_count * stars[self.part_group]).sum())
 
+    def weighted_stars(self, weights) -> float:
+        """`stars` with each star counted at its column's weight (ARX's attribute weights; None:
+        every column weighs 1)."""
+        if weights is None:
+            return float(self.stars)
+        cost = star_cost(self.starred, weights) * self.kept_groups
+        return float((self.part_count * cost[self.part_group]).sum())
+
+    def cost(self, weights) -> int | float:
+        """What the cell-suppression methods minimise: `stars`, or with `weights` (star_weights)
+        the weighted stars."""
+        return self.stars if weights is None else self.weighted_stars(weights)
+
     @property
     def whole_domain_cells(self) -> int:
         """Of `stars`, the cells published as a whole-domain label ('*****') rather than '*'."""
@@ -98,6 +111,26 @@ class Solution:
             return np.zeros(0, dtype=np.int64)
         _, inverse = np.unique(self.group_rep[keep], axis=0, return_inverse=True)
         return np.bincount(inverse.ravel(), weights=sizes[keep]).astype(np.int64)
+
+
+def star_weights(weights) -> np.ndarray | None:
+    """The cost of one star per column for the cell-suppression methods: the user's attribute
+    weights (`weights`, ARX's setAttributeWeight), or None when there are none or all are equal
+    (a star then costs the same in every column, the fewest stars are the fewest weighted stars,
+    and every method runs exactly as without weights)."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if not len(w) or bool((w == w[0]).all()):
+        return None
+    return w
+
+
+def star_cost(starred: np.ndarray, weights) -> np.ndarray:
+    """Per row of `starred` ((..., m) booleans): its stars, or with `weights` their weights' sum."""
+    if weights is None:
+        return starred.sum(axis=-1)
+    return np.asarray(starred, dtype=np.float64) @ np.asarray(weights, dtype=np.float64)
 
 
 def group_representatives(codes: np.ndarray, part_class: np.ndarray, part_group: np.ndarray, n_groups: int) -> np.ndarray:

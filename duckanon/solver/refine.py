@@ -23,6 +23,7 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
+from duckanon.solver.lattice import arx_weights
 from duckanon.solver.models import all_satisfied
 
 REFINE_CELLS = 2e7  # groups x classes, at most
@@ -96,8 +97,10 @@ class _Groups:
 
 
 def refine_groups(hist: Histogram, group_of: np.ndarray, models, numeric: list[bool] | None = None,
-                  context: SolveContext = UNBOUNDED) -> np.ndarray:
-    """Mondrian's `group_of` (class -> group) after the class moves of the module docstring."""
+                  context: SolveContext = UNBOUNDED, weights=None) -> np.ndarray:
+    """Mondrian's `group_of` (class -> group) after the class moves of the module docstring.
+    `weights`: ARX's attribute weights per QI; the loss is then ARX's weighted geometric mean,
+    whose derivative in column j is w_j / (rows + w_j T_j)."""
     n_classes = hist.n_classes
     if not n_classes:
         return group_of
@@ -109,10 +112,12 @@ def refine_groups(hist: Histogram, group_of: np.ndarray, models, numeric: list[b
     state = _Groups(hist, group_of, numeric)
     rows = float(state.sizes.sum())
     alone_ok = all_satisfied(models, state.sizes, state.sa)
+    user = arx_weights(weights)
+    user = np.ones(hist.m) if user is None else user
     for _ in range(REFINE_PASSES):
         if context.expired():
             break
-        weights = 1.0 / (rows + state.totals())  # d/dT_j of sum_j log(1 + T_j / rows)
+        weights = user / (rows + user * state.totals())  # d/dT_j of sum_j log(1 + w_j T_j / rows)
         candidates = _best_moves(state, models, weights, alone_ok, context)
         moved = 0
         for c, b, _ in candidates:

@@ -7,6 +7,9 @@ valid solution, at the latest with the whole table as one group.
 
 Cost: O(G * (m + S)) per merge with G groups, O(G^2 (m + S)) in all; meant for the few groups a
 k-anonymous solution leaves violating, or for tables with a few thousand classes.
+
+`weights` (partition.star_weights: a star's cost per column, None: 1 each) makes a merge's cost
+the weighted stars it adds.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import all_satisfied, globally_satisfied
-from duckanon.solver.partition import STAR, Solution, build_solution, identity_solution
+from duckanon.solver.partition import STAR, Solution, build_solution, identity_solution, star_cost
 
 
 def deficit(models, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
@@ -29,7 +32,7 @@ def deficit(models, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
     return total
 
 
-def repair(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED) -> Solution:
+def repair(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """Merge violating groups into their cheapest partners until all groups satisfy `models`."""
     sizes = solution.group_sizes()
     sa = solution.group_sa(hist.sa_counts.shape[1])
@@ -39,7 +42,7 @@ def repair(hist: Histogram, solution: Solution, models, context: SolveContext = 
     if ok.all():
         return solution
     label = np.arange(len(sizes))
-    stars = (rep == STAR).sum(axis=1)
+    stars = star_cost(rep == STAR, weights)
     while True:
         context.check()
         bad = np.flatnonzero(alive & ~ok)
@@ -51,7 +54,7 @@ def repair(hist: Histogram, solution: Solution, models, context: SolveContext = 
         if len(others) == 0:
             break  # the whole table violates: the caller checked feasibility, so this cannot happen
         merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
-        merged_stars = (merged_rep == STAR).sum(axis=1)
+        merged_stars = star_cost(merged_rep == STAR, weights)
         merged_sizes = sizes[others] + sizes[v]
         merged_sa = sa[others] + sa[v]
         delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
@@ -79,7 +82,8 @@ def repair(hist: Histogram, solution: Solution, models, context: SolveContext = 
     return repaired
 
 
-def merge_until_global(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED) -> Solution:
+def merge_until_global(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED,
+                       weights=None) -> Solution:
     """Merge groups until the global models (average risk, population uniqueness) hold on the
     published groups: the smallest group first (as ARX suppresses the smallest classes first)
     into the partner that adds the fewest stars while the merged group still satisfies the
@@ -91,7 +95,7 @@ def merge_until_global(hist: Histogram, solution: Solution, models, context: Sol
     if globally_satisfied(models, sizes[alive], sa[alive]):
         return solution
     rep = solution.group_rep.copy()
-    stars = (rep == STAR).sum(axis=1)
+    stars = star_cost(rep == STAR, weights)
     label = np.arange(len(sizes))
     while not globally_satisfied(models, sizes[alive], sa[alive]):
         context.check()
@@ -101,7 +105,7 @@ def merge_until_global(hist: Histogram, solution: Solution, models, context: Sol
         v = others[np.argmin(sizes[others])]
         others = others[others != v]
         merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
-        merged_stars = (merged_rep == STAR).sum(axis=1)
+        merged_stars = star_cost(merged_rep == STAR, weights)
         merged_sizes = sizes[others] + sizes[v]
         merged_sa = sa[others] + sa[v]
         delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
@@ -116,12 +120,12 @@ def merge_until_global(hist: Histogram, solution: Solution, models, context: Sol
                             solution.part_count, solution.method)
     merged.notes.update(solution.notes)
     merged.notes["merged_for"] = ", ".join(str(model) for model in models if model.global_constraint)
-    return repair(hist, merged, models, context)
+    return repair(hist, merged, models, context, weights)
 
 
-def merge_classes(hist: Histogram, models, context: SolveContext = UNBOUNDED) -> Solution:
+def merge_classes(hist: Histogram, models, context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """The `merge` heuristic: start from the equivalence classes and repair."""
-    return repair(hist, identity_solution(hist, "merge"), models, context)
+    return repair(hist, identity_solution(hist, "merge"), models, context, weights)
 
 
 def fold_outside_patterns(hist: Histogram, solution: Solution, patterns) -> Solution:

@@ -16,6 +16,9 @@ satisfying them), keep the column whose split releases the most rows, and recurs
 released parts (that column now kept) and into the remainder (that column no longer tried).
 Splitting stops when a group is smaller than twice the smallest group the models allow.
 
+With attribute weights (a star's cost per column) the column chosen is the one whose split
+saves the most weighted stars: the rows it releases times the column's weight.
+
 Only whole classes move (a split is by QI values), so the work per level is a few vectorised
 numpy passes over the group's classes: O(m^2 * C) per level of refinement, independent of the
 row count. Works for any mix of k, l (every form) and t (every distance).
@@ -80,11 +83,11 @@ def _split(hist: Histogram, members: np.ndarray, column: int, models: Request, g
 
 
 def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None,
-            context: SolveContext = UNBOUNDED) -> Solution:
+            context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """Refine from the whole table, or from each of `roots` (valid groups of whole classes, e.g.
     another method's output): refining a valid group never adds stars, since every part
     publishes the meet of fewer rows."""
-    groups = topdown_groups(hist, models, roots, context)
+    groups = topdown_groups(hist, models, roots, context, weights)
     labels = np.empty(hist.n_classes, dtype=np.int64)
     for g, members in enumerate(groups):
         labels[members] = g
@@ -93,7 +96,7 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None,
 
 
 def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = None,
-                   context: SolveContext = UNBOUNDED) -> list[np.ndarray]:
+                   context: SolveContext = UNBOUNDED, weights=None) -> list[np.ndarray]:
     """The groups (class ids) `topdown` publishes, without building the Solution (for callers
     that refine a few classes of a large histogram many times, as local search does)."""
     models = Request.of(models)
@@ -115,6 +118,8 @@ def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = Non
         best = None
         for column in starred:
             parts, remainder, rows = _split(hist, members, column, models, group_sa)
+            if weights is not None:
+                rows = rows * float(weights[column])  # the weighted stars the split saves
             if rows and (best is None or rows > best[2]):
                 best = (column, parts, rows, remainder)
         if best is None:
