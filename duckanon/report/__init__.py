@@ -9,6 +9,9 @@ The modules, from the database up to the page:
 
 - facts: the queries, and the aggregates they return;
 - risk: the "at risk" threshold and the prosecutor risk measured against it;
+- population: the population-based risks before and after (k-map, delta-presence, population
+  uniqueness, average risk, the estimated k-map's derived k), each figure with where it comes
+  from, or why it is not available;
 - claims: the sentences about the release (rows removed, options, optimality, an infinite KL);
 - markup: escaping, tables and how numbers are written;
 - figures: the plots (matplotlib, an optional extra, imported only when one is drawn);

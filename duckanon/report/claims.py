@@ -11,6 +11,7 @@ import math
 
 from duckanon import methods
 from duckanon.report.markup import escape, format_value, percent
+from duckanon.solver.population import ESTIMATORS as UNIQUENESS_ESTIMATORS, KMAP_SIGNIFICANCE
 
 LATTICE_LIKE = methods.names(takes_hierarchies=True)  # hierarchies, suppression_limit and metric apply
 
@@ -22,7 +23,7 @@ def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
     """What was published, merged from the statement's options, the summary row, its details and
     the tables themselves (a REPORT of an older table may lack some of the summary's fields)."""
     method = summary.get("method") or params.get("method")
-    lattice_like = method in LATTICE_LIKE or params.get("method") in LATTICE_LIKE
+    lattice_like = ran(method) in LATTICE_LIKE or params.get("method") in LATTICE_LIKE
     limit = params.get("suppression_limit")
     if limit is None:
         limit = details.get("suppression_limit")
@@ -41,10 +42,15 @@ def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
             "removed_rows": removed}
 
 
+def ran(method: str | None) -> str | None:
+    """The method that produced the release: 'auto: lattice' -> 'lattice'."""
+    return method.split(": ")[-1] if method else method
+
+
 def removed_sentence(release: dict) -> str:
     """'473 rows (1.6%) removed, limit 2%.' and how many rows are published."""
     removed, total, kept = release["removed_rows"], release["rows"], release["published_rows"]
-    limit = release["suppression_limit"] if release["method"] == "lattice" else None
+    limit = release["suppression_limit"] if ran(release["method"]) == "lattice" else None
     limit_text = f", limit {percent(limit, exact=True)}" if limit is not None else ""
     if kept > total:
         return (f"The published table holds {kept} rows, more than the original's {total}: it is not a "
@@ -85,6 +91,7 @@ def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why) ->
         for name in ("sa_hierarchy", "sa_order"):
             if name in params:
                 shown[name] = params[name]
+    shown.update(_risk_parameters(params))
     if release["lattice_like"]:
         if "hierarchies" in given:  # given as None: the statement had none
             shown["hierarchies"] = _hierarchies_text(given.get("hierarchies"), qi)
@@ -99,11 +106,58 @@ def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why) ->
             shown["metric"] = release["metric"]
     shown["risk_threshold"] = f"{format_value(threshold)} ({threshold_why})"
     skip = {"method", "qi", "sensitive", "k", "l", "l_variant", "c", "t", "t_distance", "sa_hierarchy",
-            "sa_order", "hierarchies", "suppression_limit", "metric", "risk_threshold"}
+            "sa_order", "hierarchies", "suppression_limit", "metric", "risk_threshold", *RISK_PARAMETERS}
     for name, value in params.items():  # anything else the caller passed, as given
         if name not in skip:
             shown[name] = value
     return list(shown.items())
+
+
+# the risk-based models' options, in the order the parameters table lists them
+RISK_PARAMETERS = ("k_map", "population", "population_weight", "population_size", "delta_presence", "average_risk",
+                   "highest_risk", "population_uniqueness", "estimator", "significance", "beta_likeness",
+                   "beta_variant", "delta_disclosure", "weights")
+
+
+def _risk_parameters(params: dict) -> dict:
+    """The risk-based models' options as the others are listed: each model's value, its variant
+    or estimator beside it with the default when none was given (beta_variant only with
+    beta_likeness; the estimator with the model it estimates for, significance only with k_map
+    estimated from population_size)."""
+    shown = {}
+    estimated_kmap = "k_map" in params and "population" not in params and "population_size" in params
+    for name in ("k_map", "population", "population_weight", "population_size"):
+        if name in params:
+            shown[name] = params[name]
+    if "delta_presence" in params:
+        shown["delta_presence"] = "(" + format_value(params["delta_presence"]) + ")"
+    for name in ("average_risk", "highest_risk", "population_uniqueness"):
+        if name in params:
+            shown[name] = params[name]
+    estimator = params.get("estimator")
+    roles = []
+    if estimated_kmap:
+        given = estimator if estimator is not None and estimator not in UNIQUENESS_ESTIMATORS else None
+        roles.append(f"{given} (k_map)" if given else "poisson (k_map, the default)")
+    if "population_uniqueness" in params:
+        given = estimator if estimator in UNIQUENESS_ESTIMATORS else None
+        roles.append(f"{given} (population_uniqueness)" if given else "dankar (population_uniqueness, the default)")
+    if roles:
+        shown["estimator"] = "; ".join(roles)
+    elif estimator is not None:
+        shown["estimator"] = estimator
+    if estimated_kmap or "significance" in params:
+        shown["significance"] = params.get("significance", KMAP_SIGNIFICANCE)
+    if "beta_likeness" in params:
+        shown["beta_likeness"] = params["beta_likeness"]
+        shown["beta_variant"] = params.get("beta_variant", "basic")
+    if "delta_disclosure" in params:
+        shown["delta_disclosure"] = params["delta_disclosure"]
+    if "weights" in params:
+        weights = params["weights"]
+        shown["weights"] = (", ".join(f"{column} = {format_value(weight)}" for column, weight in weights.items())
+                            if isinstance(weights, dict) else weights)
+    return shown
 
 
 def _hierarchies_text(hierarchies, qi) -> str:
@@ -126,9 +180,9 @@ def optimality(summary: dict, release: dict | None = None) -> str:
     release = release or {}
     stars, bound = summary.get("stars"), summary.get("lower_bound")
     optimal_for = summary.get("optimal_for")
-    method = summary.get("method") or release.get("method")
+    method = ran(summary.get("method") or release.get("method"))
     if summary.get("optimal"):
-        if optimal_for is None and method == "lattice":  # a summary without optimal_for
+        if optimal_for in (None, "stars") and method == "lattice":  # without optimal_for, or auto's lattice
             optimal_for = f"{release.get('metric') or 'its metric'} among full-domain generalizations"
         if optimal_for is None or optimal_for == "stars":
             return ("<span class=\"good\">Proven optimal</span>: no cell suppression with fewer stars "

@@ -139,10 +139,11 @@ def least_diverse_classes(db, published, qi, sa) -> list[dict]:
                       p=published, qi=qi, sa=sa, top_classes=TOP_CLASSES)
 
 
-def privacy_measures(db, published, original, qi, sa) -> list[tuple[str, str, object, object]]:
-    """(measure, "min" or "max", original's value, published's value) for k, the three l's (with
-    an SA) and both t's, as anon_k, anon_l and anon_t measure them on the tables themselves."""
-    queries = [("k", "SELECT k FROM anon_k($t, $qi)", "min")]
+def privacy_measures(db, published, original, qi, sa, with_k: bool = True) -> list[tuple[str, str, object, object]]:
+    """(measure, "min" or "max", original's value, published's value) for k (unless not `with_k`),
+    the three l's (with an SA) and both t's, as anon_k, anon_l and anon_t measure them on the
+    tables themselves."""
+    queries = [("k", "SELECT k FROM anon_k($t, $qi)", "min")] if with_k else []
     if sa is not None:
         queries += [(f"{form}_l", f"SELECT {form}_l FROM anon_l($t, $qi, $sa)", "min")
                     for form in ("distinct", "frequency", "entropy")]
@@ -153,3 +154,25 @@ def privacy_measures(db, published, original, qi, sa) -> list[tuple[str, str, ob
         before, after = (db.execute(query, {"t": table, **args}).fetchone()[0] for table in (original, published))
         measures.append((name, kind, before, after))
     return measures
+
+
+def column_types(db, table: str) -> dict[str, str]:
+    """{column name: DuckDB type} of `table`, in its order."""
+    described = db.execute("DESCRIBE SELECT * FROM query_table($t)", {"t": table}).fetchall()
+    return {name: kind for name, kind, *_ in described}
+
+
+def kmap(db, table: str, population: str, qi: list[str]) -> dict:
+    """anon_kmap and anon_delta_presence of `table` against the population table: k_map (fewest
+    population rows matching a class), delta_min, delta_max, contained, population_rows."""
+    return query_row(db, """
+        SELECT k.k_map, d.delta_min, d.delta_max, d.contained, d.rows_not_in_population, k.classes, k.rows,
+               k.population_rows
+        FROM anon_kmap($t, $p, $qi) AS k, anon_delta_presence($t, $p, $qi) AS d""", t=table, p=population, qi=qi)
+
+
+def population_uniqueness(db, table: str, qi: list[str], population_size: int, estimator: str) -> dict:
+    """anon_population_uniqueness of `table`: the estimated population uniques (records and
+    fraction of the population), the estimator used, whether its fit converged."""
+    return query_row(db, "SELECT * FROM anon_population_uniqueness($t, $qi, $n, $e)",
+                     t=table, qi=qi, n=population_size, e=estimator)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from duckanon import extras
-from duckanon.report import claims, facts, sections
+from duckanon.report import claims, facts, population as population_risk, sections
 from duckanon.report.markup import escape
 from duckanon.report.risk import resolve_risk_threshold
 
@@ -34,7 +34,9 @@ pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; 
 def write_report(con, published: str, original: str, qi: list[str], sa: str | None, path,
                  summary: dict | None = None, params: dict | None = None,
                  sweep: list[dict] | None = None, risk_threshold: float | None = None,
-                 original_shown: str | None = None) -> Path:
+                 original_shown: str | None = None, sensitives: list[str] | None = None,
+                 population: str | None = None, population_weight: str | None = None,
+                 population_shown: str | None = None) -> Path:
     """Write the HTML report comparing table `published` with `original` to `path`; return it.
 
     `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
@@ -50,6 +52,14 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     The loss per column is read from the summary's details (`column_loss`, which ANONYMIZE
     measures while it still knows which original value became which published string).
     `original_shown` names the original in the page when it differs from the name queried.
+    `sensitives`: every sensitive column when there are several (`sa` is the first): the
+    sensitive-attribute section and the l and t checks are shown for each.
+    `population`: the population table the release was drawn from (its QI columns matched without
+    case, `population_weight` a column counting its people per row, `population_shown` its name on
+    the page): with it, or when the release used a population or risk model (params k_map,
+    delta_presence, average_risk, highest_risk, population_uniqueness, population_size), the
+    "Population risk" section shows k-map, delta-presence, the population-uniqueness estimate and
+    the average risk before and after (see duckanon.report.population).
     """
     extras.require("matplotlib")  # the plots: refused in one line before any query
     db = facts.duckdb_connection(con)
@@ -71,12 +81,16 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
         sections.class_sizes(db, published, original, qi, k),
         sections.columns(qi, columns, details.get("column_loss"), details.get("loss")),
     ]
-    if sa is not None:
-        parts.append(sections.sensitive_attribute(db, published, qi, sa))
-    parts += [
-        sections.risk(db, published, original, qi, threshold, threshold_why),
-        sections.metrics(db, published, original, qi, sa, params, utility, columns, release),
-    ]
+    sensitives = list(sensitives or ([sa] if sa is not None else []))
+    for column in sensitives:
+        parts.append(sections.sensitive_attribute(db, published, qi, column))
+    parts.append(sections.risk(db, published, original, qi, threshold, threshold_why))
+    table = None if population is None else population_risk.PopulationTable(
+        population, population_shown or population, population_weight)
+    if population_risk.applies(params, details, table):
+        parts.append(sections.population_risk(population_risk.measure(
+            db, published, original, qi, params, details, counts, columns, table)))
+    parts.append(sections.metrics(db, published, original, qi, sa, params, utility, columns, release, sensitives))
     if sweep:
         parts.append(sections.sweep(sweep))
     title = f"duckanon report: {published}"

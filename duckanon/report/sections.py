@@ -9,7 +9,7 @@ import math
 import duckdb
 
 from duckanon._version import __version__
-from duckanon.report import claims, facts, figures
+from duckanon.report import claims, facts, figures, population
 from duckanon.report.markup import escape, format_value, html_table, json_ready
 from duckanon.report.risk import risk_measures, smallest_safe_size
 
@@ -131,36 +131,71 @@ def risk(db, published, original, qi, threshold: float, threshold_why: str) -> s
             + f"Records at risk: risk above {escape(format_value(threshold))} ({escape(smaller)}).</p>")
 
 
+def population_risk(risk: population.PopulationRisk) -> str:
+    """The population-based risks before and after: a figure that could not be computed reads
+    "not available", and why is said below the table."""
+    def cell(figure: population.Figure):
+        return "not available" if figure.missing else figure.value
+
+    table = html_table(["measure", "requested", "original", "published", "", "how measured"],
+                       [(r.measure, r.requested, cell(r.original), cell(r.published), r.status, r.how)
+                        for r in risk.rows])
+    missing: dict[str, list[str]] = {}
+    for r in risk.rows:
+        for side, figure in (("original", r.original), ("published", r.published)):
+            if figure.missing:
+                missing.setdefault(figure.missing, []).append(f"{r.measure.split(' (')[0]} of the {side}")
+    unavailable = "".join(f"<p class=\"unavailable\">Not available ({escape('; '.join(where))}): "
+                          f"{escape(why)}.</p>" for why, where in missing.items())
+    warnings = "".join(f"<p class=\"bad\">{escape(text)}</p>" for text in risk.warnings)
+    notes = "".join(f"<p class=\"note\">{escape(text)}</p>" for text in risk.notes)
+    return ("<h2>Population risk</h2>" + table + unavailable + warnings + notes
+            + "<p class=\"note\">Original: the table before anonymization; published: the release. The average "
+              "risk is the mean prosecutor risk (classes / rows, El Emam); k-map (Sweeney) asks every class to "
+              "match at least k people of the population; delta-presence (Nergiz et al.) bounds the share of a "
+              "class's matching population that is in the sample.</p>")
+
+
 UTILITY_NAMES = {"stars": "stars ('*' cells)", "suppressed_rows": "rows with a '*'",
                  "classes": "classes", "rows": "rows", "discernibility": "discernibility (Σ size²)",
                  "aecs": "average class size (AECS)", "normalized_aecs": "normalized AECS (AECS / k)",
                  "kl_divergence": "KL divergence (original ‖ published)"}
 
 
-def metrics(db, published, original, qi, sa, params, utility, counts, release) -> str:
-    """Utility, then each privacy measure on both tables beside what the statement asked for."""
+def metrics(db, published, original, qi, sa, params, utility, counts, release, sensitives=None) -> str:
+    """Utility, then each privacy measure on both tables beside what the statement asked for; with
+    several sensitive columns, l and t on each column ("frequency_l (occupation)")."""
     l_form = params.get("l_variant") or "frequency"
     t_form = {"equal": "t", "ordered": "t_ordered"}.get(params.get("t_distance") or "equal")
     requested = {"k": params.get("k"), f"{l_form}_l": params.get("l"), t_form: params.get("t")}
+    sensitives = list(sensitives or ([sa] if sa is not None else []))
+    several = len(sensitives) > 1
     rows = []
-    for name, kind, before, after in facts.privacy_measures(db, published, original, qi, sa):
-        wanted = requested.get(name)
-        status = ""
-        if wanted is not None and after is not None:
-            met = after >= wanted if kind == "min" else after <= wanted + 1e-12
-            status = "met" if met else "NOT met"
-        rows.append((name, wanted, before, after, status))
+    for position, column in enumerate(sensitives or [None]):
+        for name, kind, before, after in facts.privacy_measures(db, published, original, qi, column,
+                                                                with_k=position == 0):
+            wanted = requested.get(name)
+            status = ""
+            if wanted is not None and after is not None:
+                met = after >= wanted if kind == "min" else after <= wanted + 1e-12
+                status = "met" if met else "NOT met"
+            rows.append((f"{name} ({column})" if several and name != "k" else name, wanted, before, after, status))
     utility_rows = [(label, utility.get(key)) for key, label in UTILITY_NAMES.items()]
     kl = utility.get("kl_divergence")
     if kl is not None and not math.isfinite(kl):
         utility_rows[-1] = (UTILITY_NAMES["kl_divergence"], claims.kl_infinite_text(counts, release))
     kl_note = "" if sa is not None else \
         "<p class=\"note\">KL divergence is not computed without a sensitive attribute.</p>"
+    if several:
+        kl_note = (f"<p class=\"note\">KL divergence over the quasi-identifiers and {escape(sa)}, the first of the "
+                   f"sensitive columns {escape(', '.join(sensitives))}.</p>")
     return ("<h2>Utility</h2>" + html_table(["measure (anon_utility)", "published"], utility_rows) + kl_note
             + "<h2>Privacy checks</h2>"
             + html_table(["measure", "requested", "original", "published", ""], rows)
             + "<p class=\"note\">k from anon_k, l from anon_l, t from anon_t (EMD, equal and ordered "
-              "ground distance), measured on the tables themselves.</p>")
+              "ground distance), measured on the tables themselves"
+            + (f"; l and t on each sensitive column's own values ({escape(', '.join(sensitives))}), as ANONYMIZE "
+               "holds them" if several else "") + ".</p>")
 
 
 def sweep(rows: list[dict]) -> str:

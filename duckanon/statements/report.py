@@ -15,13 +15,26 @@ from sqlglot import exp
 
 from duckanon import extras
 from duckanon.backends import Backend, BackendError
+from duckanon.backends.base import UnknownTable
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan, source_columns
-from duckanon.pipeline.provenance import GENERALIZATION_PARAMETERS, published_provenance, release_parameters
+from duckanon.pipeline.provenance import (GENERALIZATION_PARAMETERS, RELEASE_PARAMETERS, published_provenance,
+                                          release_parameters)
 from duckanon.pipeline.result import Summary, Table
 from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
 from duckanon.sql import ReportStatement
+from duckanon.sql import statement as front_end
+from duckanon.sql.statement import shown_name
 from duckanon.statements.explain import sweep_rows
+
+# REPORT's population options: the population table (k_map and delta-presence of the original,
+# which the provenance cannot give: it never names the table), counting `population_weight` people
+# per row, and `population_size` (the population-uniqueness estimate). They belong beside REPORT's
+# other options in duckanon/sql/statement.py (_REPORT_OPTIONS, ReportStatement); registered here
+# with the same binders as ANONYMIZE's until they are (setdefault: nothing happens once they are).
+POPULATION_OPTIONS = ("population", "population_weight", "population_size")
+for _name in POPULATION_OPTIONS:
+    front_end._REPORT_OPTIONS.setdefault(_name, front_end._OPTIONS[_name])
 
 
 def _duckdb_of(backend: Backend):
@@ -50,14 +63,22 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
               for name in ("qi", "sensitive", "k", "l", "t", "l_variant", "t_distance")}
     chosen.update({name: provenance[name] for name in ("c", "sa_hierarchy", "sa_order") + GENERALIZATION_PARAMETERS
                    if name in provenance})
+    # the risk models' options as the release recorded them (population: that a table was used)
+    chosen.update({name: provenance[name] for name in RELEASE_PARAMETERS + ("population",)
+                   if name in provenance and name not in chosen and name != "method"})
+    if "population_size" in written_as.given:  # (REPORT's own options: read from the statement as bound)
+        chosen["population_size"] = getattr(written_as, "population_size")
     qi, sensitive = chosen["qi"], chosen["sensitive"]
     if not qi:
         raise AnonymizeError(f"REPORT needs qi = (...): {written_as.published.sql()} has no duckanon provenance "
                              "(it was not published by ANONYMIZE, or its comment was changed)")
-    for column in qi + ([sensitive] if sensitive else []):
+    sensitives = [sensitive] if "sensitive" in statement.given else provenance.get("sensitives") or \
+        ([sensitive] if sensitive else [])
+    for column in qi + sensitives:
         for table, columns in ((written_as.published, published_columns), (written_as.original, original_columns)):
             if column.lower() not in {c.lower() for c in columns}:
                 raise AnonymizeError(f"column {column} is not in {table.sql()}")
+    population = _population(backend, written_as, qi)
     check_file_access(backend, statement.file or "the report")
     if statement.file:
         path = statement.file
@@ -66,12 +87,15 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
         path.parent.mkdir(parents=True, exist_ok=True)
     params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
     params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
-    params.update({"qi": ", ".join(qi), "sensitive": sensitive or ""})
+    params.update({"qi": ", ".join(qi), "sensitive": ", ".join(sensitives)})
     summary = provenance.get("summary")
     try:
         with backend.translating():
             written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
-                                   summary=summary, params=params, risk_threshold=statement.risk_threshold)
+                                   summary=summary, params=params, risk_threshold=statement.risk_threshold,
+                                   sensitives=sensitives, population=population and population.sql(),
+                                   population_weight=getattr(written_as, "population_weight", None),
+                                   population_shown=population and shown_name(written_as.population))
     except OSError as error:
         raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
     except BackendError as error:
@@ -86,6 +110,31 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
     shown = [name.table.sql(dialect="duckdb") for name in (written_as.published, written_as.original)]  # quoted if needed
     return Table(columns, [(str(written), *shown, *risk, threshold)])
+
+
+def _population(backend: Backend, statement: ReportStatement, qi: list[str]):
+    """REPORT's population table, resolved, after checking it holds every QI and the weight
+    column (matched without case, as ANONYMIZE matches them); None when none was given."""
+    table = getattr(statement, "population", None)
+    weight = getattr(statement, "population_weight", None)
+    if table is None:
+        if weight is not None:
+            raise AnonymizeError("option population_weight needs population = <table>")
+        return None
+    shown = shown_name(table)
+    try:
+        columns = {c.lower() for c in backend.columns(table)}
+    except UnknownTable:
+        raise AnonymizeError(f"unknown population table {shown}") from None
+    except BackendError as error:
+        raise AnonymizeError(f"cannot read population table {shown}: {error}") from None
+    missing = [c for c in qi if c.lower() not in columns]
+    if missing:
+        raise AnonymizeError(f"population table {shown} lacks the quasi-identifier column '{missing[0]}' "
+                             f"(it must hold every QI: {', '.join(qi)})")
+    if weight is not None and weight.lower() not in columns:
+        raise AnonymizeError(f"unknown column '{weight}' in population_weight for population table {shown}")
+    return backend.resolved(table)
 
 
 def check_file_access(backend: Backend, path: str) -> None:
@@ -109,14 +158,18 @@ def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Pla
     special = final.exists() and not final.is_file()
     sweep = sweep_rows(backend, statement, listener) if statement.sweep else None
     params = release_parameters(statement)
-    params.update({"qi": ", ".join(plan.qi), "sensitive": plan.sensitive or ""})
+    sensitives = plan.sensitives or ([plan.sensitive] if plan.sensitive else [])
+    params.update({"qi": ", ".join(plan.qi), "sensitive": ", ".join(sensitives)})
+    population = plan.population.sql() if plan.population is not None else None
     pending = final if special else final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         # the rows as they were read (the snapshot of a changing source), named as the user wrote it
         with backend.translating():  # a failing query of the report fails the statement, as ANONYMIZE's own
             write_report(_duckdb_of(backend), plan.target.sql(), (read_plan or plan).source.sql(), plan.qi,
                          plan.sensitive, pending, summary=summary, params=params, sweep=sweep,
-                         risk_threshold=statement.risk_threshold, original_shown=plan.source_shown)
+                         risk_threshold=statement.risk_threshold, original_shown=plan.source_shown,
+                         sensitives=sensitives, population=population, population_weight=plan.population_weight,
+                         population_shown=shown_name(plan.population) if population else None)
     except BackendError:
         if not special:
             pending.unlink(missing_ok=True)
