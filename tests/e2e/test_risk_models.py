@@ -198,6 +198,29 @@ def test_k_map_with_columns_without_a_hierarchy(db, population, source):
     check_claims(db, result, rows, "kmap_flat", source)
 
 
+def test_k_map_without_hierarchies_agrees_with_the_sql_macros(db, population, source):
+    """Without hierarchies every cell is the value or '*', the form sql/risk_population.sql's
+    macros read ('*' a wildcard): anon_kmap and anon_delta_presence on the published table give
+    the level and the range the checker counts and the result reports."""
+    qi = ["sex", "race", "marital-status"]
+    result = result_row(db, f"ANONYMIZE sample INTO kmap_macro WITH (k_map = 400, population = adult, method = lattice, "
+                            f"suppression_limit = 0.03, qi = ({', '.join(map(qident, qi))}), keep = (id, {qident(SA)}))")
+    result["details"] = json.loads(result["details"])
+    rows = db.execute(f"SELECT {', '.join(map(qident, qi))} FROM kmap_macro").fetchall()
+    vectors = [tuple(row[QI.index(c)] for c in qi) for row in population]
+    ancestors = [flat_ancestors({v[j] for v in vectors}) for j in range(len(qi))]
+    level, shares, problems = check_population(rows, list(range(len(qi))), vectors, ancestors, k_map=400)
+    assert problems == []
+    assert any("*" in row for row in rows) and len(set(rows)) > 1  # stars (wildcards) and several classes
+    check_population_details(result, level, shares)
+    names = "[" + ", ".join(f"'{c}'" for c in qi) + "]"
+    k_map, classes, published, people = db.execute(f"SELECT * FROM anon_kmap('kmap_macro', 'adult', {names})").fetchone()
+    assert (k_map, classes, published, people) == (level, result["classes"], len(rows), POPULATION_ROWS)
+    low, high, contained = db.execute(f"SELECT delta_min, delta_max, contained FROM "
+                                      f"anon_delta_presence('kmap_macro', 'adult', {names})").fetchone()
+    assert (low, high, contained) == (pytest.approx(shares[0]), pytest.approx(shares[1]), True)
+
+
 @pytest.mark.parametrize("dmin, dmax, limit", [(0.0, 0.5, 0.05), (0.05, 0.6, 0.1)])
 def test_delta_presence(db, population, source, dmin, dmax, limit):
     result, rows = publish(db, f"delta_presence = ({dmin}, {dmax}), population = adult, method = lattice, "
