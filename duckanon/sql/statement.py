@@ -672,6 +672,11 @@ class ReportStatement:
     l_variant: str | None = None
     t_distance: str | None = None
     risk_threshold: float | None = None  # None: 1/k when k is known, else report.RISK_THRESHOLD
+    # the population the release was checked against (the provenance never names it), counting
+    # population_weight people per row, and N for the population-uniqueness estimate
+    population: TableName | None = None
+    population_weight: str | None = None
+    population_size: int | None = None
     given: set = field(default_factory=set)  # the options written in the statement
     text: str = ""
 
@@ -679,7 +684,8 @@ class ReportStatement:
 _REPORT_OPTIONS = {
     "file": lambda v: _path(v, "file"),
     "sensitive": lambda v: _one_name(v, "sensitive"),
-    **{name: _OPTIONS[name] for name in ("qi", "k", "l", "t", "l_variant", "t_distance", "risk_threshold")},
+    **{name: _OPTIONS[name] for name in ("qi", "k", "l", "t", "l_variant", "t_distance", "risk_threshold",
+                                          "population", "population_weight", "population_size")},
 }
 
 

@@ -23,19 +23,8 @@ from duckanon.pipeline.provenance import (GENERALIZATION_PARAMETERS, RELEASE_PAR
 from duckanon.pipeline.result import Summary, Table
 from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
 from duckanon.sql import ReportStatement
-from duckanon.sql import statement as front_end
 from duckanon.sql.statement import shown_name
 from duckanon.statements.explain import sweep_rows
-
-# REPORT's population options: the population table (k_map and delta-presence of the original,
-# which the provenance cannot give: it never names the table), counting `population_weight` people
-# per row, and `population_size` (the population-uniqueness estimate). They belong beside REPORT's
-# other options in duckanon/sql/statement.py (_REPORT_OPTIONS, ReportStatement); registered here
-# with the same binders as ANONYMIZE's until they are (setdefault: nothing happens once they are).
-POPULATION_OPTIONS = ("population", "population_weight", "population_size")
-for _name in POPULATION_OPTIONS:
-    front_end._REPORT_OPTIONS.setdefault(_name, front_end._OPTIONS[_name])
-
 
 def _duckdb_of(backend: Backend):
     """The DuckDB connection the report's macros run on."""
