@@ -166,6 +166,81 @@ CREATE OR REPLACE TEMP MACRO anon_population_hypergeometric_one(k, n, big_n) AS
                   + anon_population_lgamma_diff((big_n - n + 2)::DOUBLE, k::DOUBLE)
                   - anon_population_lgamma_diff((big_n + 1)::DOUBLE, k::DOUBLE)) END;
 
+-- ARX's digamma and trigamma (risk/Gamma.java, after Minka's Lightspeed toolbox), the same bits
+-- as duckanon.solver.population.digamma_arx / trigamma_arx (sums run in order, list_reduce).
+-- They work on lists (one evaluation per Newton step for all the arguments it needs); the
+-- list_transform([...])[1] forms bind a value once instead of repeating its expression.
+-- anon_population_steps(x, top): whole steps that shift x up to at least `top` (0 from top on).
+CREATE OR REPLACE TEMP MACRO anon_population_steps(x, top) AS
+    CASE WHEN x < top THEN ceil(top - x) ELSE 0.0::DOUBLE END;
+
+-- anon_population_digamma_pos(x), x > 1e-6 finite: psi(x + m) - sum_{i<m} 1 / (x + i), m =
+-- steps to 12, psi(y) = ln y - 1/(2y) - 1/(12y^2) + 1/(120y^4) - 1/(252y^6) + 1/(240y^8) - 1/(132y^10).
+CREATE OR REPLACE TEMP MACRO anon_population_digamma_pos(x) AS
+    list_transform([{'x': x, 'm': anon_population_steps(x, 12)}], lambda __anon_d:
+        (-list_reduce(list_transform(range(__anon_d.m::BIGINT),
+                                     lambda __anon_i: 1.0 / (__anon_d.x + __anon_i)),
+                      lambda __anon_acc, __anon_v: __anon_acc + __anon_v, 0.0::DOUBLE)
+         + (ln(__anon_d.x + __anon_d.m) - 0.5 * (1.0 / (__anon_d.x + __anon_d.m))))
+        - list_transform([(1.0 / (__anon_d.x + __anon_d.m)) * (1.0 / (__anon_d.x + __anon_d.m))],
+                         lambda __anon_r2: __anon_r2 * (1.0 / 12 - __anon_r2 * (1.0 / 120 - __anon_r2
+                             * (1.0 / 252 - __anon_r2 * (1.0 / 240 - __anon_r2 * (1.0 / 132))))))[1]
+    )[1];
+
+-- anon_population_digamma_list(xs DOUBLE[]) -> DOUBLE[]: psi at each element as ARX computes it
+-- (reflection psi(x) = psi(1 - x) + pi / tan(-pi x) below 0, -gamma - 1/x + (pi^2/6) x near 0).
+CREATE OR REPLACE TEMP MACRO anon_population_digamma_list(xs) AS
+    list_transform(xs, lambda __anon_x:
+        CASE WHEN isnan(__anon_x) OR isinf(__anon_x) THEN 'NaN'::DOUBLE
+             WHEN __anon_x = 0 THEN '-Infinity'::DOUBLE
+             WHEN __anon_x > 0 AND __anon_x <= 1e-6
+             THEN (-'0.5772156649015329'::DOUBLE - 1.0 / __anon_x)
+                  + '1.6449340668482264'::DOUBLE * __anon_x
+             ELSE anon_population_digamma_pos(CASE WHEN __anon_x < 0 THEN 1 - __anon_x
+                                                   ELSE __anon_x END)
+                  + CASE WHEN __anon_x < 0 THEN pi() / tan((-pi()) * __anon_x) ELSE 0.0 END
+        END);
+
+-- anon_population_digamma(x): psi(x) as ARX computes it, for one value.
+CREATE OR REPLACE TEMP MACRO anon_population_digamma(x) AS
+    anon_population_digamma_list([x::DOUBLE])[1];
+
+-- anon_population_trigamma_pos(x), x > 1e-4 finite: ARX's trigamma, which shifts x below 8 up to
+-- [8, 9) but adds the asymptotic series 1/y + 1/(2y^2) + 1/(6y^3) - 1/(30y^5) + 1/(42y^7)
+-- - 1/(30y^9) + 5/(66y^11) only when the shifted y is at least 12 (population.trigamma_arx).
+CREATE OR REPLACE TEMP MACRO anon_population_trigamma_pos(x) AS
+    list_transform([{'x': x, 'm': anon_population_steps(x, 8)}], lambda __anon_d:
+        list_reduce(list_transform(range(__anon_d.m::BIGINT),
+                                   lambda __anon_i: 1.0 / ((__anon_d.x + __anon_i) * (__anon_d.x + __anon_i))),
+                    lambda __anon_acc, __anon_v: __anon_acc + __anon_v, 0.0::DOUBLE)
+        + CASE WHEN __anon_d.x + __anon_d.m >= 12
+               THEN list_transform([1.0 / ((__anon_d.x + __anon_d.m) * (__anon_d.x + __anon_d.m))],
+                                   lambda __anon_r: 0.5 * __anon_r
+                                       + (1 + __anon_r * (1.0 / 6 + __anon_r * (-1.0 / 30 + __anon_r
+                                          * (1.0 / 42 + __anon_r * (-1.0 / 30 + __anon_r * (5.0 / 66))))))
+                                         / (__anon_d.x + __anon_d.m))[1]
+               ELSE 0.0::DOUBLE END
+    )[1];
+
+-- anon_population_trigamma_list(xs DOUBLE[]) -> DOUBLE[]: psi' at each element as ARX computes it
+-- (reflection psi'(x) = -psi'(1 - x) + (pi / sin(-pi x))^2, 1/x^2 + pi^2/6 - 2 zeta(3) x near 0).
+CREATE OR REPLACE TEMP MACRO anon_population_trigamma_list(xs) AS
+    list_transform(xs, lambda __anon_x:
+        CASE WHEN isnan(__anon_x) OR isinf(__anon_x) THEN 'NaN'::DOUBLE
+             WHEN __anon_x = 0 THEN '-Infinity'::DOUBLE
+             WHEN __anon_x > 0 AND __anon_x <= 1e-4
+             THEN (1.0 / (__anon_x * __anon_x) + '1.6449340668482264'::DOUBLE)
+                  - (2 * '1.2020569031595942'::DOUBLE) * __anon_x
+             WHEN __anon_x < 0
+             THEN -anon_population_trigamma_pos(1 - __anon_x)
+                  + (pi() / sin((-pi()) * __anon_x)) * (pi() / sin((-pi()) * __anon_x))
+             ELSE anon_population_trigamma_pos(__anon_x)
+        END);
+
+-- anon_population_trigamma(x): psi'(x) as ARX computes it, for one value.
+CREATE OR REPLACE TEMP MACRO anon_population_trigamma(x) AS
+    anon_population_trigamma_list([x::DOUBLE])[1];
+
 -- ------------------------------------------------------------------------------------------
 -- population uniqueness
 
@@ -259,10 +334,86 @@ CREATE OR REPLACE TEMP MACRO anon_population_uniqueness(tbl, qi, population_size
             FROM (SELECT c1, n, u, (c1 * (c1 - 1)) / (CASE WHEN c2 <> 0 THEN c2 ELSE 1 END) AS cc
                   FROM __anon_pu_need WHERE need_pitman)
         )
-    ), __anon_pu_pit(tr, it, t, a, st) AS (
-        -- Newton-Raphson on the likelihood equations; st: 0 running, 1 converged, 2 failed.
-        -- tr = try (0: the start value, 1..16: ARX's start values), it = steps in the try.
+    ), __anon_pu_hl AS (              -- class sizes other than 1 (ks), ascending, and their counts
+        SELECT coalesce(list(k::DOUBLE ORDER BY k) FILTER (WHERE k <> 1), []::DOUBLE[]) AS ks,
+               coalesce(list(c::DOUBLE ORDER BY k) FILTER (WHERE k <> 1), []::DOUBLE[]) AS cs
+        FROM __anon_pu_h
+    ), __anon_pu_pitc(tr, it, t, a, st) AS (
+        -- 1. Newton-Raphson on the closed form (ARX's digamma/trigamma), as ModelPitman first
+        -- does; st: 0 running, 1 converged, 2 failed; tr = try (0: the start value, 1..16:
+        -- ARX's start values), it = steps in the try
         SELECT 0, 0, t, a, 0 FROM __anon_pu_pit0
+        UNION ALL
+        SELECT CASE WHEN conv OR tr = 16 OR NOT restart THEN tr ELSE tr + 1 END,
+               CASE WHEN conv OR tr = 16 OR NOT restart THEN it + 1 ELSE 0 END,
+               CASE WHEN conv THEN t WHEN tr = 16 THEN 'NaN'::DOUBLE
+                    WHEN restart THEN starts[tr + 1].x ELSE nt END,
+               CASE WHEN conv THEN a WHEN tr = 16 THEN 'NaN'::DOUBLE
+                    WHEN restart THEN starts[tr + 1].y ELSE na END,
+               CASE WHEN conv THEN 1 WHEN tr = 16 THEN 2 ELSE 0 END
+        FROM (
+            SELECT *, abs(g1) <= 1e-6 AND abs(g2) <= 1e-6 AS conv,
+                   isnan(nt) OR nt < 0 OR isnan(na) OR it >= 1000 AS restart
+            FROM (
+                SELECT *, t - ((h22 * inv) * g1 + (-h12 * inv) * g2) AS nt,
+                          a - ((-h12 * inv) * g1 + (h11 * inv) * g2) AS na
+                FROM (SELECT *, 1.0 / (h11 * h22 - h12 * h12) AS inv FROM (
+                    SELECT *,
+                           o1 - (dg[3] - dg[4]) AS g1,
+                           o3 - list_reduce(list_transform(cs, lambda c, i: c * (dg[5 + i] - dg[5])),
+                                            lambda acc, v: acc + v, 0.0::DOUBLE) AS g2,
+                           (tg[3] - tg[4]) - d1 AS h11,
+                           -d5 AS h12,
+                           -d3 - list_reduce(list_transform(cs, lambda c, i: c * (tg[5] - tg[5 + i])),
+                                             lambda acc, v: acc + v, 0.0::DOUBLE) AS h22
+                    FROM (
+                        SELECT *, (o1 - t * d1) / a AS d5,
+                                  ((u - 1) - 2 * t * o1 + t * t * d1) / (a * a) AS d3
+                        FROM (
+                            SELECT *, (dg[1] - dg[2]) / a AS o1,
+                                      (tg[2] - tg[1]) / (a * a) AS d1,
+                                      ((u - 1) * a - t * (dg[1] - dg[2])) / (a * a) AS o3
+                            FROM (
+                                -- psi at s + u, s + 1 (s = theta / alpha), theta + n, theta + 1,
+                                -- 1 - alpha, then k - alpha for each size k > 1; psi' at the same
+                                -- but theta + 1 before theta + n
+                                SELECT r.tr, r.it, r.t, r.a, q.starts, q.u, hl.cs,
+                                       anon_population_digamma_list(list_concat(
+                                           [((q.u - 1) + r.t / r.a) + 1, r.t / r.a + 1, q.n + r.t,
+                                            r.t + 1, 1 - r.a],
+                                           list_transform(hl.ks, lambda k: k - r.a))) AS dg,
+                                       anon_population_trigamma_list(list_concat(
+                                           [((r.a + r.t) + r.a * (q.u - 1)) / r.a, r.t / r.a + 1,
+                                            r.t + 1, q.n + r.t, 1 - r.a],
+                                           list_transform(hl.ks, lambda k: k - r.a))) AS tg
+                                FROM __anon_pu_pitc AS r
+                                CROSS JOIN __anon_pu_need AS q
+                                CROSS JOIN __anon_pu_hl AS hl
+                                WHERE r.st = 0
+                            )
+                        )
+                    )
+                ))
+            )
+        )
+    ), __anon_pu_pitc_end AS (        -- the closed-form result, kept if it solves the exact equations
+        SELECT t, a, st,
+               st = 1
+               AND abs(coalesce(list_sum(list_transform(range(1, q.u::BIGINT),
+                                                        lambda i: 1.0 / (t + i * a))), 0)
+                       - coalesce(list_sum(list_transform(range(1, q.n::BIGINT),
+                                                          lambda i: 1.0 / (t + i))), 0)) <= 1e-6
+               AND abs(coalesce(list_sum(list_transform(range(1, q.u::BIGINT),
+                                                        lambda i: i * (1.0 / (t + i * a)))), 0)
+                       - coalesce(list_sum(list_transform(mm.m,
+                                                          lambda mj, j: mj * (1.0 / (j - a)))), 0))
+                   <= 1e-6 AS kept
+        FROM __anon_pu_pitc AS r CROSS JOIN __anon_pu_need AS q CROSS JOIN __anon_pu_m AS mm
+        WHERE r.st <> 0
+    ), __anon_pu_pit(tr, it, t, a, st) AS (
+        -- 2. else Newton-Raphson on the exact equations (ARX's "iterative" functions)
+        SELECT 0, 0, t, a, 0 FROM __anon_pu_pit0
+        WHERE NOT coalesce((SELECT kept FROM __anon_pu_pitc_end), false)
         UNION ALL
         SELECT CASE WHEN conv OR tr = 16 OR NOT restart THEN tr ELSE tr + 1 END,
                CASE WHEN conv OR tr = 16 OR NOT restart THEN it + 1 ELSE 0 END,
@@ -313,8 +464,10 @@ CREATE OR REPLACE TEMP MACRO anon_population_uniqueness(tbl, qi, population_size
         SELECT r.t AS theta, r.a AS alpha, r.st = 1 AS converged,
                CASE WHEN r.st = 1 THEN anon_population_pitman_value(r.t, r.a, q.big_n)
                     ELSE 'NaN'::DOUBLE END AS value
-        FROM __anon_pu_pit AS r CROSS JOIN __anon_pu_need AS q
-        WHERE r.st <> 0
+        FROM (SELECT t, a, st FROM __anon_pu_pitc_end WHERE kept
+              UNION ALL
+              SELECT t, a, st FROM __anon_pu_pit WHERE st <> 0) AS r
+        CROSS JOIN __anon_pu_need AS q
     ), __anon_pu_zayatz AS (          -- Zayatz
         SELECT CASE WHEN q.c1 > 0
                     THEN q.c1 * (q.c1 * (q.n / q.big_n) / sum(h.c * anon_population_hypergeometric_one(
