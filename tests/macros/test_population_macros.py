@@ -323,8 +323,11 @@ def test_uniqueness_on_adult_is_arxs(con, adult):
 
 def test_numeric_helpers_are_pythons_bits(con):
     rng = random.Random(7)
+    # (DuckDB 1.5's Python client turns a NaN inside a list parameter into NULL: NaN below)
+    assert con.execute("SELECT isnan(anon_population_digamma('NaN'::DOUBLE)), "
+                       "isnan(anon_population_trigamma('-Infinity'::DOUBLE))").fetchone() == (True, True)
     xs = [0.0, 1e-7, 1e-6, 5e-5, 2e-4, 0.3, 1.0, 7.9, 8.0, 11.99, 12.0, 40.0, 1e5, -0.5, -3.7,
-          -2168.3, math.nan, math.inf]
+          -2168.3, math.inf]
     xs += [rng.uniform(-50, 50) for _ in range(200)] + [10 ** rng.uniform(-8, 9) for _ in range(100)]
     rows = con.execute("SELECT x, anon_population_digamma(x), anon_population_trigamma(x) "
                        "FROM unnest(?::DOUBLE[]) AS v(x)", [xs]).fetchall()
