@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SQL_DIR = REPO / "sql"
 MACRO_FILES = [SQL_DIR / "checks.sql", SQL_DIR / "risk.sql", SQL_DIR / "risk_population.sql",
-               SQL_DIR / "t_hierarchical.sql"]  # load order
+               SQL_DIR / "t_hierarchical.sql", SQL_DIR / "profile.sql"]  # load order
 
 # the test table: classes by a = {1: x, y} and {2: x, y, z}; by (a, b) the same two classes
 ROWS = "(1, 'a', 'x'), (1, 'a', 'y'), (2, 'b', 'x'), (2, 'b', 'y'), (2, 'b', 'z')"
