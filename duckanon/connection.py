@@ -19,6 +19,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
 from duckanon import macros
+from duckanon.pipeline import registry
 from duckanon.backends import DuckDBBackend
 from duckanon.statements import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError, one_line
@@ -239,6 +240,13 @@ def _needs_us(text: str) -> bool:
     return any(ours or _calls_anonymize(piece) for piece, ours in split_statements(text))
 
 
+def _list_publications_for(con: duckdb.DuckDBPyConnection, text: str) -> None:
+    """A script that calls duckanon_publications() gets the listing remade first, so it sees the
+    registries and the sources as they are now (a source dropped or altered since is listed so)."""
+    if "duckanon_publications" in text.lower():
+        registry.install_listing(con)
+
+
 def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress=None):
     """Run a script of our statements and plain DuckDB SQL on `con`.
 
@@ -256,6 +264,7 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress
 
     `progress`, a callable (phase, info), hears the phases of our statements as they run.
     """
+    _list_publications_for(con, text)
     if not _needs_us(text):
         return con.execute(text, parameters) if parameters is not None else con.execute(text)
 
@@ -269,6 +278,7 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress
 def sql(con: duckdb.DuckDBPyConnection, text: str, params=None):
     """Like `duckdb.sql`: a relation for the last statement (ANONYMIZE: its summary). `params` as in
     `execute`."""
+    _list_publications_for(con, text)
     if not _needs_us(text):
         return con.sql(text, params=params) if params is not None else con.sql(text)
 
@@ -312,6 +322,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     DuckDB connection's own `execute` cannot be checked: there, call it outside BEGIN ... COMMIT.
     """
     macros.install(con)
+    registry.install_listing(con)
     try:
         con.remove_function(_REGISTERED_UDF)
     except Exception:

@@ -58,6 +58,7 @@ class Backend:
     reads_stably = False  # source_is_stable() can tell a base table that reads the same twice
     writes_reports = False  # the HTML report's SQL macros can be installed
     has_enum_types = False  # CAST(x AS ENUM('a', 'b')): a sort can carry strings as small codes
+    keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
 
     def __init__(self):
         self.registered: set[str] = set()  # Arrow tables registered under a name

@@ -36,6 +36,7 @@ class DuckDBBackend(Backend):
     reads_stably = True
     writes_reports = True
     has_enum_types = True
+    keeps_registry = True
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         super().__init__()

@@ -137,7 +137,7 @@ def column_domains(backend: Backend, plan: Plan, cells, population: PopulationCl
                                                                                  source=plan.source_shown))
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
-                   None if population is None else (population.codes, population.rows))
+                   None if population is None else (population.codes, population.rows), statement.stable_levels)
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the

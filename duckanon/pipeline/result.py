@@ -27,13 +27,14 @@ class Summary:
     optimal_for: str | None = None  # what `optimal` is proven for: "stars", or a metric and its search space
     target: str | None = None  # the published table, as SQL
     report: str | None = None  # the HTML report's path, when one was written
+    dropped: list | None = None  # the source columns not published (identifiers not masked, columns not mentioned)
     details: str = "{}"  # JSON: the solver's diagnostics (e.g. tp_phase, residue_rows, exact's status)
 
     SQL_TYPES = {
         "rows": "BIGINT", "classes": "BIGINT", "min_class_size": "BIGINT", "stars": "BIGINT",
         "suppressed_rows": "BIGINT", "method": "VARCHAR", "optimal": "BOOLEAN",
         "lower_bound": "BIGINT", "seconds": "DOUBLE", "published_rows": "BIGINT", "removed_rows": "BIGINT",
-        "optimal_for": "VARCHAR", "target": "VARCHAR", "report": "VARCHAR", "details": "JSON",
+        "optimal_for": "VARCHAR", "target": "VARCHAR", "report": "VARCHAR", "dropped": "VARCHAR[]", "details": "JSON",
     }
 
     def to_json(self) -> str:
@@ -73,9 +74,9 @@ def optimal_for(solution, statement) -> str | None:
         return None
     given = solution.notes.get("weights") or {}
     weighted = len(set(given.values())) > 1
-    if solution.method == "lattice":
+    if solution.method.split(": ")[-1] == "lattice":  # (auto: lattice)
         limit = statement.suppression_limit or 0
-        metric = statement.metric
+        metric = solution.notes.get("metric", statement.metric)
         if weighted and "weights_ignored" not in solution.notes:
             metric += " weighted by the attribute weights"
         return (f"{metric} among full-domain generalizations of the given hierarchies"
@@ -101,4 +102,5 @@ def summarize(hist, solution, started: float, plan=None) -> Summary:
         optimal_for=optimal_for(solution, plan.statement) if plan is not None else None,
         details=json.dumps(solution.notes, default=str, sort_keys=True),
         target=exp.table_name(plan.target.table, dialect="duckdb") if plan is not None else None,
+        dropped=plan.dropped if plan is not None else None,
     )

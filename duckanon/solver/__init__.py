@@ -149,7 +149,7 @@ RUNNERS: dict[str, Runner] = {
     "hilbert": _no_patterns("hilbert", _hilbert),
     "lattice": _generalizing("lattice", lambda problem, context: lattice_solution(
         problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
-        problem.domains.metric, context, problem.domains.population, problem.weights)),
+        problem.domains.metric, context, problem.domains.population, problem.weights, problem.domains.stable_levels)),
     "gensup": _generalizing("gensup", _gensup),
     "mondrian": _generalizing("mondrian", lambda problem, context: _mondrian(problem, context)),
 }

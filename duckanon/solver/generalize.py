@@ -70,14 +70,18 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
 
 
 def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
-                     context: SolveContext = UNBOUNDED, population=None, weights=None) -> Solution:
+                     context: SolveContext = UNBOUNDED, population=None, weights=None,
+                     stable_levels=None) -> Solution:
     """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`).
     `search_seconds` in the notes is the search alone: the lattice's precomputation on the
     histogram and the search, not the solution built from its node. `weights`: ARX's attribute
-    weights per QI (Lattice)."""
+    weights per QI (Lattice). `stable_levels` (REFRESH's stable mode): publish at those levels when
+    they still satisfy the request within the suppression limit (`mode_used` says whether they
+    did); else search as usual."""
     started = time.perf_counter()
-    search = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population,
-                        weights=weights).search(context)
+    lattice = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population, weights=weights)
+    kept = lattice.node_at(stable_levels) if stable_levels is not None else None
+    search = lattice.result_at(kept) if kept is not None else lattice.search(context)
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
@@ -104,7 +108,10 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     })
     if weights is not None and not METRICS[metric].separable:
         solution.notes["weights_ignored"] = f"{metric} is single-dimensional in ARX: attribute weights do not apply"
-    if not search.optimal:
+    if stable_levels is not None:
+        solution.notes["mode_used"] = "stable: the published levels still satisfy the request" if kept is not None \
+            else "fresh: the published levels no longer satisfy the request within the suppression limit"
+    elif not search.optimal:
         solution.notes["time_limit"] = "reached: the best node found so far, not proven optimal"
     return solution
 

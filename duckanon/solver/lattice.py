@@ -584,6 +584,28 @@ class Lattice:
         ok[order[:low]] = False
         return ok
 
+    def node_at(self, levels) -> NodeResult | None:
+        """The node at `levels` (REFRESH's stable mode) when it is a valid publication: levels
+        within the hierarchies, the rows it removes within the limit, some rows published."""
+        levels = tuple(int(level) for level in levels)
+        if len(levels) != self.m or any(not 0 <= h <= height for h, height in zip(levels, self.heights)):
+            return None
+        node = self.evaluate(levels)
+        if node.suppressed_rows > self.limit_rows or (node.suppressed_rows >= self.n > 0):
+            return None
+        return node
+
+    def result_at(self, node: NodeResult) -> LatticeResult:
+        """`node` as the search's result, valued by the metric, not claimed optimal."""
+        if self.measure.separable:
+            removed = ~node.ok[node.member_of]
+            value = self.node_value(node.levels, removed)
+        else:
+            value = self.value(node)
+        node = self.sample_node(node)
+        node.value = value
+        return LatticeResult(node, self.metric, value, False, 1, int(np.prod([h + 1 for h in self.heights])))
+
     def sample_node(self, node: NodeResult) -> NodeResult:
         """`node` over the sample's classes alone: the groups made only of population rows
         dropped, the others renumbered in order."""

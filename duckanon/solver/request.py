@@ -146,6 +146,8 @@ class Domains:
     # the population table's distinct QI vectors (codes in `values`, which then hold the values
     # of both tables) and their rows, for the population models (k_map with a table, delta_presence)
     population: tuple | None = None
+    # REFRESH ... WITH (mode = 'stable'): the lattice levels to keep when they still satisfy the request
+    stable_levels: tuple | None = None
 
 
 @dataclass

@@ -21,7 +21,8 @@ from duckanon.errors import AnonymizeError
 
 KEYWORD = "ANONYMIZE"
 REPORT_KEYWORD = "REPORT"
-OUR_KEYWORDS = (KEYWORD, REPORT_KEYWORD)
+REFRESH_KEYWORD = "REFRESH"
+OUR_KEYWORDS = (KEYWORD, REPORT_KEYWORD, REFRESH_KEYWORD)
 
 
 class Anonymize(exp.Expression):
@@ -34,6 +35,12 @@ class Report(exp.Expression):
     """Parsed REPORT statement: `this` is the published table, `original` the table it came from."""
 
     arg_types = {"this": True, "original": True, "options": False}
+
+
+class Refresh(exp.Expression):
+    """Parsed REFRESH statement: `this` is the published table, or None for REFRESH ALL."""
+
+    arg_types = {"this": False, "options": False}
 
 
 class AnonOption(exp.Expression):
@@ -108,6 +115,9 @@ class AnonDialect(DuckDB):
             if self._curr and self._curr.token_type == TokenType.VAR and self._curr.text.upper() == REPORT_KEYWORD:
                 self._advance()
                 return self._parse_report()
+            if self._curr and self._curr.token_type == TokenType.VAR and self._curr.text.upper() == REFRESH_KEYWORD:
+                self._advance()
+                return self._parse_refresh()
             return super()._parse_statement()
 
         def _parse_table_name(self, after: str) -> exp.Table:
@@ -160,6 +170,15 @@ class AnonDialect(DuckDB):
             elif self._curr and self._curr.token_type != TokenType.SEMICOLON:
                 self._user_error(f"expected WITH (option = value, ...), got {_token_text(self._curr)}")
             return self.expression(Report(this=published, original=original, options=options))
+
+        def _parse_refresh(self) -> Refresh:
+            target = None if self._match(TokenType.ALL) else self._parse_table_name(REFRESH_KEYWORD)
+            options = []
+            if self._match(TokenType.WITH):
+                options = self._parse_options()
+            elif self._curr and self._curr.token_type != TokenType.SEMICOLON:
+                self._user_error(f"expected WITH (option = value, ...), got {_token_text(self._curr)}")
+            return self.expression(Refresh(this=target, options=options))
 
         def _parse_options(self) -> list:
             wrapped = self._match(TokenType.L_PAREN)
@@ -270,7 +289,7 @@ def _statement_start(sql: str, token: Token) -> str:
     return f"'{_shown(token.text)}' (at {_position(sql, token.start)})"
 
 
-def parse_statement(sql: str) -> Anonymize | Report:
+def parse_statement(sql: str) -> Anonymize | Report | Refresh:
     """Parse one ANONYMIZE (or REPORT) statement, or raise AnonymizeError naming the position of
     the mistake."""
     dialect = AnonDialect()
@@ -302,7 +321,7 @@ def parse_statement(sql: str) -> Anonymize | Report:
         where = f"line {detail.get('line')}, column {detail.get('col')}" if detail.get("line") else "line 1, column 1"
         raise AnonymizeError(f"syntax error at {where}: {description}") from None
     statements = [s for s in statements if s is not None]
-    if len(statements) != 1 or not isinstance(statements[0], (Anonymize, Report)):
+    if len(statements) != 1 or not isinstance(statements[0], (Anonymize, Report, Refresh)):
         raise AnonymizeError(f"expected exactly one ANONYMIZE statement at {_position(sql, first[0].start)}")
     if rest:
         raise AnonymizeError("expected exactly one ANONYMIZE statement, but another statement follows: "
@@ -431,7 +450,7 @@ def strip_explain(text: str) -> tuple[bool, str]:
     if ours is None:
         return False, text
     if ours.text.upper() != KEYWORD:
-        raise AnonymizeError("EXPLAIN applies to ANONYMIZE only (a dry run): run REPORT without it")
+        raise AnonymizeError(f"EXPLAIN applies to ANONYMIZE only (a dry run): run {ours.text.upper()} without it")
     if analyze:
         raise AnonymizeError("EXPLAIN ANALYZE is not supported for ANONYMIZE: use EXPLAIN ANONYMIZE (a dry run)")
     if options:

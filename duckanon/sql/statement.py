@@ -12,7 +12,7 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
-from duckanon.sql.parser import Anonymize, AnonOption, Report, parse_statement, position_error, strip_explain
+from duckanon.sql.parser import Anonymize, AnonOption, Refresh, Report, parse_statement, position_error, strip_explain
 
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
@@ -97,6 +97,8 @@ class AnonymizeStatement:
     identifiers: list[str] = field(default_factory=list)
     mask: dict = field(default_factory=dict)  # column -> MaskRule
     mask_key: str | None = None  # where the pseudonym key comes from: 'env:NAME' or 'variable:NAME'
+    # REFRESH ... WITH (mode = 'stable'): the lattice levels of the release refreshed, kept if they still satisfy it
+    stable_levels: tuple | None = None
     text: str = ""
 
     @property
@@ -707,12 +709,45 @@ def bind_report(parsed: Report, text: str = "") -> ReportStatement:
     return statement
 
 
+REFRESH_MODES = ("fresh", "stable")
+
+
+@dataclass
+class RefreshStatement:
+    """REFRESH <published> | REFRESH ALL [WITH (mode = 'fresh' | 'stable')]: re-run registered
+    ANONYMIZE statements against their sources' current rows (statements/refresh.py)."""
+
+    target: TableName | None  # None: every stale publication
+    mode: str = "fresh"
+    text: str = ""
+
+
+def bind_refresh(parsed: Refresh, text: str = "") -> RefreshStatement:
+    target = parsed.args.get("this")
+    statement = RefreshStatement(TableName(target) if target is not None else None, text=text)
+    seen = set()
+    for option in parsed.args.get("options") or []:
+        name, position = option.name, option.args["position"]
+        if name != "mode":
+            raise position_error(text, position, f"unknown REFRESH option '{name}' (known: mode)")
+        if name in seen:
+            raise position_error(text, position, f"duplicate option '{name}'")
+        seen.add(name)
+        try:
+            statement.mode = _word(option.expression, "mode", REFRESH_MODES)
+        except AnonymizeError as error:
+            raise position_error(text, position, str(error)) from None
+    return statement
+
+
 def statement_for(text: str):
-    """The bound statement of an ANONYMIZE, EXPLAIN ANONYMIZE or REPORT text."""
+    """The bound statement of an ANONYMIZE, EXPLAIN ANONYMIZE, REPORT or REFRESH text."""
     explain, body = strip_explain(text)
     parsed = parse_statement(body)
     if isinstance(parsed, Report):
         return bind_report(parsed, body)
+    if isinstance(parsed, Refresh):
+        return bind_refresh(parsed, body)
     statement = bind_statement(parsed, body, explain=explain)
     if statement.seed is None:  # no seed given: a fresh 63-bit one from the OS's CSPRNG, never reused
         statement.seed = secrets.randbelow(2**63)

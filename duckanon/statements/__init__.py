@@ -1,4 +1,4 @@
-"""Our statements over the pipeline: ANONYMIZE, EXPLAIN ANONYMIZE and REPORT.
+"""Our statements over the pipeline: ANONYMIZE, EXPLAIN ANONYMIZE, REPORT and REFRESH.
 
 `run_statement(con, text)` binds the text (the front end, duckanon.sql), picks the backend the
 statement runs on (duckanon.backends) and hands both to the statement's runner, from one table.
@@ -13,9 +13,12 @@ from duckanon.backends import Backend, backend_for
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
+from duckanon.pipeline import registry
 from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
+from duckanon.sql.statement import RefreshStatement
 from duckanon.statements.anonymize import publish
 from duckanon.statements.explain import run_explain
+from duckanon.statements.refresh import run_refresh
 from duckanon.statements.report import check_file_access, run_report
 
 __all__ = ["Summary", "Table", "run_anonymize", "run_statement"]
@@ -35,7 +38,13 @@ def _report(backend: Backend, statement: ReportStatement, started: float, listen
     return run_report(backend, statement)
 
 
+def _refresh(backend: Backend, statement: RefreshStatement, started: float, listener) -> Table:
+    return run_refresh(backend, statement, listener)
+
+
 def _runner(statement):
+    if isinstance(statement, RefreshStatement):
+        return _refresh
     if isinstance(statement, ReportStatement):
         return _report
     return _explain if statement.explain else _anonymize
@@ -46,11 +55,14 @@ def run_statement(con, text: str, progress=None):
     (a DuckDB connection, or a Backend). `progress(phase, info)`, if given, hears the phases."""
     started = time.perf_counter()
     statement = statement_for(text)
-    if isinstance(statement, ReportStatement) or statement.report:
+    if isinstance(statement, ReportStatement) or getattr(statement, "report", None):
         extras.require("matplotlib")  # before anything runs, so nothing is published without its report
     backend = backend_for(con, statement)
     try:
-        return _runner(statement)(backend, statement, started, progress)
+        result = _runner(statement)(backend, statement, started, progress)
+        if backend.keeps_registry:  # duckanon_publications() lists what the registries hold now
+            registry.install_listing(backend.con)
+        return result
     finally:
         backend.close()
 

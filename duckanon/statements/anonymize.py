@@ -7,6 +7,8 @@ as it was and a re-run replaces the target atomically.
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,6 +22,7 @@ from duckanon.pipeline.materialize import (
     published_dictionaries, publish_select, view_select,
 )
 from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
+from duckanon.pipeline import registry
 from duckanon.pipeline.population import check_release
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.provenance import describe_target
@@ -87,11 +90,17 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                 read_plan.source, read_plan.published))
             check_published_rows(backend, plan, summary.published_rows, keyed_table if reread else None)
             describe_target(backend, plan, summary)
+            transformation = {"method": solution.method, "levels": solution.notes.get("levels")}
+            recorded_with = backend.keeps_registry and registry.with_the_release(plan)
+            if recorded_with:  # the registry entry commits with the release
+                registry.record(backend, plan, read_plan.source, summary, transformation)
             backend.drop_temp(cells_table, keyed_table)
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
             statement_work.commit()
+        if backend.keeps_registry and not recorded_with:
+            _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction)
     except BaseException as error:
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
@@ -103,6 +112,22 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
     if pending_report is not None:
         summary.report = place_report(pending_report, plan.statement.report)
     return summary
+
+
+def _record_elsewhere(backend: Backend, plan: Plan, summary: Summary, transformation: dict,
+                      own_transaction: bool) -> None:
+    """The registry entry of a release whose target is in another database than its source, once
+    the release committed (its own transaction; inside the caller's transaction it would write a
+    second database, which DuckDB refuses): the summary's details say when it was not written."""
+    if own_transaction:
+        problem = registry.record_after(backend, plan, plan.source, summary, transformation)
+    else:
+        problem = ("not recorded: the target is in another database than the source, and the caller's "
+                   "transaction may write one database only")
+    if problem:
+        details = json.loads(summary.details)
+        details["registry"] = problem
+        summary.details = json.dumps(details, default=str, sort_keys=True)
 
 
 def _is_ctrl_c(error: BaseException) -> bool:

@@ -19,7 +19,7 @@ HOSPITAL_CSV = Path(__file__).parents[3] / "shared" / "data" / "hospital.csv"
 ANONYMIZE = "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease)"
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
                    "lower_bound", "seconds", "published_rows", "removed_rows", "optimal_for", "target", "report",
-                   "details"]
+                   "dropped", "details"]
 
 
 def _make_db(path: Path) -> Path:

@@ -114,7 +114,7 @@ def test_hostile_table_and_column_names(fresh, name):
     # default qi (every column not sensitive or kept), default method
     fresh.execute(f"ANONYMIZE {q(name)} WITH (k = 6, sensitive = {q(sa)}, keep = {q(row_id)})")
     verify(fresh.duckdb, q(name), target, qi, sa, (row_id,), k=6, row_id=row_id)
-    assert fresh.duckdb.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 2
+    assert fresh.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name <> 'duckanon_publications'").fetchone()[0] == 2
 
 
 def test_schema_qualified_hostile_names(fresh):

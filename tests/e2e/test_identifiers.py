@@ -107,6 +107,9 @@ def test_roles_and_dropped_columns_are_listed(db):
         "phone: identifier, dropped; dob: identifier, dropped; age: quasi-identifier; sex: quasi-identifier; "
         "blood: keep; disease: dropped")
     assert explain["dropped columns (not published)"] == "name, email, phone, dob, disease"
+    row = result(db, PUBLISH_PATIENTS.format(target="p_anon", extra=""))
+    assert row["dropped"] == ["name", "email", "phone", "dob", "disease"]
+    assert [d[0] for d in db.execute("SELECT * FROM p_anon").description] == ["mrn", "age", "sex", "blood"]
 
 
 def test_a_pseudonym_column_keeps_the_qi_guarantee(db):

@@ -1,0 +1,197 @@
+"""The publication registry: what each ANONYMIZE published, from what, and whether it is current.
+
+A table `duckanon_publications` in the source's database (in the target's when the source's is
+read-only) holds one row per published target: its source, the ANONYMIZE text, the release's
+parameters and result, when, the duckanon and DuckDB versions, the published transformation
+(the lattice's levels, for REFRESH's stable mode) and a fingerprint of the source at publish
+time: its row count and an order-independent checksum, the sum of a hash of each row's columns
+that the statement reads (a change to a column the statement does not read changes nothing
+published). It is written in the publishing transaction, so a release and its entry commit
+together. The published table's own comment still never names the source.
+
+`duckanon_publications()` is a TEMP table macro, generated per connection from the registries of
+every attached database (install_listing): each entry with the source's current fingerprint and
+`status` current, stale (the fingerprint differs), or source missing.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from duckanon._version import __version__
+from duckanon.backends.base import Backend
+from duckanon.errors import AnonymizeError
+from duckanon.pipeline.plan import Plan
+from duckanon.pipeline.provenance import release_parameters
+from duckanon.sql.statement import TableName, shown_name
+
+REGISTRY = "duckanon_publications"
+COLUMNS = {
+    "target": "VARCHAR", "source": "VARCHAR", "statement": "VARCHAR", "parameters": "JSON",
+    "published_at": "TIMESTAMP", "duckanon_version": "VARCHAR", "duckdb_version": "VARCHAR",
+    "source_columns": "VARCHAR[]", "source_rows": "BIGINT", "source_checksum": "HUGEINT",
+    "summary": "JSON", "transformation": "JSON",
+}
+
+
+def _sql(text: str) -> exp.Expr:
+    return sqlglot.parse_one(text, read="duckdb")
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
+def fingerprint_sql(source: str, columns: list[str]) -> str:
+    """SELECT (rows, checksum) of `source` (SQL) over `columns`: the sum of a hash of each row's
+    values, so the order of the rows does not matter and every row counts."""
+    row = ", ".join(_quoted(c) for c in columns)
+    return f"SELECT count(*) AS n, coalesce(sum(CAST(hash(row({row})) AS HUGEINT)), 0) AS checksum FROM {source}"
+
+
+def fingerprint(backend: Backend, source: TableName, columns: list[str]) -> tuple[int, int]:
+    rows, checksum = backend.one(_sql(fingerprint_sql(source.sql(), columns)))
+    return int(rows), int(checksum)
+
+
+def registry_of(plan: Plan) -> TableName:
+    """Where the entry goes: `duckanon_publications` in the source's database."""
+    catalog = plan.source.table.catalog
+    return TableName(exp.Table(this=exp.to_identifier(REGISTRY, quoted=True), db=exp.to_identifier("main", quoted=True),
+                               catalog=exp.to_identifier(catalog, quoted=True) if catalog else None))
+
+
+def with_the_release(plan: Plan) -> bool:
+    """Whether the entry can commit in the release's transaction: DuckDB writes one database per
+    transaction, so only when the target is in the source's database (else it is written right
+    after the release commits, in a transaction of its own: `record_after`)."""
+    return (plan.source.table.catalog or "").lower() == (plan.target.table.catalog or "").lower()
+
+
+def record_after(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> str | None:
+    """The entry of a release committed in another database than its source's, in its own
+    transaction; None, or why it could not be written (the release stands: never reported as
+    failed after its commit)."""
+    try:
+        backend.begin()
+        record(backend, plan, read_source, summary, transformation)
+        backend.commit()
+        return None
+    except Exception as error:  # a read-only source database, a vanished temp source, ...
+        try:
+            backend.rollback()
+        except Exception:
+            pass
+        return f"not recorded in the source's database: {str(error).splitlines()[0][:200]}"
+
+
+def record(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> None:
+    """Write (or replace) the target's entry, inside the publishing transaction."""
+    registry = registry_of(plan)
+    backend.execute(_sql(f"CREATE TABLE IF NOT EXISTS {registry.sql()} ("
+                         + ", ".join(f"{_quoted(name)} {kind}" for name, kind in COLUMNS.items()) + ")"))
+    rows, checksum = fingerprint(backend, read_source, plan.published)
+    target = plan.target.sql()
+    backend.execute(_sql(f"DELETE FROM {registry.sql()} WHERE target = ?"), [target])
+    summary_row = {name: value for name, value in summary.__dict__.items() if name not in ("details", "report")}
+    summary_row["details"] = json.loads(summary.details)
+    values = {
+        "target": target, "source": plan.source.sql(), "statement": plan.statement.text.strip(),
+        "parameters": json.dumps(release_parameters(plan.statement), default=str, sort_keys=True),
+        "published_at": datetime.now(timezone.utc).replace(tzinfo=None), "duckanon_version": __version__,
+        "duckdb_version": duckdb.__version__, "source_columns": list(plan.published), "source_rows": rows,
+        "source_checksum": checksum, "summary": json.dumps(summary_row, default=str, sort_keys=True),
+        "transformation": json.dumps(transformation, default=str, sort_keys=True),
+    }
+    placeholders = ", ".join(f"CAST(? AS {kind})" for kind in COLUMNS.values())
+    backend.execute(_sql(f"INSERT INTO {registry.sql()} SELECT {placeholders}"), [values[c] for c in COLUMNS])
+
+
+def registries(con) -> list[str]:
+    """Every registry table of the attached databases, as SQL."""
+    rows = con.execute("SELECT database_name, schema_name FROM duckdb_tables() WHERE table_name = ? "
+                       "AND NOT temporary ORDER BY ALL", [REGISTRY]).fetchall()
+    return [f"{_quoted(catalog)}.{_quoted(schema)}.{_quoted(REGISTRY)}" for catalog, schema in rows]
+
+
+def entries(con) -> list[dict]:
+    """Every registered publication, as dicts of the registry's columns."""
+    found = []
+    for table in registries(con):
+        cursor = con.execute(f"SELECT * FROM {table}")
+        names = [d[0] for d in cursor.description]
+        found += [dict(zip(names, row)) for row in cursor.fetchall()]
+    return found
+
+
+def entry(con, target: TableName) -> dict | None:
+    key = target.sql()
+    return next((row for row in entries(con) if row["target"] == key), None)
+
+
+def source_problem(con, row: dict) -> str | None:
+    """Why the entry's source cannot be compared ('source missing', 'source lost column x'), or None."""
+    try:
+        columns = [d[0] for d in con.execute(f"SELECT * FROM {row['source']} LIMIT 0").description]
+    except duckdb.Error:
+        return "source missing"
+    lowered = {c.lower() for c in columns}
+    lost = [c for c in row["source_columns"] if c.lower() not in lowered]
+    return f"source lost column {lost[0]}" if lost else None
+
+
+def source_state(con, row: dict) -> tuple[str, int | None]:
+    """'current', 'stale', or source_problem's reason, and the source's current rows."""
+    problem = source_problem(con, row)
+    if problem:
+        return problem, None
+    rows, checksum = con.execute(fingerprint_sql(row["source"], row["source_columns"])).fetchone()
+    same = rows == row["source_rows"] and int(checksum) == int(row["source_checksum"])
+    return ("current" if same else "stale"), int(rows)
+
+
+def install_listing(con) -> None:
+    """(Re)create the TEMP macro duckanon_publications(): every entry of every attached registry
+    with `status` and `stale` from its source's current fingerprint. A source that is missing or
+    lost a column when the macro is made is listed with that status (the macro is remade by each
+    of duckanon's statements and at connect)."""
+    tables = registries(con)
+    listed = ", ".join(f"r.{_quoted(c)}" for c in COLUMNS if c not in ("source_checksum",))
+    if not tables:
+        empty = ", ".join(f"CAST(NULL AS {kind}) AS {_quoted(name)}" for name, kind in COLUMNS.items()
+                          if name != "source_checksum")
+        con.execute(f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE SELECT {empty}, "
+                    "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS VARCHAR) AS status, "
+                    "CAST(NULL AS BOOLEAN) AS stale WHERE false")
+        return
+    union = " UNION ALL ".join(f"SELECT * FROM {table}" for table in tables)
+    checks = []
+    for row in entries(con):
+        state = source_problem(con, row)
+        target = exp.Literal.string(row["target"]).sql("duckdb")
+        if state is None:
+            checks.append(f"SELECT {target} AS target, f.n AS current_rows, f.checksum AS current_checksum, "
+                          "CAST(NULL AS VARCHAR) AS problem "
+                          f"FROM ({fingerprint_sql(row['source'], row['source_columns'])}) AS f")
+        else:
+            checks.append(f"SELECT {target} AS target, CAST(NULL AS BIGINT) AS current_rows, "
+                          f"CAST(NULL AS HUGEINT) AS current_checksum, {exp.Literal.string(state).sql('duckdb')} AS problem")
+    now = " UNION ALL ".join(checks)
+    con.execute(
+        f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE "
+        f"SELECT {listed}, c.current_rows, "
+        f"CASE WHEN c.problem IS NOT NULL THEN c.problem "
+        f"WHEN c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum THEN 'current' "
+        f"ELSE 'stale' END AS status, "
+        f"c.problem IS NULL AND NOT (c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum) AS stale "
+        f"FROM ({union}) AS r LEFT JOIN ({now}) AS c ON c.target = r.target ORDER BY r.target")
+
+
+def refresh_refused(target: TableName) -> AnonymizeError:
+    return AnonymizeError(f"REFRESH {shown_name(target)}: it was not published by ANONYMIZE (no entry in "
+                          f"{REGISTRY}; publish it first)")

@@ -1,0 +1,198 @@
+"""Publications that stay current (issue 21): the registry, staleness, REFRESH (fresh and
+stable), atomicity (kill -9 during REFRESH leaves the old release) and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+import pytest
+
+import duckanon
+from conftest import SHARED, assert_refused_and_unchanged, check_table
+
+ADULT = SHARED / "adult"
+HIERARCHIES = f"'{ADULT}/adult_hierarchy_{{column}}.csv'"
+QI = ["sex", "age", "race", "education"]
+PUBLISH = (f"ANONYMIZE src INTO pub WITH (k = 5, qi = (sex, age, race, education), method = 'lattice', "
+           f"hierarchies = {HIERARCHIES}, suppression_limit = 0.05, metric = 'loss')")
+SETUP = [f"CREATE TABLE adult AS SELECT row_number() OVER () AS rid, * FROM read_csv('{ADULT / 'adult.csv'}', "
+         "delim=';', all_varchar=true)",
+         "CREATE TABLE src AS SELECT * FROM adult WHERE rid % 10 < 5"]
+
+
+@pytest.fixture
+def db():
+    con = duckanon.connect()
+    for statement in SETUP:
+        con.execute(statement)
+    yield con
+    con.close()
+
+
+def listing(con) -> dict:
+    cursor = con.execute("SELECT * FROM duckanon_publications()")
+    names = [d[0] for d in cursor.description]
+    return {row[0]: dict(zip(names, row)) for row in cursor.fetchall()}
+
+
+def refresh(con, statement: str) -> list[dict]:
+    cursor = con.execute(statement)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def rows(con, table: str) -> int:
+    return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_publish_append_stale_refresh(db):
+    db.execute(PUBLISH)
+    first = rows(db, "src")
+    entry = listing(db)['"memory"."main"."pub"']
+    assert (entry["status"], entry["stale"], entry["source_rows"]) == ("current", False, first)
+    assert entry["statement"] == PUBLISH and entry["source"] == '"memory"."main"."src"'
+    assert json.loads(entry["parameters"])["k"] == 5 and entry["duckanon_version"] == duckanon.__version__
+    assert "src" not in db.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'pub'").fetchone()[0]
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")  # 10% more rows
+    now = rows(db, "src")
+    entry = listing(db)['"memory"."main"."pub"']
+    assert (entry["status"], entry["stale"], entry["current_rows"]) == ("stale", True, now)
+    [row] = refresh(db, "REFRESH pub")
+    assert (row["mode_used"], row["source_rows_before"], row["source_rows_after"]) == ("fresh", first, now)
+    assert row["published_rows_after"] == db.execute("SELECT count(*) FROM pub").fetchone()[0]
+    assert check_table(db, "pub", "src", QI, k=5) == []
+    entry = listing(db)['"memory"."main"."pub"']
+    assert (entry["status"], entry["source_rows"]) == ("current", now)
+    assert refresh(db, "REFRESH ALL") == []  # nothing stale
+
+
+def test_a_change_to_a_column_the_release_reads_makes_it_stale_and_others_do_not(db):
+    db.execute(PUBLISH)
+    db.execute("UPDATE src SET occupation = 'x' WHERE rid = 2")  # not read by the statement
+    assert listing(db)['"memory"."main"."pub"']["status"] == "current"
+    db.execute("UPDATE src SET age = '99' WHERE rid = 2")
+    assert listing(db)['"memory"."main"."pub"']["status"] == "stale"
+
+
+def test_refresh_all_refreshes_every_stale_publication_in_one_transaction(db):
+    db.execute(PUBLISH)
+    db.execute("CREATE TABLE other AS SELECT * FROM adult WHERE rid % 10 >= 5")
+    db.execute(PUBLISH.replace("ANONYMIZE src INTO pub", "ANONYMIZE other INTO pub2"))
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")
+    db.execute("INSERT INTO other SELECT * FROM adult WHERE rid % 10 = 1")
+    rows = refresh(db, "REFRESH ALL")
+    assert sorted(r["target"] for r in rows) == ['"memory"."main"."pub"', '"memory"."main"."pub2"']
+    assert {e["status"] for e in listing(db).values()} == {"current"}
+    # an error in one refresh leaves both as they were: the second's source falls below k rows
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 6")
+    db.execute("DELETE FROM other WHERE rid > 6")  # 3 rows left
+    before = sorted(db.execute("SELECT * FROM pub").fetchall()), sorted(db.execute("SELECT * FROM pub2").fetchall())
+    with pytest.raises(duckanon.AnonymizeError, match="k = 5 is greater than the number of rows"):
+        db.execute("REFRESH ALL")
+    after = sorted(db.execute("SELECT * FROM pub").fetchall()), sorted(db.execute("SELECT * FROM pub2").fetchall())
+    assert after == before
+    assert {e["status"] for e in listing(db).values()} == {"stale"}
+
+
+def test_stable_refresh_keeps_the_labels_of_the_rows_already_published(db):
+    db.execute(PUBLISH.replace("suppression_limit = 0.05", "suppression_limit = 0.05, keep = (rid)"))
+    levels = json.loads(db.execute("SELECT transformation FROM duckanon_publications").fetchone()[0])["levels"]
+    first = {r[0]: r[1:] for r in db.execute("SELECT rid, sex, age, race, education FROM pub").fetchall()}
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")
+    [row] = refresh(db, "REFRESH pub WITH (mode = 'stable')")
+    assert row["mode_used"] == "stable: the published levels still satisfy the request"
+    assert json.loads(db.execute("SELECT transformation FROM duckanon_publications").fetchone()[0])["levels"] == levels
+    again = {r[0]: r[1:] for r in db.execute("SELECT rid, sex, age, race, education FROM pub").fetchall()}
+    assert all(again[rid] == labels for rid, labels in first.items() if rid in again)
+    assert check_table(db, "pub", "src", QI, k=5) == []
+
+
+def test_stable_refresh_re_solves_when_the_levels_no_longer_hold(db):
+    db.execute(PUBLISH.replace("k = 5", "k = 2").replace("suppression_limit = 0.05", "suppression_limit = 0"))
+    db.execute("DELETE FROM src WHERE rid % 3 = 0")  # fewer rows: some classes fall below k at those levels
+    levels = json.loads(db.execute("SELECT transformation FROM duckanon_publications").fetchone()[0])["levels"]
+    [row] = refresh(db, "REFRESH pub WITH (mode = 'stable')")
+    moved = json.loads(db.execute("SELECT transformation FROM duckanon_publications").fetchone()[0])["levels"]
+    if moved == levels:
+        assert row["mode_used"].startswith("stable")
+    else:
+        assert row["mode_used"] == "fresh: the published levels no longer satisfy the request within the suppression limit"
+    assert check_table(db, "pub", "src", QI, k=2) == []
+
+
+def test_stable_mode_on_a_release_without_levels_says_it_re_solved(db):
+    db.execute("ANONYMIZE src INTO pub WITH (k = 5, qi = (sex, age, race, education), method = 'greedy')")
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")
+    [row] = refresh(db, "REFRESH pub WITH (mode = 'stable')")
+    assert row["mode_used"] == ("fresh: stable recoding keeps a full-domain generalization's levels, and this release "
+                                "was made by greedy (its groups are re-solved)")
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("REFRESH src", r"^REFRESH src: it was not published by ANONYMIZE \(no entry in duckanon_publications; publish it "
+                    r"first\)$"),
+    ("REFRESH pub WITH (mode = 'later')", r"^option mode must be one of fresh, stable, got 'later' \(at line 1, column 19\)$"),
+    ("REFRESH pub WITH (k = 3)", r"^unknown REFRESH option 'k' \(known: mode\) \(at line 1, column 19\)$"),
+])
+def test_bad_refresh_statements(db, statement, message):
+    db.execute(PUBLISH)
+    assert_refused_and_unchanged(db, statement, message)
+
+
+def test_refresh_after_the_source_was_dropped_or_lost_a_column(db):
+    db.execute(PUBLISH)
+    db.execute("ALTER TABLE src DROP COLUMN race")
+    assert listing(db)['"memory"."main"."pub"']["status"] == "source lost column race"
+    assert_refused_and_unchanged(db, "REFRESH pub", r'^REFRESH pub: its source "memory"\."main"\."src" lost column '
+                                                    r"race; nothing was changed$")
+    db.execute("DROP TABLE src")
+    assert listing(db)['"memory"."main"."pub"']["status"] == "source missing"
+    assert_refused_and_unchanged(db, "REFRESH pub", r'^REFRESH pub: its source "memory"\."main"\."src" no longer '
+                                                    r"exists; nothing was changed$")
+    assert refresh(db, "REFRESH ALL") == []
+
+
+KILLED = textwrap.dedent("""
+    import os, sys, time
+    import duckanon
+    con = duckanon.connect(sys.argv[1])
+    def listen(phase, info):
+        if phase.startswith("publishing"):
+            print("publishing", flush=True)
+            time.sleep(60)  # killed here, inside REFRESH's transaction
+    con.execute("REFRESH pub", progress=listen)
+""")
+
+
+def test_kill_during_refresh_leaves_the_old_release(tmp_path):
+    path = tmp_path / "db.duckdb"
+    con = duckanon.connect(str(path))
+    for statement in SETUP:
+        con.execute(statement)
+    con.execute(PUBLISH)
+    first = rows(con, "src")
+    old = Counter(con.execute("SELECT * FROM pub").fetchall())
+    con.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")
+    con.execute("CHECKPOINT")
+    con.close()
+    child = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ})
+    try:
+        assert child.stdout.readline().strip() == "publishing"
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    con = duckanon.connect(str(path))
+    assert Counter(con.execute("SELECT * FROM pub").fetchall()) == old
+    [entry] = listing(con).values()
+    assert entry["status"] == "stale"  # the old entry, against the appended source
+    assert con.execute("SELECT source_rows FROM duckanon_publications").fetchone() == (first,)
+    con.close()
