@@ -45,6 +45,7 @@ def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
     if len(plan.sensitives) > 1:
         provenance["sensitives"] = plan.sensitives
+    provenance["roles"] = plan.roles()  # every source column's role (names only, as qi)
     provenance.update(release_parameters(statement))
     if plan.counts is not None:
         provenance["materialize"] = "view"

@@ -36,7 +36,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
                  sweep: list[dict] | None = None, risk_threshold: float | None = None,
                  original_shown: str | None = None, sensitives: list[str] | None = None,
                  population: str | None = None, population_weight: str | None = None,
-                 population_shown: str | None = None) -> Path:
+                 population_shown: str | None = None, roles: dict | None = None,
+                 profile_source: str | None = None) -> Path:
     """Write the HTML report comparing table `published` with `original` to `path`; return it.
 
     `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
@@ -60,6 +61,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     delta_presence, average_risk, highest_risk, population_uniqueness, population_size), the
     "Population risk" section shows k-map, delta-presence, the population-uniqueness estimate and
     the average risk before and after (see duckanon.report.population).
+    `roles`: every source column's role (identifier masked by its rule, dropped, ...), shown with
+    the HIPAA Safe Harbor kinds sql/profile.sql finds in `profile_source` (the original table).
     """
     extras.require("matplotlib")  # the plots: refused in one line before any query
     db = facts.duckdb_connection(con)
@@ -84,6 +87,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     sensitives = list(sensitives or ([sa] if sa is not None else []))
     for column in sensitives:
         parts.append(sections.sensitive_attribute(db, published, qi, column))
+    if roles:
+        parts.append(sections.roles(db, roles, profile_source or original))
     parts.append(sections.risk(db, published, original, qi, threshold, threshold_why))
     table = None if population is None else population_risk.PopulationTable(
         population, population_shown or population, population_weight)

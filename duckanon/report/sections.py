@@ -198,6 +198,25 @@ def metrics(db, published, original, qi, sa, params, utility, counts, release, s
                "holds them" if several else "") + ".</p>")
 
 
+def roles(db, roles: dict, source: str) -> str:
+    """Every source column's role, with the HIPAA Safe Harbor identifier kinds anon_profile finds
+    in it, and the kinds the release still publishes (a column published as it is or as a
+    quasi-identifier, not dropped nor masked)."""
+    found = {row["column_name"]: row["hipaa"] or [] for row in facts.query_rows(
+        db, "SELECT column_name, hipaa FROM anon_profile($source)", source=source)}
+    rows = [(column, role, ", ".join(found.get(column, [])) or "-") for column, role in roles.items()]
+    published = sorted({kind for column, role in roles.items() for kind in found.get(column, [])
+                        if not (role.startswith("identifier") or role == "dropped")})
+    note = (f"The release still publishes columns of these Safe Harbor kinds: {', '.join(published)} "
+            "(as quasi-identifiers their values may be generalized; check the published form)."
+            if published else "No column of a Safe Harbor identifier kind is published unmasked.")
+    return ("<h2>Column roles</h2>" + html_table(["column", "role", "HIPAA Safe Harbor kinds found"], rows)
+            + f"<p class=\"note\">{escape(note)} Roles: quasi-identifiers are generalized or suppressed, "
+              "sensitive and kept columns published as they are, identifiers dropped or published through "
+              "their masking rule, other columns dropped. Safe Harbor kinds from anon_profile "
+              "(sql/profile.sql) on the original table.</p>")
+
+
 def sweep(rows: list[dict]) -> str:
     """The sweep's table and plot: its rows are dicts whose first key is the swept parameter."""
     columns = list(dict.fromkeys(key for row in rows for key in row))

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import time
 
+import sqlglot
+from sqlglot import exp
+
 from duckanon import methods
 from duckanon.backends import Backend, work
 from duckanon.pipeline.plan import bind
@@ -104,4 +107,26 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("solver details", json.dumps(solution.notes, default=str, sort_keys=True)),
         ("seconds (dry run)", f"{seconds:.3f}"),
     ]
+    items += profile_items(backend, plan)
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
+def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
+    """What sql/profile.sql's anon_profile and anon_safe_harbor find in the source, beside the role
+    the statement gives each column (DuckDB only: the macros are DuckDB's)."""
+    if not backend.writes_reports:
+        return []
+    source = exp.Literal.string(plan.source.sql()).sql("duckdb")
+    roles = plan.roles()
+    items = []
+    for column, suggested, reason, patterns in backend.rows(sqlglot.parse_one(
+            f"SELECT column_name, suggested_role, reason, [p.pattern FOR p IN patterns] FROM anon_profile({source})",
+            read="duckdb")):
+        found = f" ({', '.join(patterns)})" if patterns else ""
+        items.append((f"profile: {column}", f"suggested {suggested}{found}: {reason}; role here: "
+                                            f"{roles.get(column, 'dropped')}"))
+    for kind, columns in backend.rows(sqlglot.parse_one(
+            f"SELECT kind, columns FROM anon_safe_harbor({source}) ORDER BY kind_no", read="duckdb")):
+        shown = ", ".join(f"{c} ({roles.get(c, 'dropped')})" for c in columns)
+        items.append((f"HIPAA Safe Harbor: {kind}", shown))
+    return items

@@ -84,7 +84,8 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                                    summary=summary, params=params, risk_threshold=statement.risk_threshold,
                                    sensitives=sensitives, population=population and population.sql(),
                                    population_weight=getattr(written_as, "population_weight", None),
-                                   population_shown=population and shown_name(written_as.population))
+                                   population_shown=population and shown_name(written_as.population),
+                                   roles=provenance.get("roles"), profile_source=statement.original.sql())
     except OSError as error:
         raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
     except BackendError as error:
@@ -158,7 +159,8 @@ def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Pla
                          plan.sensitive, pending, summary=summary, params=params, sweep=sweep,
                          risk_threshold=statement.risk_threshold, original_shown=plan.source_shown,
                          sensitives=sensitives, population=population, population_weight=plan.population_weight,
-                         population_shown=shown_name(plan.population) if population else None)
+                         population_shown=shown_name(plan.population) if population else None,
+                         roles=plan.roles(), profile_source=plan.source.sql())
     except BackendError:
         if not special:
             pending.unlink(missing_ok=True)
