@@ -32,6 +32,7 @@ from conftest import SHARED, assert_refused_and_unchanged
 from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
+from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import FrequencyLDiversity, KAnonymity
 
@@ -261,6 +262,45 @@ def test_exact_weighted_stars_with_l_diversity(rows, weights):
             assert published == pytest.approx(best) and solution.optimal, method
         assert published >= best - 1e-9
         assert not solution.optimal or published == pytest.approx(best)
+
+
+def test_exact_and_dp_agree_under_patterns_and_weights():
+    """With user patterns the optimum is the fewest published weighted stars of an output that
+    honours them (exact's published-star model, dp's leftover group): both methods, written
+    apart, reach the same value and prove it; and both are the brute force's on l-diverse input."""
+    rng = np.random.default_rng(5)
+    for trial in range(8):
+        rows = [tuple(int(x) for x in rng.integers(0, 3, size=3)) for _ in range(int(rng.integers(4, 9)))]
+        hist = Histogram.from_rows(rows)
+        weights = [float(x) for x in rng.choice(WEIGHT_VALUES, size=3)]
+        patterns = [[0], [1, 2]] if trial % 2 else [[0, 1]]
+        exact = solve(hist, [KAnonymity(2)], "exact", patterns=patterns, weights=weights)
+        dp = solve(hist, [KAnonymity(2)], "dp", patterns=patterns, weights=weights)
+        assert released_weighted_stars(hist, exact, weights) == pytest.approx(released_weighted_stars(hist, dp, weights))
+        assert exact.optimal and dp.optimal
+    rows = [(0, 2, 1), (1, 0, 0), (0, 2, 0), (0, 0, 1), (1, 1, 0), (0, 1, 1), (1, 2, 1), (0, 1, 1)]
+    sensitive = ["a", "b", "a", "b", "c", "b", "c", "a"]
+    weights = [0.5, 7.25, 2.0]
+    hist = Histogram.from_rows(rows, sensitive)
+    best = brute_force(rows, weights, 2, sensitive, 2)
+    for method in ("exact", "dp"):
+        solution = solve(hist, [KAnonymity(2), FrequencyLDiversity(2)], method, weights=weights)
+        assert released_weighted_stars(hist, solution, weights) == pytest.approx(best) and solution.optimal
+
+
+def test_a_bound_on_stars_proves_nothing_about_weighted_stars():
+    """greedy's release here has as few stars as the (unweighted) k-anonymity bound, which proves
+    it optimal in stars; in weighted stars it is not (18 against 14), and it is not claimed."""
+    rows = [(0, 2, 0), (1, 1, 1), (2, 1, 0), (1, 1, 2), (1, 0, 0), (0, 2, 2), (1, 0, 1), (2, 2, 1)]
+    hist = Histogram.from_rows(rows)
+    weights = [1.0, 5.0, 1.0]
+    assert k_anonymity_lower_bound(hist, 2) == 10
+    solution = solve(hist, [KAnonymity(2)], "greedy", weights=weights)
+    assert solution.stars == 10
+    assert released_weighted_stars(hist, solution, weights) == 18 > brute_force(rows, weights, 2) == 14
+    assert not solution.optimal and solution.lower_bound is None
+    assert solution.notes["weighted_lower_bound"] <= 14  # the weighted bound (bounds.py) is below the optimum
+    assert solve(hist, [KAnonymity(2)], "greedy").optimal  # without weights the same count is proven
 
 
 def test_weights_that_are_no_decimal_steps_are_still_exact():
