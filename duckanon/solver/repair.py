@@ -32,6 +32,17 @@ def deficit(models, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
     return total
 
 
+def _merges(v: int, others: np.ndarray, rep, sizes, sa, stars, weights) -> tuple:
+    """Group v merged with each of `others`: the merged representatives, their (weighted) stars
+    per row, sizes and SA counts, and the stars each merge adds in all."""
+    merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
+    merged_stars = star_cost(merged_rep == STAR, weights)
+    merged_sizes = sizes[others] + sizes[v]
+    merged_sa = sa[others] + sa[v]
+    delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
+    return merged_rep, merged_stars, merged_sizes, merged_sa, delta
+
+
 def repair(hist: Histogram, solution: Solution, models, context: SolveContext = UNBOUNDED, weights=None) -> Solution:
     """Merge violating groups into their cheapest partners until all groups satisfy `models`."""
     sizes = solution.group_sizes()
@@ -53,11 +64,7 @@ def repair(hist: Histogram, solution: Solution, models, context: SolveContext = 
         others = others[others != v]
         if len(others) == 0:
             break  # the whole table violates: the caller checked feasibility, so this cannot happen
-        merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
-        merged_stars = star_cost(merged_rep == STAR, weights)
-        merged_sizes = sizes[others] + sizes[v]
-        merged_sa = sa[others] + sa[v]
-        delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
+        merged_rep, merged_stars, merged_sizes, merged_sa, delta = _merges(v, others, rep, sizes, sa, stars, weights)
         good = all_satisfied(models, merged_sizes, merged_sa)
         if good.any():
             candidates = np.flatnonzero(good)
@@ -104,11 +111,7 @@ def merge_until_global(hist: Histogram, solution: Solution, models, context: Sol
             break
         v = others[np.argmin(sizes[others])]
         others = others[others != v]
-        merged_rep = np.where(rep[others] == rep[v], rep[v], STAR)
-        merged_stars = star_cost(merged_rep == STAR, weights)
-        merged_sizes = sizes[others] + sizes[v]
-        merged_sa = sa[others] + sa[v]
-        delta = merged_sizes * merged_stars - sizes[others] * stars[others] - sizes[v] * stars[v]
+        merged_rep, merged_stars, merged_sizes, merged_sa, delta = _merges(v, others, rep, sizes, sa, stars, weights)
         good = all_satisfied(models, merged_sizes, merged_sa)
         pick = int(np.lexsort((merged_sizes, delta, ~good))[0])
         g = others[pick]
