@@ -199,7 +199,7 @@ def test_k_map_with_columns_without_a_hierarchy(db, population, source):
     check_claims(db, result, rows, "kmap_flat", source)
 
 
-def test_k_map_without_hierarchies_agrees_with_the_sql_macros(db, population, source):
+def test_k_map_without_hierarchies_agrees_with_the_sql_macros(db, population):
     """Without hierarchies every cell is the value or '*', the form sql/risk_population.sql's
     macros read ('*' a wildcard): anon_kmap and anon_delta_presence on the published table give
     the level and the range the checker counts and the result reports."""
@@ -318,8 +318,9 @@ def test_population_uniqueness_mondrian_without_hierarchies(db, source):
     check_claims(db, result, rows, "pu_m", source, labels=False)
 
 
-# Found by a random search of small tables with population_uniqueness (the check above on random
-# methods): the global models are held on the solver's groups, and hilbert publishes several
+# Found by a random search of small tables (population_uniqueness with random cell-suppression
+# methods, each release checked by check_population_uniqueness; shrunk by hand to these 19 rows):
+# the global models are held on the solver's groups, and hilbert publishes several
 # groups with the same QI vector (identical rows it put in groups of their own), which are one
 # published class; the published release's estimate (which details.population_uniqueness reports
 # itself) is then above u.
