@@ -47,6 +47,8 @@ class Plan:
     # direct identifiers (names as the source spells them) and the masking rule of those published
     identifiers: list[str] = field(default_factory=list)
     masks: dict = field(default_factory=dict)
+    # columns the pipeline added to what it reads (several sensitive columns as one value): never published
+    hidden: set = field(default_factory=set)
 
     @property
     def source_shown(self) -> str:
@@ -59,7 +61,7 @@ class Plan:
         """Published columns in source order; every other column is dropped (privacy by default)."""
         chosen = {c.lower() for c in self.qi + self.keep + self.sensitives + list(self.masks)
                   + ([self.sensitive] if self.sensitive else [])}
-        return [c for c in self.columns if c.lower() in chosen and not c.startswith(HIDDEN_PREFIX)]
+        return [c for c in self.columns if c.lower() in chosen and c not in self.hidden]
 
     def roles(self) -> dict[str, str]:
         """Every source column's one role: quasi-identifier, sensitive, keep, identifier (masked by
@@ -71,7 +73,7 @@ class Plan:
         roles = {}
         for column in self.columns:
             name = column.lower()
-            if column.startswith(HIDDEN_PREFIX):
+            if column in self.hidden:
                 continue
             roles[column] = ("quasi-identifier" if name in qi else "sensitive" if name in sensitive else
                              "keep" if name in keep else f"identifier, masked: {masks[name]}" if name in masks else
@@ -83,9 +85,6 @@ class Plan:
         """The source columns the release does not publish, in source order."""
         return [c for c, role in self.roles().items() if role in ("dropped", "identifier, dropped")]
 
-
-# A column the pipeline adds to what it reads (several sensitive columns as one value): never published.
-HIDDEN_PREFIX = "__duckanon_"
 
 # The comment that marks a table of counts as duckanon's (so a re-run may replace it), followed by
 # the name of its view.

@@ -21,7 +21,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
                                          sa_values)
 from duckanon.pipeline.masking import masked_source
-from duckanon.pipeline.plan import HIDDEN_PREFIX, Plan, bind, hierarchy_specs
+from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
 from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
@@ -218,23 +218,26 @@ def column_weights(plan: Plan) -> list[float] | None:
     return [by_lower.get(c.lower(), 1.0) for c in plan.qi]
 
 
-# the one value several sensitive columns are counted as (plan.HIDDEN_PREFIX: never published)
-JOINT_SENSITIVE = HIDDEN_PREFIX + "sensitive"
+# the one value several sensitive columns are counted as (Plan.hidden: never published), named
+# apart from every source column
+JOINT_SENSITIVE = "__duckanon_sensitive"
 
 
 def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
     """Several sensitive columns: the histogram counts their combinations, one STRUCT value per
     row (field s{i}: the i-th sensitive column), read from a temp table of the published columns
     and that value; the columns themselves are published per row from it, as kept columns are."""
+    joint = JOINT_SENSITIVE
+    while joint.lower() in {c.lower() for c in plan.columns}:
+        joint = "_" + joint
     fields = ", ".join(f"s{i} := {exp.to_identifier(c, quoted=True).sql('duckdb')}" for i, c in enumerate(plan.sensitives))
-    joint = sqlglot.parse_one(f"struct_pack({fields})", read="duckdb")
-    backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published],
-                                         exp.alias_(joint, JOINT_SENSITIVE, quoted=True)).from_(plan.source.table.copy()))
+    backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published], exp.alias_(
+        sqlglot.parse_one(f"struct_pack({fields})", read="duckdb"), joint, quoted=True)).from_(plan.source.table.copy()))
     table = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
                                 catalog=exp.to_identifier("temp", quoted=True)))
     keep = plan.keep + [c for c in plan.sensitives]
-    return replace(plan, source=table, columns=list(plan.published) + [JOINT_SENSITIVE], sensitive=JOINT_SENSITIVE,
-                   keep=keep, sensitives=[])
+    return replace(plan, source=table, columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
+                   sensitives=[], hidden={joint})
 
 
 def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[np.ndarray]:
@@ -286,7 +289,7 @@ def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None)
                                  f"{shown_name(statement.population)} has {population.total} rows")
     elif plan.population is not None:  # population_uniqueness alone: the table gives N
         people = population_size(backend, plan)
-    marginals = sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive == JOINT_SENSITIVE else None
+    marginals = sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive in plan.hidden else None
     models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None,
                         people, marginals)
     generalizing = statement.method in GENERALIZING or statement.recodes or population is not None

@@ -90,11 +90,34 @@ def record_after(backend: Backend, plan: Plan, read_source: TableName, summary, 
         return f"not recorded in the source's database: {str(error).splitlines()[0][:200]}"
 
 
+def _create(registry: TableName) -> exp.Expr:
+    return _sql(f"CREATE TABLE IF NOT EXISTS {registry.sql()} ("
+                + ", ".join(f"{_quoted(name)} {kind}" for name, kind in COLUMNS.items()) + ")")
+
+
+# Statements that create the registry at once (two cursors publishing) conflict on the catalog:
+# the loser retries, and then finds it.
+CREATE_ATTEMPTS = 5
+
+
+def prepare(backend: Backend, plan: Plan) -> None:
+    """The registry table, created before the release's transaction when there is none yet: in
+    its own statement, so publications running at once (two cursors, two threads) do not conflict
+    on creating it inside theirs."""
+    registry = registry_of(plan)
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            backend.execute(_create(registry))
+            return
+        except Exception:
+            if attempt == CREATE_ATTEMPTS - 1:
+                return  # record() creates it in the release's transaction, or says why not
+
+
 def record(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> None:
     """Write (or replace) the target's entry, inside the publishing transaction."""
     registry = registry_of(plan)
-    backend.execute(_sql(f"CREATE TABLE IF NOT EXISTS {registry.sql()} ("
-                         + ", ".join(f"{_quoted(name)} {kind}" for name, kind in COLUMNS.items()) + ")"))
+    backend.execute(_create(registry))
     rows, checksum = fingerprint(backend, read_source, plan.published)
     target = plan.target.sql()
     backend.execute(_sql(f"DELETE FROM {registry.sql()} WHERE target = ?"), [target])
@@ -181,7 +204,9 @@ def install_listing(con) -> None:
         else:
             checks.append(f"SELECT {target} AS target, CAST(NULL AS BIGINT) AS current_rows, "
                           f"CAST(NULL AS HUGEINT) AS current_checksum, {exp.Literal.string(state).sql('duckdb')} AS problem")
-    now = " UNION ALL ".join(checks)
+    now = " UNION ALL ".join(checks) or ("SELECT CAST(NULL AS VARCHAR) AS target, CAST(NULL AS BIGINT) AS current_rows, "
+                                         "CAST(NULL AS HUGEINT) AS current_checksum, CAST(NULL AS VARCHAR) AS problem "
+                                         "WHERE false")
     con.execute(
         f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE "
         f"SELECT {listed}, c.current_rows, "

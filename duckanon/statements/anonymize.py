@@ -54,6 +54,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         scratch_name(kind) for kind in ("cells", "parts", "keyed", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
+    if backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction():
+        registry.prepare(backend, plan)
     try:
         with work(backend) as statement_work:
             # a source that could read differently twice (a view with random() or USING SAMPLE) is

@@ -9,7 +9,7 @@ import time
 import sqlglot
 from sqlglot import exp
 
-from duckanon import methods
+from duckanon import macros, methods
 from duckanon.backends import Backend, work
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import scratch_name, solve_problem
@@ -116,6 +116,8 @@ def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     the statement gives each column (DuckDB only: the macros are DuckDB's)."""
     if not backend.writes_reports:
         return []
+    if not macros.installed(backend.con):  # a cursor of its own (the SQL function anonymize())
+        macros.install(backend.con)
     source = exp.Literal.string(plan.source.sql()).sql("duckdb")
     roles = plan.roles()
     items = []

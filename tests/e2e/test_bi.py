@@ -84,7 +84,7 @@ def test_table_listing_and_a_query(published):
     """What a BI tool does next: list tables, then query the release."""
     engine = sqlalchemy.create_engine(f"duckdb:///{published}", connect_args={"read_only": True})
     try:
-        assert sorted(sqlalchemy.inspect(engine).get_table_names()) == ["t", "t_anon"]
+        assert sorted(sqlalchemy.inspect(engine).get_table_names()) == ["duckanon_publications", "t", "t_anon"]
         with engine.connect() as con:
             sizes = con.execute(sqlalchemy.text(
                 "SELECT count(*) AS n FROM t_anon GROUP BY a, b ORDER BY n")).scalars().all()

@@ -357,7 +357,9 @@ def test_failure_after_the_target_was_written_rolls_back(small_file, monkeypatch
     assert snapshot(con) == before
     con.close()
     with duckdb.connect(str(path)) as again:  # and on disk
-        assert again.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0] == 2
+        # the source and the earlier target, and the registry of the earlier publication
+        assert again.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name <> 'duckanon_publications'"
+                             ).fetchone()[0] == 2
 
 
 def test_anonymize_inside_a_caller_transaction(small_file):
