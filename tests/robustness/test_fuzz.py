@@ -527,12 +527,22 @@ def source_state(raw, case) -> tuple:
     return raw.execute(f"SELECT count(*), sum(hash(s)::HUGEINT) FROM {qident(case['table'])} AS s").fetchone()
 
 
+REGISTRY = "duckanon_publications"  # duckanon's registry of publications (pipeline/registry.py)
+
+
 def database_state(raw, case) -> tuple:
-    """What a refused statement must leave as it was: the source (count and checksum), the tables."""
+    """What a refused statement must leave as it was: the source (count and checksum), the tables,
+    and the entries of duckanon's registry. The registry table itself is counted as the
+    database's: ANONYMIZE creates it, empty, before the release's transaction (so that
+    publications running at once do not conflict on creating it), so a refused statement may
+    leave it behind, but never an entry."""
     count, checksum = source_state(raw, case)
-    tables = raw.execute("SELECT table_name, temporary FROM duckdb_tables() ORDER BY ALL").fetchall()
+    tables = raw.execute("SELECT table_name, temporary FROM duckdb_tables() WHERE table_name <> ? ORDER BY ALL",
+                         [REGISTRY]).fetchall()
     views = raw.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL").fetchall()
-    return count, checksum, tables, views
+    registered = raw.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [REGISTRY]).fetchone()[0]
+    entries = raw.execute(f"SELECT count(*) FROM {REGISTRY}").fetchone()[0] if registered else 0
+    return count, checksum, tables, views, entries
 
 
 # --------------------------------------------------------------------------- one example
