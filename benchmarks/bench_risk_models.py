@@ -7,7 +7,7 @@ Population: all of Adult (30,162 rows, ../shared/data/adult); sample: `USING SAM
 (bernoulli, 42)` of it (3,089 rows); ARX's hierarchies; metric 'loss'. Cases: k_map = 5 and
 delta_presence = (0, 0.5), at 0% and 5% suppression. Per case, --reps runs of the whole
 statement (median and range of the statement and of `search_seconds`), and the exhaustive
-search of tests/solver/test_risk_models.py (every node grouped from the hierarchy files' labels,
+search of tests/solver/test_risk_lattice.py (every node grouped from the hierarchy files' labels,
 independently of the solver) must find the same loss. Writes
 benchmarks/results/bench_risk_models.md.
 """
@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(ROOT / "tests" / "solver"))
-    from test_risk_models import Labels, exhaustive, fetch_text  # the tests' independent search
+    from test_risk_lattice import Labels, exhaustive, fetch_text  # the tests' independent search
 
     qi = QI9[:args.qi]
     con = duckanon.connect()

@@ -100,18 +100,40 @@ def _create(registry: TableName) -> exp.Expr:
 CREATE_ATTEMPTS = 5
 
 
-def prepare(backend: Backend, plan: Plan) -> None:
+def prepare(backend: Backend, plan: Plan) -> bool:
     """The registry table, created before the release's transaction when there is none yet: in
     its own statement, so publications running at once (two cursors, two threads) do not conflict
-    on creating it inside theirs."""
+    on creating it inside theirs. True when this call created it (`unprepare` then drops it if the
+    release fails: a refused statement leaves the database as it was)."""
     registry = registry_of(plan)
-    for attempt in range(CREATE_ATTEMPTS):
+    if _exists(backend, registry):
+        return False
+    for _ in range(CREATE_ATTEMPTS):
         try:
             backend.execute(_create(registry))
-            return
+            return True
         except Exception:
-            if attempt == CREATE_ATTEMPTS - 1:
-                return  # record() creates it in the release's transaction, or says why not
+            if _exists(backend, registry):
+                return False
+    return False  # record() creates it in the release's transaction, or says why not
+
+
+def unprepare(backend: Backend, plan: Plan) -> None:
+    """Drop the registry `prepare` created when it is still empty (the release failed)."""
+    registry = registry_of(plan)
+    try:
+        if _exists(backend, registry) and backend.one(_sql(f"SELECT count(*) FROM {registry.sql()}"))[0] == 0:
+            backend.execute(_sql(f"DROP TABLE IF EXISTS {registry.sql()}"))
+    except Exception:
+        pass
+
+
+def _exists(backend: Backend, registry: TableName) -> bool:
+    catalog = registry.table.catalog
+    where = f" AND database_name = {exp.Literal.string(catalog).sql('duckdb')}" if catalog else \
+        " AND database_name = current_database()"
+    return bool(backend.one(_sql(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{REGISTRY}' "
+                                 f"AND schema_name = 'main' AND NOT temporary{where}"))[0])
 
 
 def record(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> None:

@@ -54,8 +54,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         scratch_name(kind) for kind in ("cells", "parts", "keyed", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
-    if backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction():
-        registry.prepare(backend, plan)
+    created = backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction() \
+        and registry.prepare(backend, plan)
     try:
         with work(backend) as statement_work:
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
@@ -104,6 +104,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         if backend.keeps_registry and not recorded_with:
             _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction)
     except BaseException as error:
+        if created:
+            registry.unprepare(backend, plan)
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
         if isinstance(error, BackendError):
