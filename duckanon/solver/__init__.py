@@ -201,6 +201,29 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     return best
 
 
+def _held_on_published_classes(hist: Histogram, solution: Solution, request: Request, context: SolveContext,
+                               weights) -> Solution:
+    """A reader sees classes, not the solver's groups: two groups that publish the same vector are
+    one class, and a model that is not closed under merging (delta-disclosure) or holds on the
+    whole release (average risk, population uniqueness) must hold on those. The groups are merged
+    into their published classes; cell suppression then merges further (merge_until_global for the
+    global models, repair for the others) until they hold, each round leaving fewer classes, so it
+    ends; a generalization that breaks them there is refused by solve()'s check."""
+    solution = solution.coalesced()
+    if solution.group_labels is not None:
+        return solution
+    for _ in range(len(solution.group_rep) + 1):
+        if request.global_models:
+            solution = merge_until_global(hist, solution, request, context, weights)
+        solution = repair(hist, solution, request, context, weights).coalesced()
+        sizes = solution.group_sizes()
+        used = (sizes > 0) & solution.kept_groups
+        group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
+        if all_satisfied(request, sizes[used], group_sa).all() and globally_satisfied(request, sizes[used], group_sa):
+            break
+    return solution
+
+
 def refusal(method: str, request: Request) -> str | None:
     """Why `method` cannot honour the request's models (one line), or None: the population
     models are counted by the lattice only, the global ones are not taken by the methods whose
@@ -381,8 +404,8 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     except DeadlineExpired:  # (the deadline reached a heuristic run on its own)
         solution = whole_table(hist)
 
-    if request.global_models and solution.group_labels is None:  # cell suppression: merge groups for them
-        solution = merge_until_global(hist, solution, request, context, weights)
+    if request.global_models or not request.closed_under_merging:
+        solution = _held_on_published_classes(hist, solution, request, context, weights)
     sizes = solution.group_sizes()
     used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
     group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]

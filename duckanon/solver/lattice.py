@@ -559,9 +559,12 @@ class Lattice:
 
     def _enforce_global(self, sizes: np.ndarray, group_sa: np.ndarray, ok: np.ndarray) -> np.ndarray:
         """`ok` with the smallest satisfying groups removed, fewest first, until the global models
-        hold on what is published (ARX's RiskBasedCriterion.enforce: classes by size, then
-        position, and a binary search for how many to remove, which assumes removing more never
-        breaks what removing fewer achieved; where it does, the next counts up are tried)."""
+        hold on what is published (as ARX's RiskBasedCriterion.enforce: classes by size and a
+        binary search for how many to remove, which assumes removing more never breaks what
+        removing fewer achieved; where it does, the next counts up are tried, which finds nodes
+        ARX's search misses). Classes of equal size are taken in group order, where ARX takes the
+        least generalized first: the same node then removes other rows of the same count, and
+        the loss can differ (benchmarks/results/arx_risk_models.md)."""
         kept = np.flatnonzero(ok & (sizes > 0))
         order = kept[np.argsort(sizes[kept], kind="stable")]
 

@@ -103,6 +103,51 @@ class Solution:
         np.add.at(out, (self.part_group, self.part_sa), self.part_count)
         return out
 
+    def published_keys(self) -> np.ndarray:
+        """Per group, an id equal exactly for groups that publish the same QI vector (the same
+        codes or stars, or the same label texts); removed and empty groups get ids of their own."""
+        def column(j: int) -> np.ndarray:
+            if self.group_labels is None or self.group_labels[j] is None:
+                return self.group_rep[:, j]
+            texts = [f"value {code}" if label == SHOW_VALUE else repr(label)  # (a shown value: its code)
+                     for label, code in zip(self.group_labels[j], self.group_rep[:, j].tolist())]
+            return np.unique(np.array(texts, dtype=object), return_inverse=True)[1].ravel()
+
+        columns = [column(j) for j in range(self.group_rep.shape[1])]
+        vectors = np.stack(columns, axis=1) if columns else np.zeros((len(self.group_rep), 0), dtype=np.int64)
+        alone = ~(((self.group_sizes() > 0) & self.kept_groups))
+        vectors = np.column_stack([vectors, np.where(alone, np.arange(len(vectors)), -1)])
+        return np.unique(vectors, axis=0, return_inverse=True)[1].ravel()
+
+    def coalesced(self) -> "Solution":
+        """The same release with its groups merged into the classes it publishes (groups with the
+        same published vector are one class to a reader): the same rows and cells; per class the
+        first group's representation, labels and levels. Itself when every group is its own class."""
+        keys = self.published_keys()
+        n_classes = int(keys.max()) + 1 if len(keys) else 0
+        if n_classes == len(self.group_rep):
+            return self
+        first = np.full(n_classes, len(keys), dtype=np.int64)
+        np.minimum.at(first, keys, np.arange(len(keys)))
+        order = np.argsort(first, kind="stable")  # classes in the order of their first group
+        renumber = np.empty(n_classes, dtype=np.int64)
+        renumber[order] = np.arange(n_classes)
+        group_of = renumber[keys]
+        chosen = first[order]
+
+        def pick(array):
+            return None if array is None else np.asarray(array)[chosen]
+
+        population = None
+        if self.group_population is not None:
+            population = np.bincount(group_of, weights=self.group_population, minlength=n_classes).astype(np.int64)
+        labels = None if self.group_labels is None else [
+            None if column is None else [column[g] for g in chosen.tolist()] for column in self.group_labels]
+        merged = Solution(self.part_class, self.part_sa, group_of[self.part_group], self.part_count,
+                          self.group_rep[chosen], self.method, self.optimal, self.lower_bound, dict(self.notes),
+                          labels, pick(self.dropped), pick(self.masked), pick(self.group_levels), population)
+        return merged
+
     def published_classes(self) -> np.ndarray:
         """Sizes of the published equivalence classes (groups with equal published vectors merge)."""
         sizes = self.group_sizes()

@@ -328,9 +328,6 @@ PU_MERGE_ROWS = [(2, 1), (0, 4), (3, 0), (0, 0), (3, 4), (4, 4), (4, 4), (3, 1),
                  (0, 0), (0, 4), (0, 2), (0, 1), (2, 1), (0, 3)]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="BUG (issue 19): population_uniqueness is held on the "
-                   "solver's groups, not on the published classes (groups with equal published vectors merge); hilbert "
-                   "publishes an estimate of 0.0249 > u = 0.01 on these 19 rows, and says so in details")
 def test_population_uniqueness_holds_on_the_published_classes():
     con = duckanon.connect()
     try:

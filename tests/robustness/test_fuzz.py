@@ -822,9 +822,6 @@ def test_exact_and_dp_agree_under_patterns():
     assert dp[3] >= exact[7] and exact[3] >= dp[7], (exact, dp)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="BUG (issue 19): delta-disclosure is held on the "
-                   "solver's groups, not on the published classes; groups that publish the same QI vector (here two "
-                   "fully starred groups of hilbert) form one class, which violates it (not closed under merging)")
 def test_delta_disclosure_holds_on_the_published_classes():
     """Found by the slow fuzz (auto: carve+cells on 27 rows); shrunk to 13 rows (conftest's
     DELTA_MERGE_ROWS) where hilbert's two fully starred groups (a, b, c and a, c, c, c), each
