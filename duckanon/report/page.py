@@ -37,7 +37,7 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
                  original_shown: str | None = None, sensitives: list[str] | None = None,
                  population: str | None = None, population_weight: str | None = None,
                  population_shown: str | None = None, roles: dict | None = None,
-                 profile_source: str | None = None) -> Path:
+                 profile_source: str | None = None, previous: dict | None = None) -> Path:
     """Write the HTML report comparing table `published` with `original` to `path`; return it.
 
     `con` is a duckanon connection (or a DuckDB one: the macros are installed if missing). `qi` are
@@ -63,6 +63,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     the average risk before and after (see duckanon.report.population).
     `roles`: every source column's role (identifier masked by its rule, dropped, ...), shown with
     the HIPAA Safe Harbor kinds sql/profile.sql finds in `profile_source` (the original table).
+    `previous` (REFRESH): the release this one replaces ({"summary", "source_rows",
+    "published_at"}): what changed is shown beside the header.
     """
     extras.require("matplotlib")  # the plots: refused in one line before any query
     db = facts.duckdb_connection(con)
@@ -84,6 +86,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
         sections.class_sizes(db, published, original, qi, k),
         sections.columns(qi, columns, details.get("column_loss"), details.get("loss")),
     ]
+    if previous:
+        parts.insert(1, sections.changes(previous, summary, counts))
     sensitives = list(sensitives or ([sa] if sa is not None else []))
     for column in sensitives:
         parts.append(sections.sensitive_attribute(db, published, qi, column))

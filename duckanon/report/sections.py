@@ -198,6 +198,34 @@ def metrics(db, published, original, qi, sa, params, utility, counts, release, s
                "holds them" if several else "") + ".</p>")
 
 
+def changes(previous: dict, summary: dict, counts: dict) -> str:
+    """REFRESH: the release before and this one, measure by measure."""
+    before = previous.get("summary") or {}
+    before_details = before.get("details") or {}
+    after_details = summary.get("details")
+    after_details = json.loads(after_details) if isinstance(after_details, str) else dict(after_details or {})
+
+    def risks(row):
+        smallest, classes, published = row.get("min_class_size"), row.get("classes"), row.get("published_rows")
+        return (1.0 / smallest if smallest else None), (classes / published if published else None)
+
+    (highest_before, average_before), (highest_after, average_after) = risks(before), risks(summary)
+    rows = [("source rows", previous.get("source_rows"), summary.get("rows")),
+            ("published rows", before.get("published_rows"), summary.get("published_rows")),
+            ("removed rows", before.get("removed_rows"), summary.get("removed_rows")),
+            ("classes", before.get("classes"), summary.get("classes")),
+            ("smallest class", before.get("min_class_size"), summary.get("min_class_size")),
+            ("stars", before.get("stars"), summary.get("stars")),
+            ("highest risk", highest_before, highest_after), ("average risk", average_before, average_after),
+            ("loss (ARX's Loss)", before_details.get("loss"), after_details.get("loss")),
+            ("levels", before_details.get("levels"), after_details.get("levels"))]
+    shown = [(name, format_value(a), format_value(b)) for name, a, b in rows]
+    return ("<h2>Changes since the previous release</h2>"
+            + html_table(["measure", f"before (published {escape(str(previous.get('published_at')))})", "now"], shown)
+            + "<p class=\"note\">REFRESH re-ran the registered statement on the source's current rows; "
+              "before: the release it replaced, from the publication registry.</p>")
+
+
 def roles(db, roles: dict, source: str) -> str:
     """Every source column's role, with the HIPAA Safe Harbor identifier kinds anon_profile finds
     in it, and the kinds the release still publishes (a column published as it is or as a

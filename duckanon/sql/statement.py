@@ -99,6 +99,8 @@ class AnonymizeStatement:
     mask_key: str | None = None  # where the pseudonym key comes from: 'env:NAME' or 'variable:NAME'
     # REFRESH ... WITH (mode = 'stable'): the lattice levels of the release refreshed, kept if they still satisfy it
     stable_levels: tuple | None = None
+    # REFRESH: the release it replaces (its registry entry's summary and source rows), for the report
+    previous_release: dict | None = None
     text: str = ""
 
     @property

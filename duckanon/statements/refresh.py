@@ -74,8 +74,10 @@ def refresh_one(backend: Backend, entry: dict, mode: str, listener=None) -> tupl
     reason = None
     if mode == "stable":
         statement.stable_levels, reason = _stable_levels(entry)
-    plan = bind(backend, statement)
     before = json.loads(entry["summary"] or "{}")
+    statement.previous_release = {"summary": before, "source_rows": entry["source_rows"],
+                                  "published_at": str(entry["published_at"])}
+    plan = bind(backend, statement)
     summary = publish(backend, plan, started, listener)
     after = json.loads(summary.to_json())
     mode_used = "fresh" if mode == "fresh" else (reason or after["details"].get("mode_used", "fresh"))

@@ -160,7 +160,7 @@ def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Pla
                          risk_threshold=statement.risk_threshold, original_shown=plan.source_shown,
                          sensitives=sensitives, population=population, population_weight=plan.population_weight,
                          population_shown=shown_name(plan.population) if population else None,
-                         roles=plan.roles(), profile_source=plan.source.sql())
+                         roles=plan.roles(), profile_source=plan.source.sql(), previous=statement.previous_release)
     except BackendError:
         if not special:
             pending.unlink(missing_ok=True)

@@ -196,3 +196,20 @@ def test_kill_during_refresh_leaves_the_old_release(tmp_path):
     assert entry["status"] == "stale"  # the old entry, against the appended source
     assert con.execute("SELECT source_rows FROM duckanon_publications").fetchone() == (first,)
     con.close()
+
+
+def test_the_report_of_a_refresh_says_what_changed(db, tmp_path):
+    from conftest import table_rows
+
+    report = tmp_path / "pub.html"
+    db.execute(PUBLISH.replace("metric = 'loss'", f"metric = 'loss', report = '{report}'"))
+    first = json.loads(db.execute("SELECT summary FROM duckanon_publications").fetchone()[0])
+    db.execute("INSERT INTO src SELECT * FROM adult WHERE rid % 10 = 5")
+    [row] = refresh(db, "REFRESH pub")
+    page = report.read_text()
+    assert "Changes since the previous release" in page
+    start = page.index("<h2>Changes since the previous release")
+    changes = table_rows(page[start:page.index("<h2>", start + 4)])
+    assert changes["source rows"] == [str(first["rows"]), str(rows(db, "src"))]
+    assert changes["classes"] == [str(row["classes_before"]), str(row["classes_after"])]
+    assert changes["stars"] == [str(row["stars_before"]), str(row["stars_after"])]
