@@ -57,20 +57,24 @@ CREATE OR REPLACE TEMP MACRO anon_class_sizes(tbl, qi) AS TABLE
     GROUP BY ALL
     ORDER BY ALL;
 
+-- anon_sizes(tbl, qi) -> (size BIGINT): one row per equivalence class, its size, unsorted and
+-- without the QI values (classes compared as one row value: NULL is a value of its own). The
+-- size profile the k, risk and population-uniqueness macros are computed from.
+CREATE OR REPLACE TEMP MACRO anon_sizes(tbl, qi) AS TABLE
+    SELECT count(*) AS size
+    FROM (
+        SELECT row(*COLUMNS(lambda c: list_contains(qi, c))) AS __cls
+        FROM query_table(tbl)
+        WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
+    )
+    GROUP BY __cls;
+
 -- anon_k(tbl, qi) -> (k BIGINT, classes BIGINT): one row. The table is k-anonymous for every
 -- k <= `k` (the smallest class size), `classes` is the number of equivalence classes.
 -- Empty table: k = NULL (no class, so no bound), classes = 0.
 CREATE OR REPLACE TEMP MACRO anon_k(tbl, qi) AS TABLE
     SELECT min(size) AS k, count(*) AS classes
-    FROM (
-        SELECT count(*) AS size
-        FROM (
-            SELECT row(*COLUMNS(lambda c: list_contains(qi, c))) AS __cls
-            FROM query_table(tbl)
-            WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
-        )
-        GROUP BY __cls
-    );
+    FROM anon_sizes(tbl, qi);
 
 -- anon_sa_counts(tbl, qi, sa) -> (cls STRUCT, sa_value <SA type>, n BIGINT): one row per
 -- (equivalence class, SA value) present in the table, cls = the class's QI values as an unnamed

@@ -74,15 +74,7 @@ CREATE OR REPLACE TEMP MACRO anon_risk(tbl, qi, threshold := 0.2) AS TABLE
            count(*) FILTER (WHERE size = 1) / sum(size) AS uniques_fraction,
            count(*) AS classes,
            coalesce(sum(size), 0)::BIGINT AS rows
-    FROM (
-        SELECT count(*) AS size
-        FROM (
-            SELECT row(*COLUMNS(lambda c: list_contains(qi, c))) AS __cls
-            FROM query_table(tbl)
-            WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
-        )
-        GROUP BY __cls
-    );
+    FROM anon_sizes(tbl, qi);
 
 -- anon_risk_journalist(tbl, qi, population, threshold := 0.2) -> (highest_risk DOUBLE,
 -- average_risk DOUBLE, records_at_risk BIGINT, records_at_risk_fraction DOUBLE,

@@ -272,15 +272,7 @@ CREATE OR REPLACE TEMP MACRO anon_population_trigamma(x) AS
 CREATE OR REPLACE TEMP MACRO anon_population_uniqueness(tbl, qi, population_size, estimator) AS TABLE
     WITH RECURSIVE __anon_pu_h AS (   -- class-size profile: k = size, c = classes of that size
         SELECT size AS k, count(*) AS c
-        FROM (
-            SELECT count(*) AS size
-            FROM (
-                SELECT row(*COLUMNS(lambda c: list_contains(qi, c))) AS __cls
-                FROM query_table(tbl)
-                WHERE (SELECT ok FROM anon_require_columns(tbl, qi))
-            )
-            GROUP BY __cls
-        )
+        FROM anon_sizes(tbl, qi)
         GROUP BY size
     ), __anon_pu_p AS (               -- scalars and checks
         SELECT CASE

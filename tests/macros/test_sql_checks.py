@@ -149,7 +149,7 @@ def test_file_runs_in_one_execute_and_is_idempotent(con):
 def test_every_macro_has_a_comment_and_only_macros_are_defined():
     lines = SQL_FILE.read_text().splitlines()
     creates = [i for i, line in enumerate(lines) if line.startswith("CREATE")]
-    assert len(creates) == 11
+    assert len(creates) == 12
     for i in creates:
         assert lines[i].startswith("CREATE OR REPLACE TEMP MACRO anon_")
         assert lines[i].endswith("AS TABLE")
