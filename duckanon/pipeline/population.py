@@ -22,6 +22,7 @@ from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, key_alias, kind_of, qcol, qi_alias
 from duckanon.pipeline.plan import Plan
+from duckanon.solver.lattice import with_population
 from duckanon.sql.statement import shown_name
 
 
@@ -118,8 +119,6 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
 def check_contained(hist, population: PopulationClasses, shown: str) -> None:
     """delta_presence: the sample must be drawn from the population, so every sample class has at
     least as many population rows with its values as it has rows (counted, never quoted)."""
-    from duckanon.solver.lattice import with_population
-
     _, counts = with_population(hist, (population.codes, population.rows), None)
     short = int((counts[:hist.n_classes] < hist.sizes).sum())
     if short:

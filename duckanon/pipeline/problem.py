@@ -27,12 +27,11 @@ from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TClos
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
                                     OnAttribute, PopulationUniqueness)
 from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.population import KMAP_SIGNIFICANCE
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, statement_for
 from duckanon.sql.statement import TableName, shown_name
 
-# k_map estimated with population_size: the significance level when none is given (ARX's default)
-KMAP_SIGNIFICANCE = 0.01
 
 
 def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None = None, marginals=None) -> list:

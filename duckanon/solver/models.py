@@ -37,6 +37,7 @@ import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import emd
+from duckanon.solver.population import ESTIMATORS, kmap_derived_k, population_uniques
 
 # Relative slack for floating-point comparisons of EMD against t, so that a group exactly at the
 # limit (EMD == t in exact arithmetic) is accepted.
@@ -660,8 +661,6 @@ class EstimatedKMap(KAnonymity):
 
     def __init__(self, k_map: int, population_size: int, sample_size: int, estimator: str = "poisson",
                  significance: float = 0.01):
-        from duckanon.solver.population import kmap_derived_k
-
         super().__init__(kmap_derived_k(k_map, sample_size, population_size, estimator, significance))
         self._set(k_map=k_map, population_size=population_size, sample_size=sample_size, estimator=estimator,
                   significance=significance)
@@ -810,8 +809,6 @@ class PopulationUniqueness(GlobalModel):
     name = "population uniqueness"
 
     def __init__(self, u: float, population_size: int, estimator: str = "dankar"):
-        from duckanon.solver.population import ESTIMATORS
-
         if not (0.0 < u <= 1.0):
             raise AnonymizeError(f"population_uniqueness must be in (0, 1], got {u:g}")
         if estimator not in ESTIMATORS:
@@ -827,8 +824,6 @@ class PopulationUniqueness(GlobalModel):
         return (self.u, self.population_size, self.estimator)
 
     def estimate(self, sizes):
-        from duckanon.solver.population import population_uniques
-
         sizes = np.asarray(sizes)
         return population_uniques(sizes[sizes > 0], self.population_size, self.estimator)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import time
 
+from sqlglot import exp
+
 from duckanon.backends import Backend, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline import registry
@@ -31,20 +33,13 @@ COLUMNS = [("target", "VARCHAR"), ("mode", "VARCHAR"), ("mode_used", "VARCHAR"),
 
 def _key(backend: Backend, table: TableName) -> tuple[str, ...]:
     """catalog, schema, name (lower case), the session's defaults filled in."""
-    catalog, schema = backend.one(_defaults())
+    catalog, schema = backend.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
     parts = [part.name.lower() for part in table.table.parts]
     return tuple([catalog.lower(), schema.lower()][: 3 - len(parts)] + parts)
 
 
-def _defaults():
-    from sqlglot import exp
-
-    return exp.select(exp.func("current_database"), exp.func("current_schema"))
-
-
 def _entry_key(backend: Backend, target: str) -> tuple[str, ...]:
-    from sqlglot import exp
-
+    """The key of a registry entry's target (written fully qualified and quoted)."""
     return _key(backend, TableName(exp.to_table(target, dialect="duckdb")))
 
 
