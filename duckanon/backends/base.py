@@ -30,7 +30,7 @@ class UnknownTable(BackendError):
     """The engine knows no table or view of that name."""
 
 
-def _full_key(table: TableName, database: str, schema: str) -> tuple[str, str, str]:
+def full_key(table: TableName, database: str, schema: str) -> tuple[str, str, str]:
     """(catalog, schema, name), lower case, with the session's defaults filled in."""
     parts = [p.name.lower() for p in table.table.parts]
     if len(parts) == 1:
@@ -140,11 +140,15 @@ class Backend:
         return True
 
     # ------------------------------------------------------------------ catalog
+    def session_defaults(self) -> tuple[str, str]:
+        """The database and schema an unqualified name resolves in (full_key fills them in)."""
+        return self.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
+
     def place(self, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
         """The source and target as the engine resolves them; refuse a target that is the source.
         The generic engine compares the names with the session's defaults filled in."""
-        defaults = self.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
-        if _full_key(target, *defaults) == _full_key(source, *defaults):
+        defaults = self.session_defaults()
+        if full_key(target, *defaults) == full_key(source, *defaults):
             raise AnonymizeError(f"the target {target.sql()} is the source table: choose another name with INTO")
         return source, target
 

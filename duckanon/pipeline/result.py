@@ -66,6 +66,13 @@ class Table:
         return f"SELECT * FROM (VALUES {cells}) AS explain({names})", [v for row in self.rows for v in row]
 
 
+def release_risks(summary: dict) -> tuple[float | None, float | None]:
+    """A summary row's highest risk (1 / its smallest class) and average risk (classes / published
+    rows), None where it has no class."""
+    classes, rows, smallest = summary.get("classes"), summary.get("published_rows"), summary.get("min_class_size")
+    return (1.0 / smallest if smallest else None), (classes / rows if rows else None)
+
+
 def optimal_for(solution, statement) -> str | None:
     """What a proven optimum is optimal for, in the words the report and the shell use. With
     attribute weights that differ: the weighted metric, or the weighted stars (the sum of the

@@ -11,6 +11,7 @@ import duckdb
 from duckanon._version import __version__
 from duckanon.report import claims, facts, figures, population
 from duckanon.report.markup import escape, format_value, html_table, json_ready
+from duckanon.pipeline.result import release_risks
 from duckanon.report.risk import risk_measures, smallest_safe_size
 
 
@@ -204,12 +205,7 @@ def changes(previous: dict, summary: dict, counts: dict) -> str:
     before_details = before.get("details") or {}
     after_details = summary.get("details")
     after_details = json.loads(after_details) if isinstance(after_details, str) else dict(after_details or {})
-
-    def risks(row):
-        smallest, classes, published = row.get("min_class_size"), row.get("classes"), row.get("published_rows")
-        return (1.0 / smallest if smallest else None), (classes / published if published else None)
-
-    (highest_before, average_before), (highest_after, average_after) = risks(before), risks(summary)
+    (highest_before, average_before), (highest_after, average_after) = release_risks(before), release_risks(summary)
     rows = [("source rows", previous.get("source_rows"), summary.get("rows")),
             ("published rows", before.get("published_rows"), summary.get("published_rows")),
             ("removed rows", before.get("removed_rows"), summary.get("removed_rows")),

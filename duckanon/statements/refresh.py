@@ -16,10 +16,11 @@ import time
 from sqlglot import exp
 
 from duckanon.backends import Backend, work
+from duckanon.backends.base import full_key
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline import registry
 from duckanon.pipeline.plan import bind
-from duckanon.pipeline.result import Table
+from duckanon.pipeline.result import Table, release_risks
 from duckanon.sql.statement import AnonymizeStatement, RefreshStatement, TableName, shown_name, statement_for
 from duckanon.statements.anonymize import publish
 
@@ -29,25 +30,6 @@ COLUMNS = [("target", "VARCHAR"), ("mode", "VARCHAR"), ("mode_used", "VARCHAR"),
            ("classes_before", "BIGINT"), ("classes_after", "BIGINT"), ("stars_before", "BIGINT"),
            ("stars_after", "BIGINT"), ("highest_risk_before", "DOUBLE"), ("highest_risk_after", "DOUBLE"),
            ("average_risk_before", "DOUBLE"), ("average_risk_after", "DOUBLE"), ("seconds", "DOUBLE")]
-
-
-def _key(backend: Backend, table: TableName) -> tuple[str, ...]:
-    """catalog, schema, name (lower case), the session's defaults filled in."""
-    catalog, schema = backend.one(exp.select(exp.func("current_database"), exp.func("current_schema")))
-    parts = [part.name.lower() for part in table.table.parts]
-    return tuple([catalog.lower(), schema.lower()][: 3 - len(parts)] + parts)
-
-
-def _entry_key(backend: Backend, target: str) -> tuple[str, ...]:
-    """The key of a registry entry's target (written fully qualified and quoted)."""
-    return _key(backend, TableName(exp.to_table(target, dialect="duckdb")))
-
-
-def _risks(summary: dict) -> tuple[float | None, float | None]:
-    classes, rows, smallest = summary.get("classes"), summary.get("published_rows"), summary.get("min_class_size")
-    highest = 1.0 / smallest if smallest else None
-    average = classes / rows if rows else None
-    return highest, average
 
 
 def _stable_levels(entry: dict) -> tuple[tuple[int, ...] | None, str | None]:
@@ -77,7 +59,7 @@ def refresh_one(backend: Backend, entry: dict, mode: str, listener=None) -> tupl
     after = json.loads(summary.to_json())
     mode_used = "fresh" if mode == "fresh" else (reason or after["details"].get("mode_used", "fresh"))
     current = registry.entry(backend.con, plan.target)
-    (highest_before, average_before), (highest_after, average_after) = _risks(before), _risks(after)
+    (highest_before, average_before), (highest_after, average_after) = release_risks(before), release_risks(after)
     return (entry["target"], mode, mode_used, entry["source_rows"], current["source_rows"] if current else None,
             before.get("published_rows"), after.get("published_rows"), before.get("classes"), after.get("classes"),
             before.get("stars"), after.get("stars"), highest_before, highest_after, average_before, average_after,
@@ -90,8 +72,10 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
     con = backend.con
     known = registry.entries(con)
     if statement.target is not None:
-        key = _key(backend, statement.target)
-        entry = next((row for row in known if _entry_key(backend, row["target"]) == key), None)
+        defaults = backend.session_defaults()
+        key = full_key(statement.target, *defaults)
+        entry = next((row for row in known if full_key(TableName(exp.to_table(row["target"], dialect="duckdb")),
+                                                        *defaults) == key), None)
         if entry is None:
             raise registry.refresh_refused(statement.target)
         problem = registry.source_problem(con, entry)
