@@ -402,7 +402,12 @@ def snapshot_source(backend: Backend, plan: Plan, name: str) -> Plan:
         return plan  # e.g. Spark: no transactions and no temp tables that stay put
     if not (plan.keep or plan.statement.report) or backend.source_is_stable(plan.source, plan.published):
         return plan
-    snapshot = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
-                                   catalog=exp.to_identifier("temp", quoted=True)))
     backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published]).from_(plan.source.table.copy()))
-    return replace(plan, source=snapshot, columns=list(plan.published))
+    return replace(plan, source=temp_table(name), columns=list(plan.published))
+
+
+def temp_table(name: str) -> TableName:
+    """The temp table `name` (Backend.create_temp), as a plan's source to read instead of the
+    user's: the copies of a changing source, of masked identifiers, of several sensitive columns."""
+    return TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
+                               catalog=exp.to_identifier("temp", quoted=True)))

@@ -25,9 +25,9 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import qcol
+from duckanon.pipeline.histogram import qcol, temp_table
 from duckanon.pipeline.plan import Plan
-from duckanon.sql.statement import MaskRule, TableName
+from duckanon.sql.statement import MaskRule
 
 # Where the key is read from when the statement does not say (mask_key = 'env:NAME' | 'variable:NAME').
 KEY_ENVIRONMENT = "DUCKANON_PSEUDONYM_KEY"
@@ -135,7 +135,5 @@ def masked_source(backend: Backend, plan: Plan, name: str) -> Plan:
     finally:
         if pads is not None:
             backend.drop_temp(pads)
-    table = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
-                                catalog=exp.to_identifier("temp", quoted=True)))
     masked = [c for c in published if c in plan.masks]
-    return replace(plan, source=table, columns=list(published), keep=plan.keep + masked, masks={})
+    return replace(plan, source=temp_table(name), columns=list(published), keep=plan.keep + masked, masks={})

@@ -19,7 +19,7 @@ from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
-                                         sa_values)
+                                         sa_values, temp_table)
 from duckanon.pipeline.masking import masked_source
 from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
 from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
@@ -30,7 +30,7 @@ from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.population import KMAP_SIGNIFICANCE
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, statement_for
-from duckanon.sql.statement import TableName, shown_name
+from duckanon.sql.statement import shown_name
 
 
 
@@ -232,10 +232,8 @@ def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
     fields = ", ".join(f"s{i} := {exp.to_identifier(c, quoted=True).sql('duckdb')}" for i, c in enumerate(plan.sensitives))
     backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published], exp.alias_(
         sqlglot.parse_one(f"struct_pack({fields})", read="duckdb"), joint, quoted=True)).from_(plan.source.table.copy()))
-    table = TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
-                                catalog=exp.to_identifier("temp", quoted=True)))
     keep = plan.keep + [c for c in plan.sensitives]
-    return replace(plan, source=table, columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
+    return replace(plan, source=temp_table(name), columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
                    sensitives=[], hidden={joint})
 
 
