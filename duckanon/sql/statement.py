@@ -251,22 +251,32 @@ def _values(value: exp.Expr, option: str) -> list:
     return out
 
 
+def _assignments(value: exp.Expr, option: str, fits, usage: str, convert) -> dict:
+    """`(a = x, b = y, ...)`: column name -> convert(name, x), in order; an item that is not
+    `column = value` with `fits(item)` is refused with `usage`, a column named twice too."""
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
+    found = {}
+    for item in items:
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and fits(item)):
+            raise AnonymizeError(f"{usage}, got {item.sql(dialect='duckdb')}")
+        name = item.this.name
+        if name.lower() in {c.lower() for c in found}:
+            raise AnonymizeError(f"option {option} names column {name} twice")
+        found[name] = convert(name, item.expression)
+    return found
+
+
+def _is_text(expression: exp.Expr) -> bool:
+    return isinstance(expression, exp.Literal) and expression.is_string
+
+
 def _hierarchies(value: exp.Expr):
     """`'spec_{column}.csv'` for every QI, or `(age = 'file.csv', zipcode = 'prefix', ...)`."""
-    if isinstance(value, exp.Literal) and value.is_string:
+    if _is_text(value):
         return value.this
-    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
-    specs = {}
-    for item in items:
-        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and isinstance(item.expression, exp.Literal)
-                and item.expression.is_string):
-            raise AnonymizeError("option hierarchies must be a string or a list of column = 'spec' "
-                                 f"(e.g. (age = 'intervals(5, 10)', zip = 'prefix')), got {item.sql(dialect='duckdb')}")
-        name = item.this.name
-        if name.lower() in {c.lower() for c in specs}:
-            raise AnonymizeError(f"option hierarchies names column {name} twice")
-        specs[name] = item.expression.this
-    return specs
+    return _assignments(value, "hierarchies", lambda item: _is_text(item.expression),
+                        "option hierarchies must be a string or a list of column = 'spec' "
+                        "(e.g. (age = 'intervals(5, 10)', zip = 'prefix'))", lambda name, spec: spec.this)
 
 
 def _fraction(value: exp.Expr, option: str) -> float:
@@ -383,18 +393,9 @@ def mask_rule(text: str, column: str) -> MaskRule:
 
 def _mask(value: exp.Expr) -> dict:
     """`(mrn = 'pseudonym', phone = 'partial(0, 2)')`: a rule per column."""
-    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
-    rules = {}
-    for item in items:
-        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and not item.this.table
-                and isinstance(item.expression, exp.Literal) and item.expression.is_string):
-            raise AnonymizeError("option mask must list column = 'rule', e.g. mask = (mrn = 'pseudonym', "
-                                 f"phone = 'partial(0, 2)'), got {item.sql(dialect='duckdb')}")
-        name = item.this.name
-        if name.lower() in {c.lower() for c in rules}:
-            raise AnonymizeError(f"option mask names column {name} twice")
-        rules[name] = mask_rule(item.expression.this, name)
-    return rules
+    return _assignments(value, "mask", lambda item: not item.this.table and _is_text(item.expression),
+                        "option mask must list column = 'rule', e.g. mask = (mrn = 'pseudonym', phone = 'partial(0, 2)')",
+                        lambda name, rule: mask_rule(rule.this, name))
 
 
 def _mask_key(value: exp.Expr) -> str:
@@ -408,17 +409,9 @@ def _mask_key(value: exp.Expr) -> str:
 
 def _weights(value: exp.Expr) -> dict:
     """`(age = 2, zipcode = 1)`: a positive number per column."""
-    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else [value.this if isinstance(value, exp.Paren) else value]
-    weights = {}
-    for item in items:
-        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column) and not item.this.table):
-            raise AnonymizeError(f"option weights must list column = number, e.g. weights = (age = 2, zipcode = 1), "
-                                 f"got {item.sql(dialect='duckdb')}")
-        name = item.this.name
-        if name.lower() in {c.lower() for c in weights}:
-            raise AnonymizeError(f"option weights names column {name} twice")
-        weights[name] = _positive(item.expression, "weights")
-    return weights
+    return _assignments(value, "weights", lambda item: not item.this.table,
+                        "option weights must list column = number, e.g. weights = (age = 2, zipcode = 1)",
+                        lambda name, weight: _positive(weight, "weights"))
 
 
 def _delta_presence(value: exp.Expr) -> tuple[float, float]:
