@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
@@ -24,6 +25,17 @@ STAR = "*"
 
 def qcol(name: str, table: str | None = None) -> exp.Column:
     return exp.column(name, table=table, quoted=True)
+
+
+def duckdb_sql(text: str) -> exp.Expr:
+    """A statement written in DuckDB's SQL, as the expression a backend runs (the population,
+    registry and masking queries, which use DuckDB's own functions)."""
+    return sqlglot.parse_one(text, read="duckdb")
+
+
+def quoted(name: str) -> str:
+    """An identifier quoted for DuckDB text."""
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
 def qi_alias(j: int) -> str:

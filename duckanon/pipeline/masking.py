@@ -20,12 +20,11 @@ import hashlib
 import os
 from dataclasses import replace
 
-import sqlglot
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import qcol, temp_table
+from duckanon.pipeline.histogram import duckdb_sql, qcol, temp_table
 from duckanon.pipeline.plan import Plan
 from duckanon.sql.statement import MaskRule
 
@@ -79,10 +78,6 @@ def hmac_pads(key: bytes) -> tuple[bytes, bytes]:
     return bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
 
 
-def _sql(text: str) -> exp.Expr:
-    return sqlglot.parse_one(text, read="duckdb")
-
-
 def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) -> exp.Expr:
     """The engine's expression of `rule` on `column` (of type `type_name`); `pads`: the alias of the
     temp table holding HMAC's pads (pseudonym)."""
@@ -90,21 +85,21 @@ def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) 
     text = f"CAST({value} AS VARCHAR)"
     if rule.kind == "pseudonym":
         inner = f"sha256({pads}.ipad || encode({text}))"
-        return _sql(f"left(sha256({pads}.opad || unhex({inner})), {PSEUDONYM_HEX})")
+        return duckdb_sql(f"left(sha256({pads}.opad || unhex({inner})), {PSEUDONYM_HEX})")
     if rule.kind == "partial":
         left, right = rule.arguments
         hidden = f"repeat('*', length({text}) - {left + right})"
-        return _sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN length({text}) <= {left + right} "
+        return duckdb_sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN length({text}) <= {left + right} "
                     f"THEN repeat('*', length({text})) "
                     f"ELSE left({text}, {left}) || {hidden} || right({text}, {right}) END")
     if rule.kind == "domain":
-        return _sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN strpos({text}, '@') > 0 "
+        return duckdb_sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN strpos({text}, '@') > 0 "
                     f"THEN '*@' || regexp_extract({text}, '@([^@]*)$', 1) ELSE '*' END")
     if rule.kind in ("year", "month"):
         if not type_name.upper().startswith(("DATE", "TIMESTAMP")):
             raise AnonymizeError(f"mask rule '{rule.kind}' on column {column} needs a DATE or TIMESTAMP column, "
                                  f"not {type_name}")
-        return _sql(f"year({value})" if rule.kind == "year" else f"strftime({value}, '%Y-%m')")
+        return duckdb_sql(f"year({value})" if rule.kind == "year" else f"strftime({value}, '%Y-%m')")
     if rule.kind == "null":
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb"))
     if rule.kind == "constant":
@@ -123,7 +118,7 @@ def masked_source(backend: Backend, plan: Plan, name: str) -> Plan:
         inner, outer = hmac_pads(pseudonym_key(backend, plan.statement.mask_key))
         pads = name + "_pads"
         backend.temps.append(pads)
-        backend.execute(temporary(exp.Create(this=exp.to_table(pads, quoted=True), kind="TABLE", expression=_sql(
+        backend.execute(temporary(exp.Create(this=exp.to_table(pads, quoted=True), kind="TABLE", expression=duckdb_sql(
             "SELECT CAST($1 AS BLOB) AS ipad, CAST($2 AS BLOB) AS opad"))), [inner, outer])
     columns = [exp.alias_(masked_value(plan.masks[c], c, types[c], "k") if c in plan.masks else qcol(c), c, quoted=True)
                for c in published]

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, key_alias, kind_of, qcol, qi_alias
+from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, qcol, qi_alias, quoted
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.sql.statement import shown_name
@@ -44,14 +43,6 @@ class PopulationClasses:
         return int(self.rows.sum())
 
 
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-
-
-def _select(text: str) -> exp.Expr:
-    return sqlglot.parse_one(text, read="duckdb")
-
-
 def _sample_types(backend: Backend, plan: Plan) -> list[str]:
     probe = exp.select(*[qcol(c) for c in plan.qi]).from_(plan.source.table.copy()).limit(0)
     return backend.column_types(probe)
@@ -59,8 +50,8 @@ def _sample_types(backend: Backend, plan: Plan) -> list[str]:
 
 def population_size(backend: Backend, plan: Plan) -> int:
     """The population table's rows (or the sum of its weights): N for the estimates."""
-    weight = "count(*)" if plan.population_weight is None else f"sum({_quoted(plan.population_weight)})"
-    (people,) = backend.one(_select(f"SELECT coalesce({weight}, 0) FROM {plan.population.sql()}"))
+    weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
+    (people,) = backend.one(duckdb_sql(f"SELECT coalesce({weight}, 0) FROM {plan.population.sql()}"))
     return int(people)
 
 
@@ -70,40 +61,40 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     shown = shown_name(plan.statement.population)
     types = _sample_types(backend, plan)
     population = plan.population.sql()
-    weight = "count(*)" if plan.population_weight is None else f"sum({_quoted(plan.population_weight)})"
+    weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
     keys, values = [], []
     for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
-        read = f"CAST({_quoted(column)} AS {type_name})"
+        read = f"CAST({quoted(column)} AS {type_name})"
         kind = kind_of(plan, plan.qi[j])
         text = f"CAST({read} AS VARCHAR) COLLATE c"
         keys.append(f"{read if kind == VALUE else text} AS k{j}")
         values.append(f"any_value({text if kind == TEXT else read}) AS v{j}")
     grouped = scratch("population")
     try:
-        backend.create_temp(grouped, _select(
+        backend.create_temp(grouped, duckdb_sql(
             f"SELECT {', '.join(keys)}, {', '.join(values)}, {weight} AS n FROM {population} "
             f"GROUP BY {', '.join(str(j + 1) for j in range(len(keys)))}"))
     except BackendError as error:
         raise AnonymizeError(f"cannot read population table {shown} with the sample's column types: {error}") from None
-    cells = _quoted(cells_table)
+    cells = quoted(cells_table)
     maps, extra_values = [], []
     for j, column in enumerate(plan.qi):
         sample_key = qi_alias(j) if kind_of(plan, column) == VALUE else key_alias(j)
         code = code_alias(j)
-        (count,) = backend.one(_select(f"SELECT count(DISTINCT {_quoted(code)}) FROM {cells}"))
+        (count,) = backend.one(duckdb_sql(f"SELECT count(DISTINCT {quoted(code)}) FROM {cells}"))
         mapping = scratch(f"population_map{j}")
-        backend.create_temp(mapping, _select(
-            f"WITH s AS (SELECT DISTINCT {_quoted(sample_key)} AS k, {_quoted(code)} AS code FROM {cells}), "
-            f"p AS (SELECT k{j} AS k, any_value(v{j}) AS v FROM {_quoted(grouped)} GROUP BY 1), "
+        backend.create_temp(mapping, duckdb_sql(
+            f"WITH s AS (SELECT DISTINCT {quoted(sample_key)} AS k, {quoted(code)} AS code FROM {cells}), "
+            f"p AS (SELECT k{j} AS k, any_value(v{j}) AS v FROM {quoted(grouped)} GROUP BY 1), "
             f"new AS (SELECT p.k, p.v FROM p ANTI JOIN s ON p.k IS NOT DISTINCT FROM s.k) "
             f"SELECT k, code, FALSE AS added, NULL AS v FROM s UNION ALL "
             f"SELECT k, {int(count)} + row_number() OVER (ORDER BY k) - 1, TRUE, v FROM new"))
-        extra = backend.rows(_select(f"SELECT v FROM {_quoted(mapping)} WHERE added ORDER BY code"))
+        extra = backend.rows(duckdb_sql(f"SELECT v FROM {quoted(mapping)} WHERE added ORDER BY code"))
         extra_values.append([row[0] for row in extra])
         maps.append(mapping)
-    joins = " ".join(f"JOIN {_quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k" for j, m in enumerate(maps))
+    joins = " ".join(f"JOIN {quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k" for j, m in enumerate(maps))
     codes = ", ".join(f"m{j}.code" for j in range(len(maps)))
-    arrow = backend.arrow(_select(f"SELECT {codes}, sum(g.n) FROM {_quoted(grouped)} AS g {joins} "
+    arrow = backend.arrow(duckdb_sql(f"SELECT {codes}, sum(g.n) FROM {quoted(grouped)} AS g {joins} "
                                   f"GROUP BY {', '.join(str(j + 1) for j in range(len(maps)))}"))
     m = len(plan.qi)
     if arrow.num_rows:
@@ -135,7 +126,7 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
     hierarchy's label of the value's code; the value's text at level 0). (C, 2) integers."""
     published, labels, label_joins, registered = [], [], [], []
     for j, (column, level) in enumerate(zip(plan.qi, levels)):
-        published.append(f"CAST({_quoted(column)} AS VARCHAR) AS l{j}")
+        published.append(f"CAST({quoted(column)} AS VARCHAR) AS l{j}")
         if level == 0:
             labels.append(f"CAST(g.k{j} AS VARCHAR) AS l{j}")
             continue
@@ -147,14 +138,14 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
             "code": pa.array(np.arange(len(bound.codes)), pa.int64()),
             "label": pa.array([names[c] for c in bound.codes[:, level].tolist()], pa.string())}))
         labels.append(f"t{j}.label AS l{j}")
-        label_joins.append(f"JOIN {_quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
-    joins = " ".join([f"JOIN {_quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k"
+        label_joins.append(f"JOIN {quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
+    joins = " ".join([f"JOIN {quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k"
                       for j, m in enumerate(population.maps)] + label_joins)
     on = " AND ".join(f"pub.l{j} IS NOT DISTINCT FROM pop.l{j}" for j in range(len(plan.qi)))
     groups = ", ".join(str(j + 1) for j in range(len(plan.qi)))
-    query = _select(
+    query = duckdb_sql(
         f"WITH pub AS (SELECT {', '.join(published)}, count(*) AS n FROM {plan.target.sql()} GROUP BY {groups}), "
-        f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {_quoted(population.grouped)} AS g {joins} "
+        f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g {joins} "
         f"GROUP BY {groups}) "
         f"SELECT pub.n, coalesce(pop.p, 0) FROM pub LEFT JOIN pop ON {on}")
     try:

@@ -12,14 +12,13 @@ import uuid
 from dataclasses import dataclass, replace
 
 import numpy as np
-import sqlglot
 from sqlglot import exp
 
 from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
-                                         sa_values, temp_table)
+                                         duckdb_sql, sa_values, temp_table)
 from duckanon.pipeline.masking import masked_source
 from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
 from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
@@ -231,7 +230,7 @@ def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
         joint = "_" + joint
     fields = ", ".join(f"s{i} := {exp.to_identifier(c, quoted=True).sql('duckdb')}" for i, c in enumerate(plan.sensitives))
     backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published], exp.alias_(
-        sqlglot.parse_one(f"struct_pack({fields})", read="duckdb"), joint, quoted=True)).from_(plan.source.table.copy()))
+        duckdb_sql(f"struct_pack({fields})"), joint, quoted=True)).from_(plan.source.table.copy()))
     keep = plan.keep + [c for c in plan.sensitives]
     return replace(plan, source=temp_table(name), columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
                    sensitives=[], hidden={joint})
@@ -243,10 +242,8 @@ def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[
     table = exp.to_table(cells.table, quoted=True).sql("duckdb")
     marginals = []
     for i in range(len(sensitives)):
-        rows = backend.rows(sqlglot.parse_one(
-            f"SELECT code, dense_rank() OVER (ORDER BY struct_extract(s, 's{i}') NULLS LAST) - 1 "
-            f'FROM (SELECT "{SA_CODE}" AS code, any_value("{SA_ALIAS}") AS s FROM {table} GROUP BY 1) ORDER BY 1',
-            read="duckdb"))
+        rows = backend.rows(duckdb_sql(f"SELECT code, dense_rank() OVER (ORDER BY struct_extract(s, 's{i}') NULLS LAST) - 1 "
+            f'FROM (SELECT "{SA_CODE}" AS code, any_value("{SA_ALIAS}") AS s FROM {table} GROUP BY 1) ORDER BY 1'))
         marginals.append(np.array([code for _, code in rows], dtype=np.int64))
     return marginals
 

@@ -20,12 +20,12 @@ import json
 from datetime import datetime, timezone
 
 import duckdb
-import sqlglot
 from sqlglot import exp
 
 from duckanon._version import __version__
 from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.histogram import duckdb_sql, quoted
 from duckanon.pipeline.plan import Plan
 from duckanon.pipeline.provenance import release_parameters
 from duckanon.sql.statement import TableName, shown_name
@@ -39,23 +39,15 @@ COLUMNS = {
 }
 
 
-def _sql(text: str) -> exp.Expr:
-    return sqlglot.parse_one(text, read="duckdb")
-
-
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
-
-
 def fingerprint_sql(source: str, columns: list[str]) -> str:
     """SELECT (rows, checksum) of `source` (SQL) over `columns`: the sum of a hash of each row's
     values, so the order of the rows does not matter and every row counts."""
-    row = ", ".join(_quoted(c) for c in columns)
+    row = ", ".join(quoted(c) for c in columns)
     return f"SELECT count(*) AS n, coalesce(sum(CAST(hash(row({row})) AS HUGEINT)), 0) AS checksum FROM {source}"
 
 
 def fingerprint(backend: Backend, source: TableName, columns: list[str]) -> tuple[int, int]:
-    rows, checksum = backend.one(_sql(fingerprint_sql(source.sql(), columns)))
+    rows, checksum = backend.one(duckdb_sql(fingerprint_sql(source.sql(), columns)))
     return int(rows), int(checksum)
 
 
@@ -91,8 +83,8 @@ def record_after(backend: Backend, plan: Plan, read_source: TableName, summary, 
 
 
 def _create(registry: TableName) -> exp.Expr:
-    return _sql(f"CREATE TABLE IF NOT EXISTS {registry.sql()} ("
-                + ", ".join(f"{_quoted(name)} {kind}" for name, kind in COLUMNS.items()) + ")")
+    return duckdb_sql(f"CREATE TABLE IF NOT EXISTS {registry.sql()} ("
+                + ", ".join(f"{quoted(name)} {kind}" for name, kind in COLUMNS.items()) + ")")
 
 
 # Statements that create the registry at once (two cursors publishing) conflict on the catalog:
@@ -122,8 +114,8 @@ def unprepare(backend: Backend, plan: Plan) -> None:
     """Drop the registry `prepare` created when it is still empty (the release failed)."""
     registry = registry_of(plan)
     try:
-        if _exists(backend, registry) and backend.one(_sql(f"SELECT count(*) FROM {registry.sql()}"))[0] == 0:
-            backend.execute(_sql(f"DROP TABLE IF EXISTS {registry.sql()}"))
+        if _exists(backend, registry) and backend.one(duckdb_sql(f"SELECT count(*) FROM {registry.sql()}"))[0] == 0:
+            backend.execute(duckdb_sql(f"DROP TABLE IF EXISTS {registry.sql()}"))
     except Exception:
         pass
 
@@ -132,7 +124,7 @@ def _exists(backend: Backend, registry: TableName) -> bool:
     catalog = registry.table.catalog
     where = f" AND database_name = {exp.Literal.string(catalog).sql('duckdb')}" if catalog else \
         " AND database_name = current_database()"
-    return bool(backend.one(_sql(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{REGISTRY}' "
+    return bool(backend.one(duckdb_sql(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = '{REGISTRY}' "
                                  f"AND schema_name = 'main' AND NOT temporary{where}"))[0])
 
 
@@ -142,7 +134,7 @@ def record(backend: Backend, plan: Plan, read_source: TableName, summary, transf
     backend.execute(_create(registry))
     rows, checksum = fingerprint(backend, read_source, plan.published)
     target = plan.target.sql()
-    backend.execute(_sql(f"DELETE FROM {registry.sql()} WHERE target = ?"), [target])
+    backend.execute(duckdb_sql(f"DELETE FROM {registry.sql()} WHERE target = ?"), [target])
     summary_row = {name: value for name, value in summary.__dict__.items() if name not in ("details", "report")}
     summary_row["details"] = json.loads(summary.details)
     values = {
@@ -154,14 +146,14 @@ def record(backend: Backend, plan: Plan, read_source: TableName, summary, transf
         "transformation": json.dumps(transformation, default=str, sort_keys=True),
     }
     placeholders = ", ".join(f"CAST(? AS {kind})" for kind in COLUMNS.values())
-    backend.execute(_sql(f"INSERT INTO {registry.sql()} SELECT {placeholders}"), [values[c] for c in COLUMNS])
+    backend.execute(duckdb_sql(f"INSERT INTO {registry.sql()} SELECT {placeholders}"), [values[c] for c in COLUMNS])
 
 
 def registries(con) -> list[str]:
     """Every registry table of the attached databases, as SQL."""
     rows = con.execute("SELECT database_name, schema_name FROM duckdb_tables() WHERE table_name = ? "
                        "AND NOT temporary ORDER BY ALL", [REGISTRY]).fetchall()
-    return [f"{_quoted(catalog)}.{_quoted(schema)}.{_quoted(REGISTRY)}" for catalog, schema in rows]
+    return [f"{quoted(catalog)}.{quoted(schema)}.{quoted(REGISTRY)}" for catalog, schema in rows]
 
 
 def entries(con) -> list[dict]:
@@ -206,9 +198,9 @@ def install_listing(con) -> None:
     lost a column when the macro is made is listed with that status (the macro is remade by each
     of duckanon's statements and at connect)."""
     tables = registries(con)
-    listed = ", ".join(f"r.{_quoted(c)}" for c in COLUMNS if c not in ("source_checksum",))
+    listed = ", ".join(f"r.{quoted(c)}" for c in COLUMNS if c not in ("source_checksum",))
     if not tables:
-        empty = ", ".join(f"CAST(NULL AS {kind}) AS {_quoted(name)}" for name, kind in COLUMNS.items()
+        empty = ", ".join(f"CAST(NULL AS {kind}) AS {quoted(name)}" for name, kind in COLUMNS.items()
                           if name != "source_checksum")
         con.execute(f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE SELECT {empty}, "
                     "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS VARCHAR) AS status, "

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import time
 
-import sqlglot
 from sqlglot import exp
 
 from duckanon import macros, methods
 from duckanon.backends import Backend, work
+from duckanon.pipeline.histogram import duckdb_sql
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.result import Table
@@ -121,14 +121,11 @@ def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     source = exp.Literal.string(plan.source.sql()).sql("duckdb")
     roles = plan.roles()
     items = []
-    for column, suggested, reason, patterns in backend.rows(sqlglot.parse_one(
-            f"SELECT column_name, suggested_role, reason, [p.pattern FOR p IN patterns] FROM anon_profile({source})",
-            read="duckdb")):
+    for column, suggested, reason, patterns in backend.rows(duckdb_sql(f"SELECT column_name, suggested_role, reason, [p.pattern FOR p IN patterns] FROM anon_profile({source})")):
         found = f" ({', '.join(patterns)})" if patterns else ""
         items.append((f"profile: {column}", f"suggested {suggested}{found}: {reason}; role here: "
                                             f"{roles.get(column, 'dropped')}"))
-    for kind, columns in backend.rows(sqlglot.parse_one(
-            f"SELECT kind, columns FROM anon_safe_harbor({source}) ORDER BY kind_no", read="duckdb")):
+    for kind, columns in backend.rows(duckdb_sql(f"SELECT kind, columns FROM anon_safe_harbor({source}) ORDER BY kind_no")):
         shown = ", ".join(f"{c} ({roles.get(c, 'dropped')})" for c in columns)
         items.append((f"HIPAA Safe Harbor: {kind}", shown))
     return items
