@@ -216,12 +216,20 @@ def _held_on_published_classes(hist: Histogram, solution: Solution, request: Req
         if request.global_models:
             solution = merge_until_global(hist, solution, request, context, weights)
         solution = repair(hist, solution, request, context, weights).coalesced()
-        sizes = solution.group_sizes()
-        used = (sizes > 0) & solution.kept_groups
-        group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
-        if all_satisfied(request, sizes[used], group_sa).all() and globally_satisfied(request, sizes[used], group_sa):
+        if _holds(hist, solution, request):
             break
     return solution
+
+
+def _holds(hist: Histogram, solution: Solution, request: Request) -> bool:
+    """Whether every published group meets every model, and the release the global ones (removed
+    groups, record suppression, are not published)."""
+    sizes = solution.group_sizes()
+    used = (sizes > 0) & solution.kept_groups
+    group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
+    population = None if solution.group_population is None else solution.group_population[used]
+    return bool(all_satisfied(request, sizes[used], group_sa, population).all()) and \
+        globally_satisfied(request, sizes[used], group_sa)
 
 
 def refusal(method: str, request: Request) -> str | None:
@@ -406,12 +414,7 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
 
     if request.global_models or not request.closed_under_merging:
         solution = _held_on_published_classes(hist, solution, request, context, weights)
-    sizes = solution.group_sizes()
-    used = (sizes > 0) & solution.kept_groups  # removed groups (record suppression) are not published
-    group_sa = solution.group_sa(hist.sa_counts.shape[1])[used]
-    population = None if solution.group_population is None else solution.group_population[used]
-    valid = all_satisfied(request, sizes[used], group_sa, population)
-    if not valid.all() or not globally_satisfied(request, sizes[used], group_sa):  # a bug, never a published violation
+    if not _holds(hist, solution, request):  # a bug, never a published violation
         raise AnonymizeError(f"internal error: method {solution.method} produced a group that violates the request")
 
     if method in GENERALIZING or solution.group_labels is not None:  # optimality is about the metric, not stars
