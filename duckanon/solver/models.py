@@ -44,6 +44,12 @@ from duckanon.solver.population import ESTIMATORS, kmap_derived_k, population_un
 EMD_TOLERANCE = 1e-9
 
 
+def shares(sa_total) -> np.ndarray:
+    """The table's distribution of the sensitive values from their counts (all 0 for no rows)."""
+    total = np.asarray(sa_total, dtype=np.float64)
+    return total / max(total.sum(), 1.0)
+
+
 class PrivacyModel:
     """A model's parameters are fixed at construction: models are values (equal when their class
     and parameters are, hashable, immutable)."""
@@ -340,8 +346,7 @@ class TCloseness(PrivacyModel):
         return (self.t, self.sa_total)
 
     def table_distribution(self) -> np.ndarray:
-        total = np.asarray(self.sa_total, dtype=np.float64)
-        return total / max(total.sum(), 1.0)
+        return shares(self.sa_total)
 
     def emd(self, sizes, sa_counts) -> np.ndarray:
         sizes = np.maximum(np.asarray(sizes, dtype=np.float64), 1.0)
@@ -533,8 +538,7 @@ class _RelativeToTable(PrivacyModel):
         return (self.threshold, self.sa_total)
 
     def table_distribution(self) -> np.ndarray:
-        total = np.asarray(self.sa_total, dtype=np.float64)
-        return total / max(total.sum(), 1.0)
+        return shares(self.sa_total)
 
     def _shares(self, sizes, sa_counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per group and SA code: the group's share p, the table's q, and whether p > 0."""
