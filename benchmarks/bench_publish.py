@@ -13,7 +13,10 @@ Each repetition runs, in this order and in one process (so the ratios are measur
   floor            one GROUP BY over the QIs and the SA into a temp table, plus one CREATE TABLE AS
                    SELECT joining the source back to it on those columns (IS NOT DISTINCT FROM),
                    publishing the source's columns (with id for the keep cases)
-  table            ANONYMIZE, no kept column (rows generated from the class counts)
+  table            ANONYMIZE, no kept column (rows generated from the class counts: from blocks of the
+                   parts, materialize.rows_per_block, so that both threads write them)
+  table, one thread  the same with the rows generated from the keyed table itself (one row group,
+                   so one thread: the path before blocks); same rows in the same order as `table`
   keep             ANONYMIZE ... keep = (id): the join back to the source and the seeded sort
   keep, split      a table `split` of as many rows, QIs (q1, q2) and an id: the rows ('a', 'x'),
                    ('b', 'x'), ('c', 'y') in proportions 6:1:1, k = 3/8 of the rows: the solution
@@ -58,13 +61,14 @@ from machine import cpu_model  # noqa: E402
 
 CASES = {
     "table": "",
+    "table, one thread": "",  # materialize.BLOCKED_FROM_ROWS raised above the table's rows
     "keep": ", keep = (id)",
     "keep, split": None,  # its own table and statement: split_statement
     "keep, split, window": None,  # the same, its cell ranked by a window (the split path before buckets)
     "view": ", materialize = 'view'",
 }
 SPLIT_CASES = ("keep, split", "keep, split, window")
-FLOOR_OF = {"table": "floor", "keep": "floor with id", "keep, split": "floor of split",
+FLOOR_OF = {"table": "floor", "table, one thread": "floor", "keep": "floor with id", "keep, split": "floor of split",
             "keep, split, window": "floor of split", "view": "floor"}
 
 
@@ -113,6 +117,23 @@ def by_window(con, split_rows: int) -> None:
         materialize.SMALL_CELL = small_cell
 
 
+def unblocked(con, copies: int) -> None:
+    """The table path with its rows generated from the keyed table on one thread (no blocks)."""
+    blocked_from = materialize.BLOCKED_FROM_ROWS
+    materialize.BLOCKED_FROM_ROWS = 1 << 62
+    try:
+        con.execute(statement(copies, CASES["table, one thread"]))
+    finally:
+        materialize.BLOCKED_FROM_ROWS = blocked_from
+
+
+def ordered_fingerprint(raw) -> int:
+    """The published rows with their positions, as one number: equal for equal rows in equal order."""
+    columns = ", ".join(q(c) for c in QI + [SA])
+    return raw.execute(f"SELECT sum(hash(r, {columns})::HUGEINT) FROM "
+                       f"(SELECT row_number() OVER () AS r, {columns} FROM big_anon)").fetchone()[0]
+
+
 class SplitSeen:
     """Whether the keyed table had split cells (rows of one cell in several published groups)."""
 
@@ -126,7 +147,7 @@ class SplitSeen:
         return found
 
 
-def run(copies: int, reps: int) -> dict:
+def run(copies: int, reps: int, only: list[str] | None = None) -> dict:
     con = duckanon.connect()
     raw = con.duckdb
     raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
@@ -136,12 +157,16 @@ def run(copies: int, reps: int) -> dict:
                 f"('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('b', 'x'), ('c', 'y')) v(q1, q2), "
                 f"range({rows // 8}) r(i)")
     split_rows = raw.execute("SELECT count(*) FROM split").fetchone()[0]
-    by_window(con, split_rows)
-    reference = split_answer(raw)
-    assert reference[1] == split_rows, "the window path did not publish every id once"
+    wanted = [name for name in CASES if only is None or name in only]
+    reference = ([], 0)
+    if any(name in SPLIT_CASES for name in wanted):
+        by_window(con, split_rows)
+        reference = split_answer(raw)
+        assert reference[1] == split_rows, "the window path did not publish every id once"
     split = SplitSeen()
     anonymize_statement._any_split = split
-    results = {name: [] for name in [*FLOORS, *CASES]}
+    results = {name: [] for name in [*dict.fromkeys(FLOOR_OF[n] for n in wanted), *wanted]}
+    order_of_table = None
     for rep in range(reps):
         for name in results:
             with Meter() as meter:
@@ -151,11 +176,18 @@ def run(copies: int, reps: int) -> dict:
                     con.execute(split_statement(split_rows))
                 elif name == "keep, split, window":
                     by_window(con, split_rows)
+                elif name == "table, one thread":
+                    unblocked(con, copies)
                 else:
                     con.execute(statement(copies, CASES[name]))
             record = meter.record()
             if name in CASES:
                 record["published_rows"] = raw.execute("SELECT count(*) FROM big_anon").fetchone()[0]
+            if name in ("table", "table, one thread"):
+                fingerprint = ordered_fingerprint(raw)
+                order_of_table = order_of_table or fingerprint
+                record["same_answer"] = fingerprint == order_of_table
+                assert record["same_answer"], "the blocks published other rows or another order"
             if name in SPLIT_CASES:
                 record["same_answer"] = split_answer(raw) == reference
                 assert record["same_answer"], "the split release differs from the window path's multiset"
@@ -165,7 +197,7 @@ def run(copies: int, reps: int) -> dict:
                   f"{'' if record['clean'] else '  (disturbed)'}", flush=True)
     anonymize_statement._any_split = split.original
     summary = {}
-    for name in CASES:
+    for name in wanted:
         base = FLOOR_OF[name]
         ratios = [case["wall"] / ref["wall"] for case, ref in zip(results[name], results[base])]
         summary[name] = {
@@ -208,9 +240,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=330)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), help="only these paths (and their floors)")
+    parser.add_argument("--no-disk", action="store_true", help="skip the bytes-on-disk step")
     args = parser.parse_args()
-    result = run(args.copies, args.reps)
-    result["disk"] = bytes_on_disk(args.copies)
+    result = run(args.copies, args.reps, args.cases)
+    if not args.no_disk:
+        result["disk"] = bytes_on_disk(args.copies)
     result["machine"] = {"cpu": cpu_model(), "duckdb": duckdb.__version__}
     print(f"\n{result['rows']:,} rows, {args.reps} repetitions, DuckDB {duckdb.__version__}, {cpu_model()}")
     print("| path | ANONYMIZE s (median) | floor s (median) | ratio median (min-max) | CPU ratio | undisturbed reps |")
@@ -218,10 +253,11 @@ def main() -> None:
     for name, s in result["summary"].items():
         print(f"| {name} | {s['median_s']:.2f} | {s['floor_median_s']:.2f} | {s['ratio_median']:.2f} "
               f"({s['ratio_min']:.2f}-{s['ratio_max']:.2f}) | {s['cpu_ratio_median']:.2f} | {s['clean_reps']} |")
-    disk = result["disk"]
-    print(f"\nbytes on disk: table {disk['table']['bytes']:,} ({disk['table']['seconds']:.2f} s), "
-          f"view {disk['view']['bytes']:,} ({disk['view']['seconds']:.2f} s; {disk['view']['counts_rows']:,} rows "
-          f"of counts for {disk['view']['rows']:,} published rows)")
+    disk = result.get("disk")
+    if disk:
+        print(f"\nbytes on disk: table {disk['table']['bytes']:,} ({disk['table']['seconds']:.2f} s), "
+              f"view {disk['view']['bytes']:,} ({disk['view']['seconds']:.2f} s; {disk['view']['counts_rows']:,} "
+              f"rows of counts for {disk['view']['rows']:,} published rows)")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
 

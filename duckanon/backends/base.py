@@ -59,6 +59,8 @@ class Backend:
     writes_reports = False  # the HTML report's SQL macros can be installed
     has_enum_types = False  # CAST(x AS ENUM('a', 'b')): a sort can carry strings as small codes
     keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
+    # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
+    scan_unit_rows: int | None = None
 
     def __init__(self):
         self.registered: set[str] = set()  # Arrow tables registered under a name
@@ -191,6 +193,10 @@ class Backend:
     @contextmanager
     def keeping_insertion_order(self):
         yield
+
+    def threads(self) -> int:
+        """How many threads one query may run on."""
+        return 1
 
     def close(self) -> None:
         """The end of a statement: nothing of ours stays open on the caller's connection."""

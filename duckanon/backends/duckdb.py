@@ -37,6 +37,7 @@ class DuckDBBackend(Backend):
     writes_reports = True
     has_enum_types = True
     keeps_registry = True
+    scan_unit_rows = 122_880  # a row group: DuckDB scans a table on one thread per row group
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
         super().__init__()
@@ -189,6 +190,9 @@ class DuckDBBackend(Backend):
             yield
         finally:
             self._restore_insertion_order()
+
+    def threads(self) -> int:
+        return int(self._run("SELECT current_setting('threads')").fetchone()[0])
 
     def _restore_insertion_order(self) -> None:
         """SET fails inside an aborted transaction: then the rollback restores it (the error that

@@ -49,6 +49,9 @@ ROW_HASH, BUCKET, BEFORE, WHOLE, BUCKETS = "row_hash", "bucket", "before_rows", 
 # 7.5M rows sorted it on one thread; hash tables of a few thousand buckets beat 65,536.)
 SMALL_CELL, BUCKET_ROWS, MAX_BUCKETS = 4096, 256, 1024
 PART_HASH, ROW_ORDER = "ph", "row_order"
+# Releases of this many rows or more (without `keep` columns) are generated from blocks of their
+# parts (rows_per_block); below it the single-threaded expansion takes well under 0.1 s.
+BLOCKED_FROM_ROWS = 1_000_000
 # Columns with more distinct published strings than this are sorted as VARCHARs: the ENUM's
 # dictionary is part of the statement's text.
 ENUM_LIMIT = 4096
@@ -213,16 +216,51 @@ def _part_rows() -> exp.Expr:
     return exp.Add(this=exp.Sub(this=qcol(HI), expression=qcol(LO)), expression=exp.Literal.number(1))
 
 
-def histogram_publish_select(plan: Plan, keyed_table: str) -> exp.Select:
-    """The published rows generated from the keyed table alone, `hi - lo + 1` copies per part.
+def histogram_publish_select(plan: Plan, keyed_table: str, blocks_table: str | None = None) -> exp.Select:
+    """The published rows generated from the keyed table alone, `hi - lo + 1` copies per part, or
+    from its parts cut into blocks (blocks_select) when `blocks_table` is given: the same rows.
 
     Used when nothing per-row is published (no `keep` columns): then every row of a part is
     identical in the output, so the source need not be read again. Rows come out in the keyed
     table's stored order (keyed_select: by the published values and the seed), identical rows
     next to each other. DuckDB keeps that order only while preserve_insertion_order is on: run
-    both CREATEs inside `insertion_order_kept`.
+    the CREATEs inside `keeping_insertion_order`.
     """
-    return _expanded(_published_from_keyed(plan), exp.to_table(keyed_table, quoted=True), _part_rows())
+    if blocks_table is None:
+        return _expanded(_published_from_keyed(plan), exp.to_table(keyed_table, quoted=True), _part_rows())
+    published = [exp.alias_(exp.column(c, quoted=True), c, quoted=True) for c in plan.published]
+    return _expanded(published, exp.to_table(blocks_table, quoted=True), exp.column(_block_count(plan), quoted=True),
+                     copy_name=unused_name(plan, "copy"))
+
+
+def rows_per_block(total_rows: int, threads: int, scan_unit_rows: int | None) -> int | None:
+    """How many rows a block of blocks_select holds, so that the blocks fill about two of the
+    engine's scan units per thread; None where cutting gains nothing (one thread, fewer than
+    BLOCKED_FROM_ROWS rows, an engine that does not split its scans into units of rows).
+
+    Why blocks: the keyed table of a few thousand parts is one scan unit (a DuckDB row group), so
+    every row generated from it came from one thread, while the floor's join ran on all of them."""
+    if scan_unit_rows is None or threads < 2 or total_rows < BLOCKED_FROM_ROWS:
+        return None
+    return max(2, total_rows // (2 * threads * scan_unit_rows))
+
+
+def blocks_select(plan: Plan, keyed_table: str, block_rows: int) -> exp.Select:
+    """Every part of the keyed table cut into blocks of `block_rows` rows (the last one shorter),
+    in the keyed table's order: the published columns and the block's row count."""
+    rows = exp.paren(_part_rows())
+    size = exp.Literal.number(block_rows)
+    blocks = exp.IntDiv(this=exp.paren(exp.Add(this=rows, expression=exp.Literal.number(block_rows - 1))),
+                        expression=size.copy())
+    block = unused_name(plan, "block")
+    in_block = exp.func("least", size.copy(), exp.Sub(this=rows.copy(), expression=exp.Mul(
+        this=qcol(block), expression=size.copy())))
+    return _expanded([*_published_from_keyed(plan), exp.alias_(in_block, _block_count(plan), quoted=True)],
+                     exp.to_table(keyed_table, quoted=True), blocks, copy_name=block)
+
+
+def _block_count(plan: Plan) -> str:
+    return unused_name(plan, "block_rows")
 
 
 def unused_name(plan: Plan, name: str) -> str:

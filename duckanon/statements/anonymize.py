@@ -18,8 +18,8 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.materialize import (
-    check_published_rows, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
-    published_dictionaries, publish_select, view_select,
+    blocks_select, check_published_rows, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
+    published_dictionaries, publish_select, rows_per_block, view_select,
 )
 from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
 from duckanon.pipeline import registry
@@ -50,8 +50,8 @@ def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
 
 
 def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summary:
-    cells_table, parts_view, keyed_table, source_table = (
-        scratch_name(kind) for kind in ("cells", "parts", "keyed", "source"))
+    cells_table, parts_view, keyed_table, blocks_table, source_table = (
+        scratch_name(kind) for kind in ("cells", "parts", "keyed", "blocks", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
     created = backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction() \
@@ -79,7 +79,11 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                         published = publish_select(solver_plan, keyed_table, _any_split(parts), seed,
                                                    published_dictionaries(backend, solver_plan, keyed_table))
                     else:  # every published row is determined by its cell: no second pass over the source
-                        published = histogram_publish_select(solver_plan, keyed_table)
+                        block_rows = rows_per_block(hist.n_rows, backend.threads(), backend.scan_unit_rows)
+                        if block_rows is not None:
+                            backend.create_temp(blocks_table, blocks_select(solver_plan, keyed_table, block_rows))
+                        published = histogram_publish_select(solver_plan, keyed_table,
+                                                             None if block_rows is None else blocks_table)
                     backend.create_target(plan.target, published)
             if solver_plan.population_classes is not None:  # the population models, against the published table
                 solution.notes["population"] = check_release(backend, solver_plan, models, solver_plan.population_classes,
@@ -96,7 +100,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             recorded_with = backend.keeps_registry and registry.with_the_release(plan)
             if recorded_with:  # the registry entry commits with the release
                 registry.record(backend, plan, read_plan.source, summary, transformation)
-            backend.drop_temp(cells_table, keyed_table)
+            backend.drop_temp(cells_table, keyed_table, blocks_table)
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)

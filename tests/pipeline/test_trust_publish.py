@@ -23,6 +23,7 @@ import duckanon.statements.anonymize
 from duckanon.backends import DuckDBBackend, work
 from duckanon.pipeline.histogram import STRING, TEXT, TYPED, VALUE, Cells, type_kind
 from duckanon.pipeline.loss import column_loss
+from duckanon.pipeline import materialize
 from duckanon.pipeline.materialize import cell_parts, check_published_rows
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import solve_problem
@@ -157,6 +158,52 @@ def test_the_order_holds_without_preserve_insertion_order(db, keep):
     assert raw.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0] is False
     raw.execute("SET preserve_insertion_order = true")
     assert rows_of(raw, "t_anon") == expected
+
+
+def test_parts_are_cut_into_blocks_of_the_given_rows(db):
+    """Parts of 1, 2, 3 and 5 rows in blocks of 2: 1 | 2 | 2 1 | 2 2 1, in the keyed table's order."""
+    _, raw = db
+    raw.execute("CREATE TABLE big (zipcode VARCHAR, age VARCHAR)")
+    raw.execute("CREATE TABLE keyed AS SELECT * FROM (VALUES ('a', 'x', 1, 1), ('b', 'y', 4, 5), ('c', 'z', 1, 3), "
+                "('d', 'w', 1, 5)) AS v(o0, o1, lo, hi)")
+    plan = bind(DuckDBBackend(raw), statement_for("ANONYMIZE big INTO out WITH (k = 3, qi = (zipcode, age))"))
+    blocks = raw.execute(materialize.blocks_select(plan, "keyed", 2).sql(dialect="duckdb")).fetchall()
+    assert blocks == [("a", "x", 1), ("b", "y", 2), ("c", "z", 2), ("c", "z", 1), ("d", "w", 2), ("d", "w", 2),
+                      ("d", "w", 1)]
+    assert materialize.rows_per_block(10_000_000, 2, 122_880) == 20
+    assert materialize.rows_per_block(10_000_000, 1, 122_880) is None
+    assert materialize.rows_per_block(999_999, 4, 122_880) is None
+    assert materialize.rows_per_block(10_000_000, 2, None) is None
+
+
+def test_rows_generated_from_blocks_are_the_rows_and_order_of_the_parts(db, monkeypatch):
+    """A large release without `keep` columns is generated from its parts cut into blocks, so that
+    several threads write it: the very rows in the very order of the single-threaded expansion.
+    600,000 rows make blocks of 2 rows, over several of DuckDB's row groups, with partial blocks
+    (odd part sizes) and a suppressed group."""
+    con, raw = db
+    raw.execute("SET threads = 2")
+    raw.execute("CREATE TABLE t AS SELECT CASE WHEN i < 100 THEN i ELSE i % 50 END AS g, i % 3 AS h, "
+                "'s' || (i % 5) AS s FROM range(600000) r(i)")
+    statement = "ANONYMIZE t WITH (k = 400, qi = (g, h), sensitive = s, method = greedy, seed = 4)"
+    blocks_made = []
+    real_blocks_select = duckanon.statements.anonymize.blocks_select
+
+    def counting(plan, keyed, block_rows):
+        blocks_made.append(block_rows)
+        return real_blocks_select(plan, keyed, block_rows)
+
+    monkeypatch.setattr(duckanon.statements.anonymize, "blocks_select", counting)
+    monkeypatch.setattr(materialize, "BLOCKED_FROM_ROWS", 10 ** 12)
+    con.execute(statement)
+    expected = rows_of(raw, "t_anon")
+    monkeypatch.setattr(materialize, "BLOCKED_FROM_ROWS", 0)
+    con.execute(statement)
+    assert blocks_made == [2]
+    shown = Counter(r[:2] for r in expected)
+    assert len(expected) == 600000 and len(shown) >= 150 and sum(n for r, n in shown.items() if "*" in r) >= 50
+    assert rows_of(raw, "t_anon") == expected
+    assert raw.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
 
 
 # --------------------------------------------------------------------------- 2. one string per class
