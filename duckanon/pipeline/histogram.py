@@ -51,6 +51,7 @@ def key_alias(j: int) -> str:
 
 
 SA_ALIAS, SA_KEY, SA_CODE, COUNT, CELL_ID = "s", "sk", "s_code", "n", "cell_id"
+FINGERPRINT = "fingerprint"  # a cell's share of the registry's checksum of the source (_fingerprint)
 
 # ------------------------------------------------------------------------------ the class key
 #
@@ -193,6 +194,7 @@ class Cells:
     cell_class: np.ndarray
     cell_sa: np.ndarray  # the SA code: several cells of one class may share it (spellings of one value)
     cell_count: np.ndarray
+    fingerprint: tuple[int, int] | None = None  # the source's (rows, checksum) for the registry, if computed
 
 
 def _ascending(column: str) -> exp.Ordered:
@@ -273,12 +275,13 @@ def cells_select(plan: Plan) -> exp.Select:
             if kind == TYPED:
                 values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ORDER, quoted=True))
     group_by = [exp.Literal.number(i + 1) for i in range(len(keys))]
+    per_row, per_cell = _fingerprint(plan)
     grouped = (
-        exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True))
+        exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True), *per_row)
         .from_(plan.source.table.copy())
         .group_by(*group_by)
     )
-    outer = [exp.Star()]
+    outer = [exp.Star(), *per_cell]
     outer += [exp.alias_(_dense_code(*qi_order(plan, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, j)]
     if plan.sensitive:
@@ -288,6 +291,43 @@ def cells_select(plan: Plan) -> exp.Select:
     row_number = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), order=exp.Order(expressions=[_ascending(c) for c in cell_order]))
     outer.append(exp.alias_(exp.Sub(this=row_number, expression=exp.Literal.number(1)), CELL_ID, quoted=True))
     return exp.select(*outer).from_(grouped.subquery("g"))
+
+
+def _hashed(columns: list[exp.Expr]) -> exp.Expr:
+    return exp.cast(exp.func("hash", exp.func("row", *columns)), exp.DataType.build("HUGEINT", dialect="duckdb"))
+
+
+def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
+    """The registry's checksum of the source, the sum over its rows of hash(row(columns))
+    (registry.fingerprint_sql), computed by the GROUP BY that reads the source anyway, as an
+    aggregate of the grouped rows or of the cells; ([], []) when the plan asks for none or reads
+    another table (a masked or combined copy).
+
+    Per cell, count x hash(its values), when every column is a class key that is the value itself
+    (VALUE: equal keys are identical values): the rows of a cell then hash alike, and 10M rows are
+    not hashed one by one (that cost a fifth of the floor). Else the sum of each row's hash."""
+    if plan.fingerprint_of is None or plan.fingerprint_of[0] != plan.source.sql():
+        return [], []
+    columns = list(plan.fingerprint_of[1])
+    as_key = {c.lower(): qi_alias(j) for j, c in enumerate(plan.qi)}
+    if plan.sensitive:
+        as_key[plan.sensitive.lower()] = SA_ALIAS
+    if all(c.lower() in as_key and kind_of(plan, c) == VALUE for c in columns):
+        share = exp.Mul(this=exp.cast(qcol(COUNT), exp.DataType.build("HUGEINT", dialect="duckdb")),
+                        expression=_hashed([qcol(as_key[c.lower()]) for c in columns]))
+        return [], [exp.alias_(share, FINGERPRINT, quoted=True)]
+    return [exp.alias_(exp.func("sum", _hashed([qcol(c) for c in columns])), FINGERPRINT, quoted=True)], []
+
+
+def source_fingerprint(backend: Backend, plan: Plan, table: str) -> tuple[int, int] | None:
+    """(rows, checksum) of the source, from the cells table `table` when build_cells computed it."""
+    if _fingerprint(plan) == ([], []):
+        return None
+    rows, checksum = backend.one(exp.select(
+        exp.func("coalesce", exp.func("sum", qcol(COUNT)), exp.Literal.number(0)),
+        exp.func("coalesce", exp.func("sum", qcol(FINGERPRINT)), exp.Literal.number(0)),
+    ).from_(exp.to_table(table, quoted=True)))
+    return int(rows), int(checksum)
 
 
 # What the solver side holds, per class and per cell, in 8-byte words times these factors: the
@@ -363,7 +403,7 @@ def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | N
     sa_counts = np.zeros((len(class_codes), n_sa), dtype=np.int64)
     np.add.at(sa_counts, (cell_class, cell_sa), cell_count)
     histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
-    return Cells(table, histogram, cell_class, cell_sa, cell_count)
+    return Cells(table, histogram, cell_class, cell_sa, cell_count, source_fingerprint(backend, plan, table))
 
 
 def _reject_star_values(backend: Backend, plan: Plan, table: str) -> None:

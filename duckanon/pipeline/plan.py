@@ -49,6 +49,9 @@ class Plan:
     masks: dict = field(default_factory=dict)
     # columns the pipeline added to what it reads (several sensitive columns as one value): never published
     hidden: set = field(default_factory=set)
+    # the publication registry's fingerprint of the source (registry.fingerprint_sql): (the source
+    # as SQL, the columns it covers); build_cells computes it in its GROUP BY when it reads that source
+    fingerprint_of: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def source_shown(self) -> str:

@@ -65,13 +65,14 @@ def with_the_release(plan: Plan) -> bool:
     return (plan.source.table.catalog or "").lower() == (plan.target.table.catalog or "").lower()
 
 
-def record_after(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> str | None:
+def record_after(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict,
+                 source_fingerprint: tuple[int, int] | None = None) -> str | None:
     """The entry of a release committed in another database than its source's, in its own
     transaction; None, or why it could not be written (the release stands: never reported as
     failed after its commit)."""
     try:
         backend.begin()
-        record(backend, plan, read_source, summary, transformation)
+        record(backend, plan, read_source, summary, transformation, source_fingerprint)
         backend.commit()
         return None
     except Exception as error:  # a read-only source database, a vanished temp source, ...
@@ -128,11 +129,13 @@ def _exists(backend: Backend, registry: TableName) -> bool:
                                  f"AND schema_name = 'main' AND NOT temporary{where}"))[0])
 
 
-def record(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict) -> None:
-    """Write (or replace) the target's entry, inside the publishing transaction."""
+def record(backend: Backend, plan: Plan, read_source: TableName, summary, transformation: dict,
+           source_fingerprint: tuple[int, int] | None = None) -> None:
+    """Write (or replace) the target's entry, inside the publishing transaction, with the source's
+    fingerprint as the histogram's GROUP BY computed it, or else read now."""
     registry = registry_of(plan)
     backend.execute(_create(registry))
-    rows, checksum = fingerprint(backend, read_source, plan.published)
+    rows, checksum = source_fingerprint or fingerprint(backend, read_source, plan.published)
     target = plan.target.sql()
     backend.execute(duckdb_sql(f"DELETE FROM {registry.sql()} WHERE target = ?"), [target])
     summary_row = {name: value for name, value in summary.__dict__.items() if name not in ("details", "report")}

@@ -8,6 +8,7 @@ as it was and a re-run replaces the target atomically.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,6 +62,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
             # copied once; a base table reads the same within our transaction
             read_plan = snapshot_source(backend, plan, source_table)
+            if backend.keeps_registry:  # the histogram's GROUP BY fingerprints the source for the registry
+                read_plan = replace(read_plan, fingerprint_of=(read_plan.source.sql(), tuple(plan.published)))
             solver_plan, cells, hist, solution, models, domains = solve_problem(backend, read_plan, cells_table, started,
                                                                            listener)
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
@@ -99,14 +102,14 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             transformation = {"method": solution.method, "levels": solution.notes.get("levels")}
             recorded_with = backend.keeps_registry and registry.with_the_release(plan)
             if recorded_with:  # the registry entry commits with the release
-                registry.record(backend, plan, read_plan.source, summary, transformation)
+                registry.record(backend, plan, read_plan.source, summary, transformation, cells.fingerprint)
             backend.drop_temp(cells_table, keyed_table, blocks_table)
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
             statement_work.commit()
         if backend.keeps_registry and not recorded_with:
-            _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction)
+            _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction, cells.fingerprint)
     except BaseException as error:
         if created:
             registry.unprepare(backend, plan)
@@ -123,12 +126,12 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
 
 
 def _record_elsewhere(backend: Backend, plan: Plan, summary: Summary, transformation: dict,
-                      own_transaction: bool) -> None:
+                      own_transaction: bool, source_fingerprint: tuple[int, int] | None) -> None:
     """The registry entry of a release whose target is in another database than its source, once
     the release committed (its own transaction; inside the caller's transaction it would write a
     second database, which DuckDB refuses): the summary's details say when it was not written."""
     if own_transaction:
-        problem = registry.record_after(backend, plan, plan.source, summary, transformation)
+        problem = registry.record_after(backend, plan, plan.source, summary, transformation, source_fingerprint)
     else:
         problem = ("not recorded: the target is in another database than the source, and the caller's "
                    "transaction may write one database only")

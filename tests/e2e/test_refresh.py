@@ -213,3 +213,46 @@ def test_the_report_of_a_refresh_says_what_changed(db, tmp_path):
     assert changes["source rows"] == [str(first["rows"]), str(rows(db, "src"))]
     assert changes["classes"] == [str(row["classes_before"]), str(row["classes_after"])]
     assert changes["stars"] == [str(row["stars_before"]), str(row["stars_after"])]
+
+
+FINGERPRINTED = {
+    # (columns, statement options): every path the histogram's GROUP BY fingerprints the source on
+    "integers and plain strings, per cell": ("a INTEGER, b VARCHAR, s VARCHAR", "qi = (a, b), sensitive = s"),
+    "a kept column, per row": ("a INTEGER, b VARCHAR, s VARCHAR", "qi = (a), sensitive = s, keep = b"),
+    "a NOCASE column, per row": ("a INTEGER, b VARCHAR COLLATE NOCASE, s VARCHAR", "qi = (a, b), sensitive = s"),
+    "a DOUBLE sensitive column, per row": ("a INTEGER, b VARCHAR, s DOUBLE", "qi = (a, b), sensitive = s"),
+    "a masked identifier (a copy is read: scanned)": ("a INTEGER, b VARCHAR, s VARCHAR",
+                                                      "qi = (a), sensitive = s, identifiers = (b), mask = (b = 'pseudonym')"),
+}
+
+
+@pytest.mark.parametrize("case", FINGERPRINTED)
+def test_the_recorded_fingerprint_is_the_sources(case, monkeypatch):
+    """The registry's (rows, checksum), computed by the histogram's GROUP BY, equal
+    fingerprint_sql's scan of the source, whichever way the cells computed it; the entry is then
+    current, and stale after one value changes."""
+    from duckanon.pipeline import histogram, registry
+
+    scans, ways = [], set()
+    real_way = histogram._fingerprint
+    monkeypatch.setattr(histogram, "_fingerprint", lambda plan: (lambda found: ways.add(
+        "per row" if found[0] else "per cell" if found[1] else "none") or found)(real_way(plan)))
+    real_fingerprint = registry.fingerprint
+    monkeypatch.setattr(registry, "fingerprint", lambda *args: scans.append(1) or real_fingerprint(*args))
+    columns, options = FINGERPRINTED[case]
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE t ({columns})")
+    con.execute("INSERT INTO t SELECT i % 7, CASE WHEN i % 3 = 0 THEN 'x' WHEN i % 3 = 1 THEN 'X' ELSE 'y' END, "
+                "CASE WHEN i % 2 = 0 THEN '1.5' ELSE '-0.0' END FROM range(300) r(i)")
+    monkeypatch.setenv("DUCKANON_TEST_MASK_KEY", "a-test-key-of-32-characters-0123")
+    con.execute(f"ANONYMIZE t INTO pub WITH (k = 5, {options}, mask_key = 'env:DUCKANON_TEST_MASK_KEY')"
+                if "mask" in options else f"ANONYMIZE t INTO pub WITH (k = 5, {options})")
+    recorded = con.execute("SELECT source_rows, source_checksum, source_columns FROM duckanon_publications").fetchone()
+    scanned = con.execute(registry.fingerprint_sql('"memory"."main"."t"', recorded[2])).fetchone()
+    assert (recorded[0], int(recorded[1])) == (scanned[0], int(scanned[1])) and recorded[0] == 300
+    assert len(scans) == ("scanned" in case)
+    assert ways == {"none" if "scanned" in case else "per cell" if "per cell" in case else "per row"}
+    assert listing(con)['"memory"."main"."pub"']["status"] == "current"
+    con.execute("UPDATE t SET b = 'z' WHERE rowid = 17")
+    assert listing(con)['"memory"."main"."pub"']["status"] == "stale"
+    con.close()
