@@ -51,7 +51,8 @@ def key_alias(j: int) -> str:
 
 
 SA_ALIAS, SA_KEY, SA_CODE, COUNT, CELL_ID = "s", "sk", "s_code", "n", "cell_id"
-FINGERPRINT = "fingerprint"  # a cell's share of the registry's checksum of the source (_fingerprint)
+# per lane, a cell's sum of per-row products and its share of the registry's checksum of the source (_fingerprint)
+FINGERPRINT, FINGERPRINT_SHARE = "fingerprint_rows", "fingerprint"
 
 # ------------------------------------------------------------------------------ the class key
 #
@@ -275,13 +276,13 @@ def cells_select(plan: Plan) -> exp.Select:
             if kind == TYPED:
                 values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ORDER, quoted=True))
     group_by = [exp.Literal.number(i + 1) for i in range(len(keys))]
-    per_row, per_cell = _fingerprint(plan)
+    summed, shares = _fingerprint(plan)
     grouped = (
-        exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True), *per_row)
+        exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True), *summed)
         .from_(plan.source.table.copy())
         .group_by(*group_by)
     )
-    outer = [exp.Star(), *per_cell]
+    outer = [exp.Star(), *shares]
     outer += [exp.alias_(_dense_code(*qi_order(plan, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, j)]
     if plan.sensitive:
@@ -293,39 +294,86 @@ def cells_select(plan: Plan) -> exp.Select:
     return exp.select(*outer).from_(grouped.subquery("g"))
 
 
-def _hashed(columns: list[exp.Expr]) -> exp.Expr:
-    return exp.cast(exp.func("hash", exp.func("row", *columns)), exp.DataType.build("HUGEINT", dialect="duckdb"))
+# The registry's checksum of the source (registry.fingerprint_sql), in two lanes: per lane, the
+# sum over the rows of the product of one factor per column (a hash of the value, the column's
+# position and the lane), modulo the prime FINGERPRINT_MODULUS; the checksum is lane 0 * 2**32 +
+# lane 1. A product rather than a hash of the whole row, so that the columns every row of a cell
+# shares give one factor per cell: the GROUP BY that reads the source anyway hashes per row only
+# the columns it does not group by (kept ones). (Hashing whole rows there cost 0.3 s at 10M rows,
+# a sixth of the floor; a second scan 0.47 s.) A 31-bit prime keeps every step in BIGINT (a
+# 61-bit one needs HUGEINT: 10x slower to scan); two lanes make a change go unseen with a
+# chance of about 2**-62. Two rows that swap a value change the sums unless hashes collide.
+FINGERPRINT_MODULUS = 2**31 - 1
+FINGERPRINT_LANES = (0, 1 << 16)  # added to a column's position in its hash
+
+
+def _huge(value: exp.Expr) -> exp.Expr:
+    return exp.cast(value, exp.DataType.build("HUGEINT", dialect="duckdb"))
+
+
+def _modulo(value: exp.Expr) -> exp.Expr:
+    return exp.Mod(this=exp.paren(value), expression=exp.Literal.number(FINGERPRINT_MODULUS))
+
+
+def fingerprint_factor(value: exp.Expr, position: int, lane: int) -> exp.Expr:
+    """A column's factor in a row's product: 1 .. FINGERPRINT_MODULUS - 1, never 0."""
+    hashed = exp.func("hash", value, exp.Literal.number(position + lane))
+    return exp.paren(exp.Add(this=exp.Mod(this=hashed, expression=exp.Literal.number(FINGERPRINT_MODULUS - 1)),
+                             expression=exp.Literal.number(1)))
+
+
+def fingerprint_product(factors: list[exp.Expr]) -> exp.Expr:
+    """The product of the factors modulo FINGERPRINT_MODULUS (each step below 2**62); 1 for none.
+    Multiplied in pairs, so a table of hundreds of columns nests a few levels, not hundreds."""
+    if not factors:
+        return exp.Literal.number(1)
+    while len(factors) > 1:
+        pairs = [_modulo(exp.Mul(this=exp.paren(a), expression=exp.paren(b))) for a, b in zip(factors[::2], factors[1::2])]
+        factors = pairs + factors[len(pairs) * 2:]
+    return factors[0]
+
+
+def fingerprint_checksum(lane_sums: list[exp.Expr]) -> exp.Expr:
+    """The checksum from the two lanes' sums (each reduced modulo FINGERPRINT_MODULUS here)."""
+    high, low = (_modulo(lane) for lane in lane_sums)
+    return exp.Add(this=exp.Mul(this=exp.paren(high), expression=exp.Literal.number(1 << 32)), expression=low)
 
 
 def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
-    """The registry's checksum of the source, the sum over its rows of hash(row(columns))
-    (registry.fingerprint_sql), computed by the GROUP BY that reads the source anyway, as an
-    aggregate of the grouped rows or of the cells; ([], []) when the plan asks for none or reads
+    """The GROUP BY's aggregates and the cells' columns that compute each cell's share of the
+    registry's checksum of the source, per lane; ([], []) when the plan asks for none or reads
     another table (a masked or combined copy).
 
-    Per cell, count x hash(its values), when every column is a class key that is the value itself
-    (VALUE: equal keys are identical values): the rows of a cell then hash alike, and 10M rows are
-    not hashed one by one (that cost a fifth of the floor). Else the sum of each row's hash."""
+    A column whose class key is the value itself (VALUE: equal keys are identical values) is
+    the same in every row of a cell: its factor is taken once per cell. The others (kept columns,
+    and keys that are a text) are multiplied per row and summed by the GROUP BY."""
     if plan.fingerprint_of is None or plan.fingerprint_of[0] != plan.source.sql():
         return [], []
-    columns = list(plan.fingerprint_of[1])
     as_key = {c.lower(): qi_alias(j) for j, c in enumerate(plan.qi)}
     if plan.sensitive:
         as_key[plan.sensitive.lower()] = SA_ALIAS
-    if all(c.lower() in as_key and kind_of(plan, c) == VALUE for c in columns):
-        share = exp.Mul(this=exp.cast(qcol(COUNT), exp.DataType.build("HUGEINT", dialect="duckdb")),
-                        expression=_hashed([qcol(as_key[c.lower()]) for c in columns]))
-        return [], [exp.alias_(share, FINGERPRINT, quoted=True)]
-    return [exp.alias_(exp.func("sum", _hashed([qcol(c) for c in columns])), FINGERPRINT, quoted=True)], []
+    per_cell = [(as_key[c.lower()], i) for i, c in enumerate(plan.fingerprint_of[1])
+                if c.lower() in as_key and kind_of(plan, c) == VALUE]
+    per_row = [(c, i) for i, c in enumerate(plan.fingerprint_of[1]) if (as_key.get(c.lower()), i) not in per_cell]
+    summed, shares = [], []
+    for n, lane in enumerate(FINGERPRINT_LANES):
+        rows = fingerprint_product([fingerprint_factor(qcol(c), i, lane) for c, i in per_row])
+        summed.append(exp.alias_(exp.func("sum", rows) if per_row else _huge(exp.Count(this=exp.Star())),
+                                 f"{FINGERPRINT}{n}", quoted=True))
+        cell = fingerprint_product([fingerprint_factor(qcol(c), i, lane) for c, i in per_cell])
+        shares.append(exp.alias_(_modulo(exp.Mul(this=exp.paren(cell), expression=_modulo(qcol(f"{FINGERPRINT}{n}")))),
+                                 f"{FINGERPRINT_SHARE}{n}", quoted=True))
+    return summed, shares
 
 
 def source_fingerprint(backend: Backend, plan: Plan, table: str) -> tuple[int, int] | None:
     """(rows, checksum) of the source, from the cells table `table` when build_cells computed it."""
     if _fingerprint(plan) == ([], []):
         return None
+    checksum = fingerprint_checksum([exp.func("sum", qcol(f"{FINGERPRINT_SHARE}{n}")) for n in range(len(FINGERPRINT_LANES))])
     rows, checksum = backend.one(exp.select(
         exp.func("coalesce", exp.func("sum", qcol(COUNT)), exp.Literal.number(0)),
-        exp.func("coalesce", exp.func("sum", qcol(FINGERPRINT)), exp.Literal.number(0)),
+        exp.func("coalesce", checksum, exp.Literal.number(0)),
     ).from_(exp.to_table(table, quoted=True)))
     return int(rows), int(checksum)
 

@@ -4,9 +4,8 @@ A table `duckanon_publications` in the source's database (in the target's when t
 read-only) holds one row per published target: its source, the ANONYMIZE text, the release's
 parameters and result, when, the duckanon and DuckDB versions, the published transformation
 (the lattice's levels, for REFRESH's stable mode) and a fingerprint of the source at publish
-time: its row count and an order-independent checksum, the sum of a hash of each row's columns
-that the statement reads (a change to a column the statement does not read changes nothing
-published). It is written in the publishing transaction, so a release and its entry commit
+time: its row count and an order-independent checksum of the columns the statement reads (a
+change to a column the statement does not read changes nothing published): fingerprint_sql. It is written in the publishing transaction, so a release and its entry commit
 together. The published table's own comment still never names the source.
 
 `duckanon_publications()` is a TEMP table macro, generated per connection from the registries of
@@ -25,7 +24,9 @@ from sqlglot import exp
 from duckanon._version import __version__
 from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import duckdb_sql, quoted
+from duckanon.pipeline.histogram import (
+    FINGERPRINT_LANES, duckdb_sql, fingerprint_checksum, fingerprint_factor, fingerprint_product, quoted,
+)
 from duckanon.pipeline.plan import Plan
 from duckanon.pipeline.provenance import release_parameters
 from duckanon.sql.statement import TableName, shown_name
@@ -40,10 +41,14 @@ COLUMNS = {
 
 
 def fingerprint_sql(source: str, columns: list[str]) -> str:
-    """SELECT (rows, checksum) of `source` (SQL) over `columns`: the sum of a hash of each row's
-    values, so the order of the rows does not matter and every row counts."""
-    row = ", ".join(quoted(c) for c in columns)
-    return f"SELECT count(*) AS n, coalesce(sum(CAST(hash(row({row})) AS HUGEINT)), 0) AS checksum FROM {source}"
+    """SELECT (rows, checksum) of `source` (SQL) over `columns`: per lane, the sum over the rows of
+    the product of one factor per column, modulo a prime (histogram.fingerprint_factor); the order
+    of the rows does not matter and every row counts. The histogram's GROUP BY computes the same
+    number when it publishes (histogram.source_fingerprint)."""
+    lanes = [exp.func("sum", fingerprint_product([fingerprint_factor(exp.column(c, quoted=True), i, lane)
+                                                  for i, c in enumerate(columns)]))
+             for lane in FINGERPRINT_LANES]
+    return f"SELECT count(*) AS n, coalesce({fingerprint_checksum(lanes).sql('duckdb')}, 0) AS checksum FROM {source}"
 
 
 def fingerprint(backend: Backend, source: TableName, columns: list[str]) -> tuple[int, int]:

@@ -229,14 +229,15 @@ FINGERPRINTED = {
 @pytest.mark.parametrize("case", FINGERPRINTED)
 def test_the_recorded_fingerprint_is_the_sources(case, monkeypatch):
     """The registry's (rows, checksum), computed by the histogram's GROUP BY, equal
-    fingerprint_sql's scan of the source, whichever way the cells computed it; the entry is then
-    current, and stale after one value changes."""
+    fingerprint_sql's scan of the source, whichever way the cells computed it (per cell: no column
+    hashed per row); the entry is then current, and stale after one value changes."""
     from duckanon.pipeline import histogram, registry
 
     scans, ways = [], set()
     real_way = histogram._fingerprint
     monkeypatch.setattr(histogram, "_fingerprint", lambda plan: (lambda found: ways.add(
-        "per row" if found[0] else "per cell" if found[1] else "none") or found)(real_way(plan)))
+        "none" if not found[0] else "per row" if "HASH(" in found[0][0].sql("duckdb").upper() else "per cell")
+        or found)(real_way(plan)))
     real_fingerprint = registry.fingerprint
     monkeypatch.setattr(registry, "fingerprint", lambda *args: scans.append(1) or real_fingerprint(*args))
     columns, options = FINGERPRINTED[case]
@@ -255,4 +256,29 @@ def test_the_recorded_fingerprint_is_the_sources(case, monkeypatch):
     assert listing(con)['"memory"."main"."pub"']["status"] == "current"
     con.execute("UPDATE t SET b = 'z' WHERE rowid = 17")
     assert listing(con)['"memory"."main"."pub"']["status"] == "stale"
+    con.close()
+
+
+def test_the_fingerprint_tells_rows_apart_not_their_order():
+    """Equal for the same rows in another order; different when two rows swap a value, when a row's
+    two columns swap values, or when a row is replaced by another row of the same sums."""
+    from duckanon.pipeline import registry
+
+    con = duckanon.connect()
+    tables = {
+        "base": "(1, 'x'), (2, 'y'), (3, 'z')",
+        "reordered": "(3, 'z'), (1, 'x'), (2, 'y')",
+        "swapped between rows": "(1, 'y'), (2, 'x'), (3, 'z')",
+        "duplicated": "(1, 'x'), (1, 'x'), (3, 'z')",
+    }
+    found = {}
+    for name, values in tables.items():
+        con.execute(f"CREATE OR REPLACE TABLE t AS SELECT * FROM (VALUES {values}) v(a, b)")
+        found[name] = con.execute(registry.fingerprint_sql("t", ["a", "b"])).fetchone()
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM (VALUES ('1', '2'), ('3', '3')) v(a, b)")
+    within = con.execute(registry.fingerprint_sql("t", ["a", "b"])).fetchone()
+    con.execute("CREATE OR REPLACE TABLE t AS SELECT * FROM (VALUES ('2', '1'), ('3', '3')) v(a, b)")
+    assert con.execute(registry.fingerprint_sql("t", ["a", "b"])).fetchone() != within
+    assert found["reordered"] == found["base"]
+    assert len({found[name] for name in tables if name != "reordered"}) == 3
     con.close()
