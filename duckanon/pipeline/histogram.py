@@ -312,13 +312,13 @@ def _huge(value: exp.Expr) -> exp.Expr:
 
 
 def _modulo(value: exp.Expr) -> exp.Expr:
-    return exp.Mod(this=exp.paren(value), expression=exp.Literal.number(FINGERPRINT_MODULUS))
+    return exp.Mod(this=exp.Paren(this=value), expression=exp.Literal.number(FINGERPRINT_MODULUS))
 
 
 def fingerprint_factor(value: exp.Expr, position: int, lane: int) -> exp.Expr:
     """A column's factor in a row's product: 1 .. FINGERPRINT_MODULUS - 1, never 0."""
     hashed = exp.func("hash", value, exp.Literal.number(position + lane))
-    return exp.paren(exp.Add(this=exp.Mod(this=hashed, expression=exp.Literal.number(FINGERPRINT_MODULUS - 1)),
+    return exp.Paren(this=exp.Add(this=exp.Mod(this=hashed, expression=exp.Literal.number(FINGERPRINT_MODULUS - 1)),
                              expression=exp.Literal.number(1)))
 
 
@@ -328,7 +328,7 @@ def fingerprint_product(factors: list[exp.Expr]) -> exp.Expr:
     if not factors:
         return exp.Literal.number(1)
     while len(factors) > 1:
-        pairs = [_modulo(exp.Mul(this=exp.paren(a), expression=exp.paren(b))) for a, b in zip(factors[::2], factors[1::2])]
+        pairs = [_modulo(exp.Mul(this=exp.Paren(this=a), expression=exp.Paren(this=b))) for a, b in zip(factors[::2], factors[1::2])]
         factors = pairs + factors[len(pairs) * 2:]
     return factors[0]
 
@@ -336,7 +336,12 @@ def fingerprint_product(factors: list[exp.Expr]) -> exp.Expr:
 def fingerprint_checksum(lane_sums: list[exp.Expr]) -> exp.Expr:
     """The checksum from the two lanes' sums (each reduced modulo FINGERPRINT_MODULUS here)."""
     high, low = (_modulo(lane) for lane in lane_sums)
-    return exp.Add(this=exp.Mul(this=exp.paren(high), expression=exp.Literal.number(1 << 32)), expression=low)
+    return exp.Add(this=exp.Mul(this=exp.Paren(this=high), expression=exp.Literal.number(1 << 32)), expression=low)
+
+
+def fingerprinted(plan: Plan) -> bool:
+    """Whether build_cells computes the registry's fingerprint: asked for, and of the table it reads."""
+    return plan.fingerprint_of is not None and plan.fingerprint_of[0] == plan.source.sql()
 
 
 def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
@@ -347,7 +352,7 @@ def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
     A column whose class key is the value itself (VALUE: equal keys are identical values) is
     the same in every row of a cell: its factor is taken once per cell. The others (kept columns,
     and keys that are a text) are multiplied per row and summed by the GROUP BY."""
-    if plan.fingerprint_of is None or plan.fingerprint_of[0] != plan.source.sql():
+    if not fingerprinted(plan):
         return [], []
     as_key = {c.lower(): qi_alias(j) for j, c in enumerate(plan.qi)}
     if plan.sensitive:
@@ -361,14 +366,14 @@ def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
         summed.append(exp.alias_(exp.func("sum", rows) if per_row else _huge(exp.Count(this=exp.Star())),
                                  f"{FINGERPRINT}{n}", quoted=True))
         cell = fingerprint_product([fingerprint_factor(qcol(c), i, lane) for c, i in per_cell])
-        shares.append(exp.alias_(_modulo(exp.Mul(this=exp.paren(cell), expression=_modulo(qcol(f"{FINGERPRINT}{n}")))),
+        shares.append(exp.alias_(_modulo(exp.Mul(this=exp.Paren(this=cell), expression=_modulo(qcol(f"{FINGERPRINT}{n}")))),
                                  f"{FINGERPRINT_SHARE}{n}", quoted=True))
     return summed, shares
 
 
 def source_fingerprint(backend: Backend, plan: Plan, table: str) -> tuple[int, int] | None:
     """(rows, checksum) of the source, from the cells table `table` when build_cells computed it."""
-    if _fingerprint(plan) == ([], []):
+    if not fingerprinted(plan):
         return None
     checksum = fingerprint_checksum([exp.func("sum", qcol(f"{FINGERPRINT_SHARE}{n}")) for n in range(len(FINGERPRINT_LANES))])
     rows, checksum = backend.one(exp.select(
