@@ -319,7 +319,7 @@ def fingerprint_factor(value: exp.Expr, position: int, lane: int) -> exp.Expr:
     """A column's factor in a row's product: 1 .. FINGERPRINT_MODULUS - 1, never 0."""
     hashed = exp.func("hash", value, exp.Literal.number(position + lane))
     return exp.Paren(this=exp.Add(this=exp.Mod(this=hashed, expression=exp.Literal.number(FINGERPRINT_MODULUS - 1)),
-                             expression=exp.Literal.number(1)))
+                                  expression=exp.Literal.number(1)))
 
 
 def fingerprint_product(factors: list[exp.Expr]) -> exp.Expr:
@@ -328,7 +328,8 @@ def fingerprint_product(factors: list[exp.Expr]) -> exp.Expr:
     if not factors:
         return exp.Literal.number(1)
     while len(factors) > 1:
-        pairs = [_modulo(exp.Mul(this=exp.Paren(this=a), expression=exp.Paren(this=b))) for a, b in zip(factors[::2], factors[1::2])]
+        pairs = [_modulo(exp.Mul(this=exp.Paren(this=a), expression=exp.Paren(this=b)))
+                 for a, b in zip(factors[::2], factors[1::2])]
         factors = pairs + factors[len(pairs) * 2:]
     return factors[0]
 
@@ -357,17 +358,20 @@ def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
     as_key = {c.lower(): qi_alias(j) for j, c in enumerate(plan.qi)}
     if plan.sensitive:
         as_key[plan.sensitive.lower()] = SA_ALIAS
-    per_cell = [(as_key[c.lower()], i) for i, c in enumerate(plan.fingerprint_of[1])
-                if c.lower() in as_key and kind_of(plan, c) == VALUE]
-    per_row = [(c, i) for i, c in enumerate(plan.fingerprint_of[1]) if (as_key.get(c.lower()), i) not in per_cell]
+    per_cell, per_row = [], []  # (the column as the cells or the source name it, its position)
+    for i, column in enumerate(plan.fingerprint_of[1]):
+        if column.lower() in as_key and kind_of(plan, column) == VALUE:
+            per_cell.append((as_key[column.lower()], i))
+        else:
+            per_row.append((column, i))
     summed, shares = [], []
     for n, lane in enumerate(FINGERPRINT_LANES):
         rows = fingerprint_product([fingerprint_factor(qcol(c), i, lane) for c, i in per_row])
         summed.append(exp.alias_(exp.func("sum", rows) if per_row else _huge(exp.Count(this=exp.Star())),
                                  f"{FINGERPRINT}{n}", quoted=True))
         cell = fingerprint_product([fingerprint_factor(qcol(c), i, lane) for c, i in per_cell])
-        shares.append(exp.alias_(_modulo(exp.Mul(this=exp.Paren(this=cell), expression=_modulo(qcol(f"{FINGERPRINT}{n}")))),
-                                 f"{FINGERPRINT_SHARE}{n}", quoted=True))
+        share = _modulo(exp.Mul(this=exp.Paren(this=cell), expression=_modulo(qcol(f"{FINGERPRINT}{n}"))))
+        shares.append(exp.alias_(share, f"{FINGERPRINT_SHARE}{n}", quoted=True))
     return summed, shares
 
 
@@ -375,7 +379,8 @@ def source_fingerprint(backend: Backend, plan: Plan, table: str) -> tuple[int, i
     """(rows, checksum) of the source, from the cells table `table` when build_cells computed it."""
     if not fingerprinted(plan):
         return None
-    checksum = fingerprint_checksum([exp.func("sum", qcol(f"{FINGERPRINT_SHARE}{n}")) for n in range(len(FINGERPRINT_LANES))])
+    checksum = fingerprint_checksum([exp.func("sum", qcol(f"{FINGERPRINT_SHARE}{n}"))
+                                     for n in range(len(FINGERPRINT_LANES))])
     rows, checksum = backend.one(exp.select(
         exp.func("coalesce", exp.func("sum", qcol(COUNT)), exp.Literal.number(0)),
         exp.func("coalesce", checksum, exp.Literal.number(0)),

@@ -5,8 +5,8 @@ read-only) holds one row per published target: its source, the ANONYMIZE text, t
 parameters and result, when, the duckanon and DuckDB versions, the published transformation
 (the lattice's levels, for REFRESH's stable mode) and a fingerprint of the source at publish
 time: its row count and an order-independent checksum of the columns the statement reads (a
-change to a column the statement does not read changes nothing published): fingerprint_sql. It is written in the publishing transaction, so a release and its entry commit
-together. The published table's own comment still never names the source.
+change to a column the statement does not read changes nothing published): fingerprint_sql. It
+is written in the publishing transaction, so a release and its entry commit together. The published table's own comment still never names the source.
 
 `duckanon_publications()` is a TEMP table macro, generated per connection from the registries of
 every attached database (install_listing): each entry with the source's current fingerprint and
