@@ -58,6 +58,9 @@ class Backend:
     reads_stably = False  # source_is_stable() can tell a base table that reads the same twice
     writes_reports = False  # the HTML report's SQL macros can be installed
     has_enum_types = False  # CAST(x AS ENUM('a', 'b')): a sort can carry strings as small codes
+    # array_position(ARRAY('a', 'b'), x) and element_at(ARRAY('a', 'b'), i): a sort can carry strings as
+    # their positions in an array of them
+    has_array_positions = False
     keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None

@@ -88,6 +88,7 @@ class SparkBackend(Backend):
 
     name = "spark"
     dialect = "spark"
+    has_array_positions = True
 
     def __init__(self, spark):
         super().__init__()

@@ -20,10 +20,14 @@ The cost of that order. With `keep` columns the published rows must be sorted, a
 whole payload: eight VARCHAR QI columns made it cost as much again as the join. The sort therefore
 carries each QI as a DuckDB ENUM of the few published strings of its column (one or two bytes,
 ENUM_LIMIT values at most), and the strings are put back after the sort, in a projection that keeps
-the sorted order.
+the sorted order. On Spark, whose shuffle and sort move the same payload, the code is the string's
+position in an array of the column's strings (CODINGS).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -52,8 +56,8 @@ PART_HASH, ROW_ORDER = "ph", "row_order"
 # Releases of this many rows or more (without `keep` columns) are generated from blocks of their
 # parts (rows_per_block); below it the single-threaded expansion takes well under 0.1 s.
 BLOCKED_FROM_ROWS = 1_000_000
-# Columns with more distinct published strings than this are sorted as VARCHARs: the ENUM's
-# dictionary is part of the statement's text.
+# Columns with more distinct published strings than this are sorted as VARCHARs: the dictionary
+# (the ENUM's, or Spark's array) is part of the statement's text.
 ENUM_LIMIT = 4096
 
 
@@ -303,24 +307,92 @@ def view_select(plan: Plan, counts: TableName) -> exp.Select:
     return _expanded(items, table, qcol(count_column(plan)), unused_name(plan, "copy"))
 
 
-def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str) -> dict[int, list[str]]:
+def _literals(strings: tuple[str, ...]) -> list[exp.Expr]:
+    return [exp.Literal.string(s) for s in strings]
+
+
+def _distinct_list(text: exp.Expr) -> exp.Expr:
+    return exp.func("list", exp.Distinct(expressions=[text]))
+
+
+def _sorted_set(text: exp.Expr) -> exp.Expr:
+    """collect_set, sorted: its own order is its hash set's; the same strings make the same statement."""
+    return exp.ArraySort(this=exp.ArrayUniqueAgg(this=text))
+
+
+def _as_enum(value: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
+    return exp.Cast(this=value, to=exp.DataType(this=exp.DataType.Type.ENUM, expressions=_literals(strings)))
+
+
+def _enum_text(code: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
+    return _varchar(code)
+
+
+def _position_in(value: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
+    """The 1-based position of `value` in the strings (NULL for NULL), as the INT element_at takes."""
+    position = exp.ArrayPosition(this=exp.Array(expressions=_literals(strings)), expression=value)
+    return exp.Cast(this=position, to=exp.DataType.build("INT"))
+
+
+def _string_at(code: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
+    """The string at the 1-based position `code` (NULL for NULL)."""
+    return exp.func("element_at", exp.Array(expressions=_literals(strings)), code)
+
+
+@dataclass(frozen=True)
+class Coding:
+    """How an engine's sort carries a column's few published strings as small codes: `collect`
+    aggregates the column's distinct strings into an array (byte-wise distinct), `encode` gives a
+    string's code below the sort, `decode` the string of a code above it."""
+
+    collect: Callable[[exp.Expr], exp.Expr]
+    encode: Callable[[exp.Expr, tuple[str, ...]], exp.Expr]
+    decode: Callable[[exp.Expr, tuple[str, ...]], exp.Expr]
+
+
+# By preference, the first one the backend has (its capability flag). DuckDB: an ENUM, one or two
+# bytes. Spark: the string's position in the sorted array of the column's strings, one fixed
+# 8-byte field of a row through the shuffle and the sort, where a string takes that field and its bytes.
+CODINGS = (
+    ("has_enum_types", Coding(collect=_distinct_list, encode=_as_enum, decode=_enum_text)),
+    ("has_array_positions", Coding(collect=_sorted_set, encode=_position_in, decode=_string_at)),
+)
+
+
+def coding_of(backend: Backend) -> Coding | None:
+    return next((coding for flag, coding in CODINGS if getattr(backend, flag)), None)
+
+
+@dataclass(frozen=True)
+class Dictionary:
+    """The distinct published strings of one QI column and the coding its rows are sorted in."""
+
+    strings: tuple[str, ...]
+    coding: Coding
+
+    def encoded(self, value: exp.Expr) -> exp.Expr:
+        return self.coding.encode(value, self.strings)
+
+    def decoded(self, code: exp.Expr) -> exp.Expr:
+        return self.coding.decode(code, self.strings)
+
+
+def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str) -> dict[int, Dictionary]:
     """Per QI column j with at most ENUM_LIMIT distinct published strings (compared byte by byte):
-    those strings, the dictionary of the ENUM its rows are sorted as (publish_select). Empty on an
-    engine without ENUM types."""
-    if not backend.has_enum_types or not plan.qi:
+    those strings, the dictionary of the codes its rows are sorted as (publish_select). Empty on an
+    engine that has no coding (CODINGS)."""
+    coding = coding_of(backend)
+    if coding is None or not plan.qi:
         return {}
-    columns = [exp.func("list", exp.Distinct(expressions=[binary_text(plan, qcol(out_alias(j)))]))
-               for j in range(len(plan.qi))]
+    columns = [coding.collect(binary_text(plan, qcol(out_alias(j)))) for j in range(len(plan.qi))]
     found = backend.one(exp.select(*columns).from_(exp.to_table(keyed_table, quoted=True)))
     strings = [[v for v in values or [] if v is not None] for values in found]
-    return {j: values for j, values in enumerate(strings) if 0 < len(values) <= ENUM_LIMIT}  # ENUM() is no type
+    # a column of NULLs alone is not coded (ENUM() is no type)
+    return {j: Dictionary(tuple(values), coding) for j, values in enumerate(strings) if 0 < len(values) <= ENUM_LIMIT}
 
 
-def _sorted_as(value: exp.Expr, dictionary: list[str] | None) -> exp.Expr:
-    if dictionary is None:
-        return value
-    enum = exp.DataType(this=exp.DataType.Type.ENUM, expressions=[exp.Literal.string(v) for v in dictionary])
-    return exp.Cast(this=value, to=enum)
+def _sorted_as(value: exp.Expr, dictionary: Dictionary | None) -> exp.Expr:
+    return value if dictionary is None else dictionary.encoded(value)
 
 
 def _row_hash(plan: Plan, seed: exp.Expr, per_row: list[str], table: str, name=None) -> exp.Expr:
@@ -420,11 +492,11 @@ def _bucket_parts(split_rows: str, coded: exp.Select) -> exp.Select:
 
 
 def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
-                   dictionaries: dict[int, list[str]] | None = None) -> exp.Select:
+                   dictionaries: dict[int, Dictionary] | None = None) -> exp.Select:
     """The published rows: the source joined to the keyed table, ordered by hash(part hash, the
-    row's own published values). The QIs travel through the sort as ENUMs of `dictionaries`
-    (published_dictionaries) and are cast back to VARCHAR above it; a projection of a sorted
-    subquery keeps its order."""
+    row's own published values). The QIs travel through the sort as codes of `dictionaries`
+    (published_dictionaries: ENUMs on DuckDB, positions on Spark) and are decoded above it; a
+    projection of a sorted subquery keeps its order."""
     dictionaries = dictionaries or {}
     seed_literal = exp.Literal.number(seed)
     qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
@@ -508,7 +580,7 @@ def publish_select(plan: Plan, keyed_table: str, any_split: bool, seed: int,
         value = qcol(f"v{i}")
         j = qi_index.get(col.lower())
         if j is not None and j in dictionaries:
-            value = _varchar(value)
+            value = dictionaries[j].decoded(value)
         outputs.append(exp.alias_(value, col, quoted=True))
     select = exp.select(*outputs).from_(ordered.subquery("sorted"))
     for name, query in ctes:

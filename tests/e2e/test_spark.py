@@ -4,6 +4,7 @@ published rows. Skipped where pyspark or Java is missing."""
 from collections import Counter
 
 import pytest
+from sqlglot import exp
 
 import duckanon
 from conftest import HOSPITAL
@@ -69,3 +70,52 @@ def test_python_api_with_a_session_and_a_table_name(spark):
     assert spark.table("hospital_api").columns == ["zipcode", "age"]  # columns not mentioned are not published
     with pytest.raises(duckanon.AnonymizeError, match="option report needs engine = 'duckdb'"):
         duckanon.connect().execute("ANONYMIZE hospital WITH (k = 2, engine = 'spark', report = 'x.html')")
+
+
+# Strings a literal must spell back byte for byte (a quote, a backslash, a tab, non-ASCII, the empty
+# string) and NULL, as the values of a QI column of few published strings
+PLACES = ["O'Hara", "back\\slash", "Zürich", "tab\tstop", "", None, "plain"]
+
+
+def test_keep_columns_publish_what_duckdb_does_with_codes_through_the_sort(spark, monkeypatch):
+    """With keep columns Spark sorts the published rows: a QI column of at most ENUM_LIMIT distinct
+    published strings crosses the shuffle and the sort as its position in the column's strings
+    (a bigint) and is decoded above it, one of more as strings; the published multiset is DuckDB's."""
+    from pyspark.sql import types as T
+
+    from duckanon.backends.spark import SparkBackend
+    from duckanon.pipeline.materialize import ENUM_LIMIT
+    from duckanon.spark import execute
+
+    pairs = ENUM_LIMIT + 100  # classes of two rows, one per `many` value; then ten rows of classes of one
+    rows = [(i, f"m{i // 2}", PLACES[(i // 2) % len(PLACES)], f"n{i % 3}", ["flu", "cold"][i % 2])
+            for i in range(2 * pairs)]
+    rows += [(i, f"u{i}", "plain", "n0", "flu") for i in range(2 * pairs, 2 * pairs + 10)]
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("many", T.StringType()),
+                           T.StructField("place", T.StringType()), T.StructField("note", T.StringType()),
+                           T.StructField("disease", T.StringType())])
+    spark.createDataFrame(rows, schema).createOrReplaceTempView("coded")
+    statement = ("ANONYMIZE coded INTO coded_anon WITH (k = 2, qi = (many, place), sensitive = disease, "
+                 "keep = (id, note), method = 'greedy', seed = 5)")
+    rendered, below = [], {}
+    create_target = SparkBackend.create_target
+
+    def recording(self, table, select, *args, **kwargs):
+        rendered.append(self.render(select))
+        sort = next(s for s in select.find_all(exp.Select) if s.args.get("order"))
+        types = dict(self.spark.sql(self.render(sort)).dtypes)
+        below.update({item.alias: types[item.find(exp.Column).name] for item in select.expressions})
+        return create_target(self, table, select, *args, **kwargs)
+
+    monkeypatch.setattr(SparkBackend, "create_target", recording)
+    on_spark = execute(spark, statement)
+    con = duckanon.connect()
+    con.execute("CREATE TABLE coded (id BIGINT, many VARCHAR, place VARCHAR, note VARCHAR, disease VARCHAR)")
+    con.executemany("INSERT INTO coded VALUES (?, ?, ?, ?, ?)", rows)
+    on_duckdb = con.anonymize(statement)
+    assert (on_spark.published_rows, on_spark.stars) == (on_duckdb.published_rows, on_duckdb.stars) == (len(rows), 10)
+    spark_rows = Counter(tuple(r) for r in spark.table("coded_anon").collect())
+    assert spark_rows == Counter(con.execute("SELECT * FROM coded_anon").fetchall())
+    assert {r[2] for r in spark_rows} == set(PLACES) and len({r[1] for r in spark_rows}) > ENUM_LIMIT
+    assert below == {"id": "bigint", "many": "string", "place": "int", "note": "string", "disease": "string"}
+    assert "ARRAY_POSITION(ARRAY(" in rendered[0] and "ELEMENT_AT(ARRAY(" in rendered[0]
