@@ -4,6 +4,7 @@ own JVM process on this machine) on Adult replicated to 10M rows, the same ANONY
 
     pip install -e ".[spark]" && python benchmarks/bench_spark.py [--rows 10000000] [--repetitions 3]
     python benchmarks/bench_spark.py --engines local --package /tmp/wt-before --tag before  # another checkout
+    python benchmarks/bench_spark.py --ab before=ab_before after=ab_after --tag ab  # alternating runs, one table
 
 Input: Adult (../shared/data/adult/adult.csv) replicated with a cross join on range() to --rows
 rows, written once by DuckDB to one Parquet file; every engine reads that file (DuckDB through a
@@ -287,6 +288,53 @@ def markdown(results: list[dict], args) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the backend's statements an A/B table shows apart, by the start of their label (`label`)
+AB_QUERIES = {"keyed view": "CACHE TABLE `keyed`", "dictionaries": "SELECT ARRAY_SORT(COLLECT_SET(",
+              "target CTAS": "CREATE TABLE big_anon", "count check": "SELECT COUNT(*) FROM big_anon"}
+
+
+def ab_report(sides: dict[str, list[Path]], note: str = "") -> tuple[str, dict]:
+    """Runs of two (or more) checkouts, each a list of result files of this script (one repetition
+    each, run alternately), as one table per statement: median (min-max) seconds of the whole
+    statement, its steps and the backend's statements of AB_QUERIES, the 1-minute load when each
+    run ended, and whether every run published the same multiset."""
+    runs = {side: [] for side in sides}
+    commits = {}
+    for side, files in sides.items():
+        for path in files:
+            data = json.loads(path.read_text())
+            commits[side] = data["meta"]["commit"]
+            runs[side] += data["results"]
+    names = list(next(iter(runs.values()))[0]["statements"])
+    columns = ["ANONYMIZE", "histogram", "publish", *AB_QUERIES, "target files", "load"]
+    lines = [f"Spark local[2], {', '.join(f'{side} = {commits[side]}' for side in sides)}; "
+             f"{max(len(r) for r in runs.values())} alternating runs per side, each a fresh process; "
+             "median (min-max) seconds; load: the 1-minute load average when the run ended.", ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| statement | side | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    fingerprints = set()
+    for name in names:
+        for side, results in runs.items():
+            stats = [r["statements"][name] for r in results]
+            fingerprints |= {(name, x["fingerprint"]) for x in stats}
+
+            def query_seconds(prefix: str) -> str:
+                found = [sum(q[1] for q in x["queries"] if q[0].startswith(prefix)) for x in stats
+                         if any(q[0].startswith(prefix) for q in x["queries"])]
+                return spread(found) if found else "-"
+
+            cells = [spread([x["seconds"] for x in stats]),
+                     *[spread([x["steps"].get(step, 0.0) for x in stats]) for step in ("histogram", "publish")],
+                     *[query_seconds(prefix) for prefix in AB_QUERIES.values()],
+                     spread([x["target_files"] for x in stats]), spread([r["load_1min"] for r in results])]
+            lines.append(f"| {name} | {side} ({commits[side]}) | " + " | ".join(cells) + " |")
+    same = len({f for _, f in fingerprints}) == len(names)
+    lines += ["", f"Same published multiset on every run of every side: {'yes' if same else 'NO'} "
+              f"(fingerprints {sorted(fingerprints)})"]
+    return "\n".join(lines) + "\n", {"commits": commits, "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -296,8 +344,24 @@ def main() -> None:
     parser.add_argument("--data", default="/tmp/duckanon-bench-spark", help="where the Parquet inputs are written")
     parser.add_argument("--package", help="import duckanon from this checkout instead (e.g. a worktree of another commit)")
     parser.add_argument("--tag", default="", help="results go to benchmarks/results/bench_spark[_TAG].{json,md}")
+    parser.add_argument("--ab", nargs="+", metavar="SIDE=TAG_PREFIX",
+                        help="no run: combine the results tagged TAG_PREFIX_* of each side into one table "
+                             "(e.g. before=codes_before after=codes_after), written under --tag")
+    parser.add_argument("--note", default="", help="a line under the --ab table's heading")
     parser.add_argument("--engine", help=argparse.SUPPRESS)  # a child: one engine, one JSON line
     args = parser.parse_args()
+    if args.ab:
+        sides = {side: sorted(RESULTS.glob(f"bench_spark_{prefix}_*.json"))
+                 for side, prefix in (item.split("=", 1) for item in args.ab)}
+        missing = [side for side, files in sides.items() if not files]
+        if missing:
+            sys.exit(f"no results for {', '.join(missing)} in {RESULTS}")
+        text, data = ab_report(sides, args.note)
+        suffix = f"_{args.tag}" if args.tag else "_ab"
+        (RESULTS / f"bench_spark{suffix}.json").write_text(json.dumps(data, indent=1))
+        (RESULTS / f"bench_spark{suffix}.md").write_text(text)
+        print(text)
+        return
     data = Path(args.data)
     parquet, adult = data / f"adult_{args.rows}.parquet", data / "adult.parquet"
     names = args.statements.split(",")
