@@ -564,13 +564,18 @@ class Lattice:
         removing fewer achieved; where it does, the next counts up are tried, which finds nodes
         ARX's search misses). Classes of equal size are taken in group order, where ARX takes the
         least generalized first: the same node then removes other rows of the same count, and
-        the loss can differ (benchmarks/results/arx_risk_models.md)."""
+        the loss can differ (benchmarks/results/arx_risk_models.md). Models that read only the
+        published classes' sizes are asked about the size profile (`_profile_holds`): the same
+        answers, each profile's computed once a search."""
         kept = np.flatnonzero(ok & (sizes > 0))
         order = kept[np.argsort(sizes[kept], kind="stable")]
 
         def holds(removed: int) -> bool:
             rest = order[removed:]
             return globally_satisfied(self.global_models, sizes[rest], group_sa[rest])
+
+        if all(hasattr(model, "holds_profile") for model in self.global_models):
+            holds = self._profile_holds(sizes[order])
 
         if holds(0):
             return ok
@@ -586,6 +591,37 @@ class Lattice:
         ok = ok.copy()
         ok[order[:low]] = False
         return ok
+
+    def _profile_holds(self, ordered: np.ndarray):
+        """`holds(removed)` of `_enforce_global` for global models that read only the published
+        classes' sizes (`holds_profile`: PopulationUniqueness), from the class-size profile: with
+        the classes in ascending size (`ordered`), removing the first `removed` leaves every
+        distinct size from the one at position `removed` on, that one with fewer classes. The
+        answers are kept for the whole search by profile (nodes and removal counts that publish
+        the same multiset of sizes ask the same question)."""
+        ends = np.append(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, len(ordered)) if len(ordered) \
+            else np.zeros(0, dtype=np.int64)  # where each run of equal sizes ends
+        distinct = ordered[ends - 1]
+        counts = np.diff(ends, prepend=0)
+        answers = self.__dict__.setdefault("_profile_answers", {})
+        models = self.global_models
+
+        def holds(removed: int) -> bool:
+            if removed >= len(ordered):
+                sizes_left, counts_left = distinct[:0], counts[:0]
+            else:
+                at = int(ends.searchsorted(removed, side="right"))  # the size block holding `removed`
+                sizes_left, counts_left = distinct[at:], counts[at:].copy()
+                counts_left[0] = ends[at] - removed
+            key = sizes_left.tobytes() + b"|" + counts_left.tobytes()
+            answer = answers.get(key)
+            if answer is None:
+                if len(answers) >= 20000:  # (a profile's key is 16 bytes a distinct size)
+                    answers.clear()
+                answer = answers[key] = all(model.holds_profile(sizes_left, counts_left) for model in models)
+            return answer
+
+        return holds
 
     def node_at(self, levels) -> NodeResult | None:
         """The node at `levels` (REFRESH's stable mode) when it is a valid publication: levels

@@ -37,7 +37,7 @@ import numpy as np
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import emd
-from duckanon.solver.population import ESTIMATORS, kmap_derived_k, population_uniques
+from duckanon.solver.population import ESTIMATORS, kmap_derived_k, population_uniques, population_uniques_of_profile
 
 # Relative slack for floating-point comparisons of EMD against t, so that a group exactly at the
 # limit (EMD == t in exact arithmetic) is accepted.
@@ -839,6 +839,17 @@ class PopulationUniqueness(GlobalModel):
         if fraction > 0:
             return fraction <= self.u * (1 + 1e-12)
         return not (sizes == 1).any()
+
+    def holds_profile(self, sizes: np.ndarray, counts: np.ndarray) -> bool:
+        """`holds` on published classes given by their distinct sizes (ascending, >= 1) and how
+        many classes have each: the estimators read nothing else (the lattice's removal search
+        derives these from a node's classes, one removal count after another)."""
+        if not len(sizes):
+            return True
+        fraction = population_uniques_of_profile(sizes, counts, self.population_size, self.estimator).fraction
+        if fraction > 0:
+            return fraction <= self.u * (1 + 1e-12)
+        return not sizes[0] == 1
 
     def check_feasible(self, sa_total):
         rows = int(np.asarray(sa_total).sum())

@@ -40,6 +40,8 @@ Every function here is pure (numbers in, numbers out) and never reads a database
 from __future__ import annotations
 
 import math
+import struct
+import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -113,6 +115,21 @@ def _profile(sizes: Iterable[int]) -> _Profile:
                     int(lookup.get(1, 0)), int(lookup.get(2, 0)))
 
 
+def profile_of_counts(sizes: np.ndarray, counts: np.ndarray) -> _Profile:
+    """The profile of classes given as distinct sizes (ascending, >= 1) and how many classes have
+    each (>= 1), as `_profile` builds it from the list of class sizes, without the list: the
+    lattice's removal search (`Lattice._enforce_global`) derives each removal count's profile from
+    the node's in O(distinct sizes)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    if sizes.size == 0:
+        raise AnonymizeError("population uniqueness: the sample is empty (no equivalence class)")
+    c1 = int(counts[0]) if sizes[0] == 1 else 0
+    at2 = 1 if c1 else 0
+    c2 = int(counts[at2]) if at2 < len(sizes) and sizes[at2] == 2 else 0
+    return _Profile(sizes, counts, int(np.dot(sizes, counts)), int(counts.sum()), c1, c2)
+
+
 def _population(population_size, n: int) -> int:
     if isinstance(population_size, bool) or not isinstance(population_size, (int, np.integer)):
         if isinstance(population_size, float) and population_size == math.floor(population_size):
@@ -159,7 +176,8 @@ def lgamma_diff(x: float, h: float) -> float:
 
 def _newton(evaluate: Callable[[float, float], tuple[float, float, float, float, float, float]],
             start: tuple[float, float],
-            constraint: Callable[[float, float], bool] | None = None) -> tuple[float, float, bool]:
+            constraint: Callable[[float, float], bool] | None = None,
+            floats: bool = False) -> tuple[float, float, bool]:
     """ARX's Newton-Raphson (de.linearbits.newtonraphson.NewtonRaphson2D as ARX configures it).
 
     `evaluate(x, y)` returns (F_1, F_2, J_11, J_12, J_21, J_22). Tries `start`, then each of
@@ -171,17 +189,30 @@ def _newton(evaluate: Callable[[float, float], tuple[float, float, float, float,
     apply, which is the same whenever ARX does not run out of time.
 
     Returns (x, y, True) on convergence, (nan, nan, False) otherwise.
+
+    A try whose path comes back to a point it has visited (bit for bit; often a fixed point where
+    the step rounds to nothing) is a cycle of points already checked: it would go round until
+    the step count ends it, so it ends at once, with the same outcome (`evaluate` is a pure
+    function of the point).
+
+    The steps are computed with Python floats, which round as numpy's float64 does (a zero
+    determinant gives the signed infinity numpy's division gives); `evaluate` receives the point
+    as numpy float64 scalars, or as Python floats with `floats`.
     """
     starts = (start, *START_VALUES)
+    pack = _POINT.pack
+    point = float if floats else np.float64
     with np.errstate(all="ignore"):
         for attempt, (x0, y0) in enumerate(starts):
-            x, y = np.float64(x0), np.float64(y0)
+            x, y = float(x0), float(y0)
             steps = 0
+            visited = {pack(x, y)}
             while True:
-                f1, f2, j11, j12, j21, j22 = evaluate(x, y)
+                f1, f2, j11, j12, j21, j22 = evaluate(point(x), point(y))
                 if abs(f1) <= ACCURACY and abs(f2) <= ACCURACY:
                     return float(x), float(y), True
-                inv = np.float64(1.0) / (j11 * j22 - j12 * j21)
+                det = j11 * j22 - j12 * j21
+                inv = 1.0 / det if det != 0 else math.copysign(math.inf, det)
                 x = x - ((j22 * inv) * f1 + (-j12 * inv) * f2)
                 y = y - ((-j21 * inv) * f1 + (j11 * inv) * f2)
                 if attempt == len(starts) - 1:
@@ -190,8 +221,15 @@ def _newton(evaluate: Callable[[float, float], tuple[float, float, float, float,
                     break
                 if math.isnan(x) or math.isnan(y) or steps >= ITERATIONS_PER_TRY:
                     break
+                here = pack(x, y)
+                if here in visited:
+                    break
+                visited.add(here)
                 steps += 1
     return math.nan, math.nan, False
+
+
+_POINT = struct.Struct("<dd")  # a Newton point's bits (0.0 and -0.0 apart)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -210,19 +248,55 @@ def pitman_start(p: _Profile) -> tuple[float, float]:
     return float(t), float(a)
 
 
-def _pitman_system(p: _Profile):
+def _counting(length: int) -> np.ndarray:
+    """1.0, 2.0, ..., length - 1.0 (a view of one shared array, grown as needed)."""
+    global _COUNTING
+    if len(_COUNTING) < length:
+        _COUNTING = np.arange(1, max(length, 2 * len(_COUNTING)), dtype=np.float64)
+        _COUNTING.setflags(write=False)
+    return _COUNTING[:max(length - 1, 0)]
+
+
+_COUNTING = np.arange(1, 1 << 16, dtype=np.float64)
+_COUNTING.setflags(write=False)
+_SCRATCH = threading.local()
+
+
+def _scratch(length: int) -> np.ndarray:
+    """A float64 array of `length` to write into, the same memory from call to call (per thread)."""
+    buffer = getattr(_SCRATCH, "buffer", None)
+    if buffer is None or len(buffer) < length:
+        buffer = _SCRATCH.buffer = np.empty(max(length, 1 << 16), dtype=np.float64)
+    return buffer[:length]
+
+
+def _pitman_system(p: _Profile, gradient_only: bool = False):
     """The likelihood equations dL/dtheta = 0, dL/dalpha = 0 and their Jacobian (the Hessian of
     L) by the finite sums (ARX's "iterative" functions):
 
         dL/dtheta = sum_{i<u} 1 / (theta + i alpha) - sum_{i<n} 1 / (theta + i)
         dL/dalpha = sum_{i<u} i / (theta + i alpha) - sum_classes sum_{j<size} 1 / (j - alpha)
-    """
-    i_u = np.arange(1, p.u, dtype=np.float64)
-    i_n = np.arange(1, p.n, dtype=np.float64)
+
+    `gradient_only`: the function returns the two equations alone (the same values), for the
+    check of the closed form's root."""
+    i_u = _counting(p.u)
+    i_n = _counting(p.n)
     # m_j = classes larger than j, j = 1..max size - 1: sum_classes sum_{j<size} g(j) = sum_j m_j g(j)
     top = int(p.sizes[-1])
-    j = np.arange(1, top, dtype=np.float64)
+    j = _counting(top)
     m = _classes_larger(p, top)
+
+    def gradient(t, a):
+        v = t + i_u * a
+        inv_v = 1.0 / v
+        w = _scratch(len(i_n))  # (n can be large: fresh memory each time costs page faults)
+        np.add(t, i_n, out=w)
+        np.divide(1.0, w, out=w)
+        z = 1.0 / (j - a)
+        return np.sum(inv_v) - np.sum(w), np.sum(i_u * inv_v) - np.sum(m * z)
+
+    if gradient_only:
+        return gradient
 
     def evaluate(t, a):
         v = t + i_u * a
@@ -314,35 +388,161 @@ def _pitman_closed_system(p: _Profile):
         sum_{j<k} 1 / (j - alpha)         = psi(k - alpha) - psi(1 - alpha)
 
     and likewise the Hessian with psi' (ARX's ModelPitman "closed" master function), evaluated
-    with ARX's digamma_arx and trigamma_arx; sums over the class sizes run in ascending order."""
-    u, n = np.float64(p.u), np.float64(p.n)
-    others = [(float(k), np.float64(c)) for k, c in zip(p.sizes, p.counts) if k != 1]
+    with ARX's digamma_arx and trigamma_arx; sums over the class sizes run in ascending order.
+
+    Computed as that description reads, one number at a time, bit for bit, but faster: psi and
+    psi' at 1 - alpha and at k - alpha for every size k > 1 as arrays (`_polygamma_arrays`), the
+    sums over the sizes in the same order (a running sum, numpy's cumsum); the other terms with
+    Python floats, which round as numpy's float64 does. Where a Python division by zero raises
+    (alpha = 0, or alpha^2 underflowing; numpy gives inf or NaN) the point is evaluated again
+    with numpy's scalars."""
+    u, n = float(p.u), float(p.n)
+    others = p.sizes != 1
+    m = int(others.sum())
+    # the arguments' integer parts: 1 (psi_a, psi'_a), then the sizes > 1, ascending
+    whole = np.concatenate(([1.0], p.sizes[others].astype(np.float64)))
+    counts = p.counts[others].astype(np.float64)
+    polygamma = _polygamma_arrays(m + 1)
+    terms = np.empty((2, m), dtype=np.float64)
+    psi, tri = _digamma_fast, _trigamma_fast
+    subtract, multiply = np.subtract, np.multiply
 
     def evaluate(t, a):
-        t, a = np.float64(t), np.float64(a)
         s = t / a
         a2 = a * a
-        psi_u, psi_1 = digamma_arx(float(((u - 1) + s) + 1)), digamma_arx(float(s + 1))
-        tri_u, tri_1 = trigamma_arx(float(((a + t) + a * (u - 1)) / a)), trigamma_arx(float(s + 1))
+        psi_u, psi_1 = psi(((u - 1) + s) + 1), psi(s + 1)
+        tri_u, tri_1 = tri(((a + t) + a * (u - 1)) / a), tri(s + 1)
         o1 = (psi_u - psi_1) / a                       # sum_{i<u} 1 / (t + i a)
         d1 = (tri_1 - tri_u) / a2                      # sum_{i<u} 1 / (t + i a)^2
         o3 = ((u - 1) * a - t * (psi_u - psi_1)) / a2  # sum_{i<u} i / (t + i a)
         d5 = (o1 - t * d1) / a                         # sum_{i<u} i / (t + i a)^2
         d3 = ((u - 1) - 2 * t * o1 + t * t * d1) / a2  # sum_{i<u} i^2 / (t + i a)^2
-        o2 = np.float64(digamma_arx(float(n + t))) - digamma_arx(float(t + 1))
-        d2 = np.float64(trigamma_arx(float(t + 1))) - trigamma_arx(float(n + t))
-        psi_a, tri_a = digamma_arx(float(1 - a)), trigamma_arx(float(1 - a))
-        o4 = d4 = np.float64(0.0)
-        for k, c in others:
-            o4 += c * (digamma_arx(float(k - a)) - psi_a)
-            d4 += c * (tri_a - trigamma_arx(float(k - a)))
+        o2 = psi(n + t) - psi(t + 1)
+        d2 = tri(t + 1) - tri(n + t)
+        o4 = d4 = 0.0
+        if m:
+            values = polygamma(subtract(whole, a)).reshape(2, m + 1)
+            # per size c (psi(k - a) - psi_a) and c (psi'(k - a) - psi'_a), the second the
+            # negated term of the sum d4 (exactly: negation rounds symmetrically), each summed
+            # from the first; + 0.0 turns a -0.0 into the 0.0 the loop's start at 0.0 gives
+            subtract(values[:, 1:], values[:, :1], out=terms)
+            multiply(terms, counts, out=terms)
+            o4, d4 = terms.cumsum(axis=1)[:, -1].tolist()
+            o4, d4 = o4 + 0.0, -d4 + 0.0
         return o1 - o2, o3 - o4, d2 - d1, -d5, -d5, -d3 - d4
 
-    def guarded(t, a):
-        with np.errstate(all="ignore"):
+    def guarded(t, a):  # (_newton calls it under np.errstate(all="ignore"))
+        t, a = float(t), float(a)
+        if a == 0:
+            # s = t / 0 is +-inf or NaN, psi and psi' there NaN: every value is NaN (the starts
+            # with alpha = 0 end at their first step)
+            return _NAN6
+        try:
             return evaluate(t, a)
+        except ZeroDivisionError:  # alpha^2 underflows to 0
+            with np.errstate(all="ignore"):
+                return evaluate(np.float64(t), np.float64(a))
 
     return guarded
+
+
+def _digamma_fast(x: float) -> float:
+    """digamma_arx(x), its series written out for 12 <= x < inf (no shift: the same value)."""
+    if 12.0 <= x < _INF:
+        r = 1.0 / x
+        r2 = r * r
+        return (_LOG(x) - 0.5 * r) - r2 * (1 / 12 - r2 * (1 / 120 - r2 * (1 / 252 - r2 * (1 / 240 - r2 * (1 / 132)))))
+    return digamma_arx(x)
+
+
+def _trigamma_fast(x: float) -> float:
+    """trigamma_arx(x), its series written out for 12 <= x < inf (no shift: the same value)."""
+    if 12.0 <= x < _INF:
+        r = 1.0 / (x * x)
+        return 0.5 * r + (1 + r * (1 / 6 + r * (-1 / 30 + r * (1 / 42 + r * (-1 / 30 + r * (5 / 66)))))) / x
+    return trigamma_arx(x)
+
+
+_INF, _LOG = math.inf, math.log
+_NAN6 = (math.nan,) * 6
+# the series' coefficients, innermost first, for p = c + y^-2 p (Horner): digamma's tail, its
+# subtractions written as additions of the negated terms (each step's value is then the
+# original's or its negation, exactly), and trigamma's series
+_HORNER = ((1 / 132, 5 / 66), (-1 / 240, -1 / 30), (1 / 252, 1 / 42), (-1 / 120, -1 / 30), (1 / 12, 1 / 6))
+_STEP = np.arange(12, dtype=np.float64)  # the shifts' steps i (i < ceil(v) exactly when i < v)
+_SHIFT_UP_TO = np.array([[12.0], [8.0]])  # digamma shifts below 12, trigamma below 8
+
+
+def _polygamma_arrays(m: int):
+    """A function of an ascending array x of m arguments returning digamma_arx(x) then
+    trigamma_arx(x) as one array of 2m, bit for bit: the same operations in the same order,
+    elementwise (numpy's +, -, *, / round as Python's float operations do), in buffers kept from
+    call to call (the next call overwrites the array returned).
+
+    * digamma: below 12 the argument is shifted up by ceil(12 - x) steps, the shift's sum
+      sum_i 1 / (x + i) a running sum along the steps (numpy's cumsum); then
+      (-shift + (ln y - r / 2)) - r2 p with y the shifted argument, r = 1 / y, r2 = r^2 and p the
+      tail's polynomial in r2. The tail r2 (1/12 - r2 (1/120 - r2 (1/252 - r2 (1/240 - r2 (1/132)))))
+      is evaluated as r2 (1/12 + r2 (-1/120 + r2 (1/252 + r2 (-1/240 + r2 (1/132))))): each
+      step's value is the original's or its negation. The logarithms are math.log's (numpy's
+      own log differs from the C library's in the last bit now and then).
+    * trigamma: below 8 the shift's sum of 1 / (x + i)^2 alone (ARX's series starts at 12), 0
+      on [8, 12) (a sum of no steps), from 12 on 0.5 r + (1 + r p) / x with r = 1 / x^2.
+
+    The arguments below 12 come first (ascending). Arguments outside the series' range (<= 1e-4,
+    NaN, inf) take the scalar functions."""
+    add, subtract, multiply, divide, ceil, fromiter = np.add, np.subtract, np.multiply, np.divide, np.ceil, np.fromiter
+    log, f64 = math.log, np.float64
+    arguments = np.empty(2 * m)  # digamma's (shifted to 12 and up), then trigamma's squared
+    powers, halves = np.empty(2 * m), np.empty(2 * m)
+    poly, out = np.empty(2 * m), np.empty(2 * m)
+    shifted, squares, psi, tri = arguments[:m], arguments[m:], out[:m], out[m:]
+    c0, c1, c2, c3, c4 = (np.repeat(np.array(pair, dtype=np.float64), m) for pair in _HORNER)
+
+    def values(x: np.ndarray) -> np.ndarray:
+        if not (x[0] > 1e-4 and x[-1] < _INF):
+            listed = x.tolist()
+            psi[:] = [digamma_arx(v) for v in listed]
+            tri[:] = [trigamma_arx(v) for v in listed]
+            return out
+        below = int(x.searchsorted(12.0))  # the arguments digamma shifts (x < 12)
+        if below:
+            low = x[:below]
+            rest = subtract(_SHIFT_UP_TO, low)  # 12 - x and 8 - x: the steps i < these
+            step = low[:, None] + _STEP         # x + i
+            # True / (x + i) = 1.0 / (x + i) for the steps taken, False / (x + i) = 0.0 after
+            sums = divide(_STEP < rest.reshape(-1, 1), np.concatenate((step, step * step))).cumsum(axis=1)[:, -1]
+            add(low, ceil(rest[0]), out=shifted[:below])
+            shifted[below:] = x[below:]
+        else:
+            shifted[:] = x
+        multiply(x, x, out=squares)
+        divide(1.0, arguments, out=powers)        # r = 1 / y for digamma, 1 / x^2 for trigamma
+        multiply(powers, 0.5, out=halves)         # r / 2, 0.5 r
+        multiply(powers[:m], powers[:m], out=powers[:m])  # digamma's r2 = r^2
+        multiply(powers, c0, out=poly)
+        add(poly, c1, out=poly)
+        multiply(poly, powers, out=poly)
+        add(poly, c2, out=poly)
+        multiply(poly, powers, out=poly)
+        add(poly, c3, out=poly)
+        multiply(poly, powers, out=poly)
+        add(poly, c4, out=poly)
+        multiply(poly, powers, out=poly)          # digamma's tail r2 p, trigamma's r p
+        # digamma: (-shift + (ln y - r / 2)) - r2 p, and -shift + v is v - shift
+        subtract(fromiter(map(log, shifted.tolist()), f64, m), halves[:m], out=psi)
+        if below:
+            subtract(psi[:below], sums[:below], out=psi[:below])
+        subtract(psi, poly[:m], out=psi)
+        # trigamma: 0.5 r + (1 + r p) / x from 12 on (y = x); the shifts' sums below
+        add(poly[m:], 1.0, out=tri)
+        divide(tri, x, out=tri)
+        add(tri, halves[m:], out=tri)
+        if below:
+            tri[:below] = sums[below:]
+        return out
+
+    return values
 
 
 def fit_pitman(sizes: Iterable[int]) -> tuple[float, float, bool]:
@@ -362,14 +562,14 @@ def fit_pitman(sizes: Iterable[int]) -> tuple[float, float, bool]:
 
 def _fit_pitman(p: _Profile) -> tuple[float, float, bool]:
     start = pitman_start(p)
-    exact = _pitman_system(p)
     theta_ok = lambda t, a: t >= 0  # noqa: E731
-    t, a, ok = _newton(_pitman_closed_system(p), start, constraint=theta_ok)
+    t, a, ok = _newton(_pitman_closed_system(p), start, constraint=theta_ok, floats=True)
     if ok:
-        g1, g2 = exact(np.float64(t), np.float64(a))[:2]
+        with np.errstate(all="ignore"):
+            g1, g2 = _pitman_system(p, gradient_only=True)(np.float64(t), np.float64(a))
         if abs(g1) <= ACCURACY and abs(g2) <= ACCURACY:
             return t, a, True
-    return _newton(exact, start, constraint=theta_ok)
+    return _newton(_pitman_system(p), start, constraint=theta_ok)
 
 
 def pitman_uniques(theta: float, alpha: float, population_size: float) -> float:
@@ -417,6 +617,50 @@ def hypergeometric_one(k: int, n: int, big_n: int) -> float:
     return math.exp(log_p)
 
 
+# Below this population the integer arithmetic of `hypergeometric_one` (ints up to 1188 (N + 1)^2
+# in `_stirling_tail`) is exact in float64, so the array version computes the same values.
+_HYPERGEOMETRIC_ARRAYS_BELOW = 2_700_000
+
+
+def _hypergeometric_ones(sizes: np.ndarray, n: int, big_n: int) -> np.ndarray:
+    """[hypergeometric_one(k, n, N) for k in sizes], bit for bit: the sizes on the series branch
+    of both `lgamma_diff`s (2 <= k <= N - n + 2 - 30) as arrays, the same operations in the same
+    order, with math.log1p, math.log and math.exp per element; the others one at a time. The
+    integers of the scalar function are exact in float64 below _HYPERGEOMETRIC_ARRAYS_BELOW, so
+    its int/int divisions (correctly rounded) and these float ones agree; above, every size is
+    computed one at a time."""
+    ks = [int(k) for k in sizes.tolist()]
+    if big_n >= _HYPERGEOMETRIC_ARRAYS_BELOW:
+        return np.array([hypergeometric_one(k, n, big_n) for k in ks], dtype=np.float64)
+    x1, x2 = big_n - n + 2, big_n + 1
+    k = np.asarray(ks, dtype=np.float64)
+    series = (k >= 2) & (k <= x1 - LGAMMA_SERIES_FROM)
+    out = np.empty(len(ks), dtype=np.float64)
+    for i in np.flatnonzero(~series).tolist():
+        out[i] = hypergeometric_one(ks[i], n, big_n)
+    if not series.any():
+        return out
+    k = k[series]
+    log_p = np.array(list(map(math.log, k.tolist())), dtype=np.float64)
+    log_p += math.log(n)
+    log_p -= math.log(big_n - n + 1)
+    for x, sign in ((x1, 1.0), (x2, -1.0)):
+        # lgamma_diff(x, k) = -(y - 0.5) log1p(-k / x) + k ln x - k + (s(x) - s(y)), y = x - k
+        y = x - k
+        z2 = y * y
+        tail_y = (1 / 12 - (1 / 360 - (1 / 1260 - (1 / 1680 - 1.0 / (1188 * z2)) / z2) / z2) / z2) / y
+        term = -(y - 0.5) * np.array(list(map(math.log1p, (-k / x).tolist())), dtype=np.float64)
+        term += k * math.log(x)
+        term -= k
+        term += _stirling_tail(x) - tail_y
+        if sign > 0:
+            log_p += term
+        else:
+            log_p -= term
+    out[series] = list(map(math.exp, log_p.tolist()))
+    return out
+
+
 def _zayatz(p: _Profile, big_n: int) -> float:
     """Zayatz (1991), as ARX's ModelZayatz computes it: with the sample's class-size distribution
     c_k / u standing in for the population's,
@@ -426,7 +670,7 @@ def _zayatz(p: _Profile, big_n: int) -> float:
 
     and the estimate is c_1 * P(population unique | sample unique) / f. ARX clips N at 2^31 - 1
     inside the hypergeometric distribution (an int); here N is used as given."""
-    probs = np.array([hypergeometric_one(int(k), p.n, big_n) for k in p.sizes])
+    probs = _hypergeometric_ones(p.sizes, p.n, big_n)
     denominator = float(np.sum(p.counts * probs))
     conditional = p.c1 * (p.n / big_n) / denominator
     return p.c1 * conditional / (p.n / big_n)
@@ -467,8 +711,13 @@ def _snb_system(big_k: float, f: float, c1: float, c2: float):
 
     and (alpha, beta) solve E[c_1] = c_1, E[c_2] = c_2. ARX's ModelSNB writes the second
     equation with q^+(alpha+2) while its Jacobian is that of q^-(alpha+2) above; ARX's equation
-    and ARX's Jacobian are both followed here, so the fit is the root ARX finds."""
-    def evaluate(a, b):
+    and ARX's Jacobian are both followed here, so the fit is the root ARX finds.
+
+    The equations are evaluated with Python floats, which round as numpy's float64 does (powers
+    by the C library's pow, as numpy's scalars; logarithms by numpy, whose log differs from the C
+    library's now and then); where a base is negative or not finite, or a division by zero or an
+    overflowing power raises, the same equations with numpy's scalars, which give NaN or inf."""
+    def equations(a, b, big_k, f, c1, c2):
         d = (1 - f) * (1 - b)
         q = 1 - d
         r = b / q
@@ -478,17 +727,30 @@ def _snb_system(big_k: float, f: float, c1: float, c2: float):
         w = 2 - (1 - a) * d
         g2 = big_k * a * ba * (f * f) * (1 - b) / 2 * q ** (a + 2) * w
         # Jacobian of E[c_1] and of E[c_2] as derived above (q^-(alpha+2))
-        j11 = big_k * f * ra * ((1 + a * d / q) * np.log(r) + d / q)
+        j11 = big_k * f * ra * ((1 + a * d / q) * float(np.log(r)) + d / q)
         j12 = big_k * f * ra * (a * (1 / b - (1 - f) / q) * (1 + a * d / q) - a * (1 - f) / (q * q))
         s = big_k * f * f / 2
         qa2 = q ** (-(a + 2))
-        j21 = s * (ba * (1 - b) * qa2 * w * (1 + a * np.log(b) - a * np.log(q))
+        j21 = s * (ba * (1 - b) * qa2 * w * (1 + a * float(np.log(b)) - a * float(np.log(q)))
                    + a * ba * (1 - b) * qa2 * d)
         j22 = s * (a * a * b ** (a - 1) * (1 - b) * qa2 * w
                    - a * ba * qa2 * w
                    - a * (a + 2) * (1 - f) * ba * (1 - b) * q ** (-(a + 3)) * w
                    + a * (1 - a) * (1 - f) * ba * (1 - b) * qa2)
         return e1 - c1, g2 - c2, j11, j12, j21, j22
+
+    as_numpy = tuple(np.float64(v) for v in (big_k, f, c1, c2))
+    as_floats = tuple(float(v) for v in (big_k, f, c1, c2))
+    f_ = as_floats[1]
+
+    def evaluate(a, b):  # (_newton calls it under np.errstate(all="ignore"))
+        a, b = float(a), float(b)
+        if b >= 0 and 1 - (1 - f_) * (1 - b) > 0 and -_INF < a < _INF and b < _INF:
+            try:
+                return equations(a, b, *as_floats)
+            except (ZeroDivisionError, OverflowError):
+                pass
+        return equations(np.float64(a), np.float64(b), *as_numpy)
 
     return evaluate
 
@@ -497,7 +759,8 @@ def _snb(p: _Profile, big_n: int) -> tuple[float, float, float, bool]:
     """(uniques, alpha, beta, converged): uniques = K P(population class size 1) = K beta^alpha."""
     big_k = snb_classes(p, big_n)
     f = np.float64(p.n) / np.float64(big_n)
-    a, b, ok = _newton(_snb_system(np.float64(big_k), f, np.float64(p.c1), np.float64(p.c2)), (1.0, 1.0))
+    a, b, ok = _newton(_snb_system(np.float64(big_k), f, np.float64(p.c1), np.float64(p.c2)), (1.0, 1.0),
+                       floats=True)
     with np.errstate(all="ignore"):
         uniques = float(np.float64(big_k) * np.power(np.float64(b), np.float64(a)))
     return uniques, a, b, ok
@@ -526,11 +789,26 @@ def population_uniques(sizes: Iterable[int], population_size: int, estimator: st
     is not available; with f > 0.1 the smaller of Zayatz and SNB (Zayatz when SNB is not
     available).
     """
+    estimator = _estimator(estimator)
+    return _estimate(_profile(sizes), population_size, estimator)
+
+
+def population_uniques_of_profile(sizes: np.ndarray, counts: np.ndarray, population_size: int,
+                                  estimator: str) -> UniquenessEstimate:
+    """`population_uniques` of the classes given by their distinct sizes (ascending) and how many
+    classes have each (`profile_of_counts`): the same estimate, without the list of sizes."""
+    estimator = _estimator(estimator)
+    return _estimate(profile_of_counts(sizes, counts), population_size, estimator)
+
+
+def _estimator(estimator: str) -> str:
     if not isinstance(estimator, str) or estimator.lower() not in ESTIMATORS:
         raise AnonymizeError("unknown population uniqueness estimator; known estimators: "
                              + ", ".join(ESTIMATORS))
-    estimator = estimator.lower()
-    p = _profile(sizes)
+    return estimator.lower()
+
+
+def _estimate(p: _Profile, population_size: int, estimator: str) -> UniquenessEstimate:
     big_n = _population(population_size, p.n)
 
     def result(uniques: float, name: str, converged=None, parameters=None) -> UniquenessEstimate:
