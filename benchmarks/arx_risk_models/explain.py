@@ -37,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (the cases, the data, the tools' runs)
 
+from duckanon.solver.lattice import fewest_removed  # noqa: E402
 from duckanon.solver.models import PopulationUniqueness  # noqa: E402
 
 
@@ -169,23 +170,6 @@ def arx_binary_search(count: int, fulfilled, rows_removed, limit_rows: int) -> t
     return suppressed, rows_removed(suppressed) <= limit_rows
 
 
-def duck_search(count: int, holds) -> int:
-    """duckanon's Lattice._enforce_global re-stated: a binary search assuming monotonicity, then
-    up from where it lands until the model holds."""
-    if holds(0):
-        return 0
-    low, high = 1, count
-    while low < high:
-        mid = (low + high) // 2
-        if holds(mid):
-            high = mid
-        else:
-            low = mid + 1
-    while low < count and not holds(low):
-        low += 1
-    return low
-
-
 def uniqueness(node: Node, classpath: str, case: dict, limit_rows: int, label: str) -> list[str]:
     estimator = next(a.split("=")[1] for a in case["arx"] if a.startswith("estimator="))
     population = int(next(a.split("=")[1] for a in case["arx"] if a.startswith("population=")))
@@ -209,7 +193,7 @@ def uniqueness(node: Node, classpath: str, case: dict, limit_rows: int, label: s
     duck_ok = [c for c in within if duck(c)[0]]
     differ = [c for c in within if arx[c][1] != duck(c)[0]]
     a_count, a_pass = arx_binary_search(len(sizes), lambda c: arx[c][1], lambda c: int(removed_rows[c]), limit_rows)
-    d_count = duck_search(len(sizes), lambda c: duck(c)[0])
+    d_count = fewest_removed(len(sizes), lambda c: duck(c)[0])
     # ARXResult.getOutput(node) analyses the node without the early abort (no limit in enforce)
     o_count, _ = arx_binary_search(len(sizes), lambda c: arx[c][1], lambda c: int(removed_rows[c]), 1 << 62)
     out = [f"- {label}: {len(sizes)} classes, {int((sizes == 1).sum())} of size 1. Within the limit ({limit_rows} "

@@ -232,9 +232,14 @@ def histogram_publish_select(plan: Plan, keyed_table: str, blocks_table: str | N
     """
     if blocks_table is None:
         return _expanded(_published_from_keyed(plan), exp.to_table(keyed_table, quoted=True), _part_rows())
-    published = [exp.alias_(exp.column(c, quoted=True), c, quoted=True) for c in plan.published]
-    return _expanded(published, exp.to_table(blocks_table, quoted=True), exp.column(_block_count(plan), quoted=True),
-                     copy_name=unused_name(plan, "copy"))
+    return _published_rows(plan, exp.to_table(blocks_table, quoted=True), _block_count(plan))
+
+
+def _published_rows(plan: Plan, table: exp.Table, count: str) -> exp.Select:
+    """The published columns of `table` (a table of published rows and how many rows each stands
+    for: the blocks, or the view's counts), each row repeated `count` times in stored order."""
+    items = [exp.alias_(qcol(c), c, quoted=True) for c in plan.published]
+    return _expanded(items, table, qcol(count), unused_name(plan, "copy"))
 
 
 def rows_per_block(total_rows: int, threads: int, scan_unit_rows: int | None) -> int | None:
@@ -302,9 +307,7 @@ def view_select(plan: Plan, counts: TableName) -> exp.Select:
     preserve_insertion_order is on, DuckDB's default). The table is named without its catalog
     and schema: DuckDB binds a view's names in the view's own, so the view still reads its table
     when the database file is attached under another name."""
-    table = exp.Table(this=exp.to_identifier(counts.name, quoted=True))
-    items = [exp.alias_(qcol(c), c, quoted=True) for c in plan.published]
-    return _expanded(items, table, qcol(count_column(plan)), unused_name(plan, "copy"))
+    return _published_rows(plan, exp.Table(this=exp.to_identifier(counts.name, quoted=True)), count_column(plan))
 
 
 def _literals(strings: tuple[str, ...]) -> list[exp.Expr]:

@@ -74,6 +74,25 @@ from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.request import Request
 
 
+
+def fewest_removed(count: int, holds) -> int:
+    """How many of `count` classes (smallest first) to remove so that `holds(removed)`: a binary
+    search, as ARX's RiskBasedCriterion.enforce, which assumes removing more never breaks what
+    removing fewer achieved; where it does, the counts up from where it lands are tried. Removing
+    all of them publishes nothing, which holds."""
+    if holds(0):
+        return 0
+    low, high = 1, count
+    while low < high:
+        mid = (low + high) // 2
+        if holds(mid):
+            high = mid
+        else:
+            low = mid + 1
+    while low < count and not holds(low):
+        low += 1
+    return low
+
 class LatticeMetric:
     """What publishing at a node costs (lower is better), as ARX's metric of the same name.
 
@@ -577,17 +596,9 @@ class Lattice:
         if all(hasattr(model, "holds_profile") for model in self.global_models):
             holds = self._profile_holds(sizes[order])
 
-        if holds(0):
+        low = fewest_removed(len(order), holds)
+        if low == 0:
             return ok
-        low, high = 1, len(order)  # removing all of them publishes nothing, which holds
-        while low < high:
-            mid = (low + high) // 2
-            if holds(mid):
-                high = mid
-            else:
-                low = mid + 1
-        while low < len(order) and not holds(low):
-            low += 1
         ok = ok.copy()
         ok[order[:low]] = False
         return ok
