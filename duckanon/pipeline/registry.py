@@ -164,14 +164,24 @@ def registries(con) -> list[str]:
     return [f"{quoted(catalog)}.{quoted(schema)}.{quoted(REGISTRY)}" for catalog, schema in rows]
 
 
+def _read_registries(con) -> dict[str, list[dict]]:
+    """Each registry table that still exists when read, with its entries as dicts of its columns.
+    One listed a moment before can be gone: a release on another cursor that created the registry
+    and then failed drops it again while it is empty (unprepare)."""
+    read = {}
+    for table in registries(con):
+        try:
+            cursor = con.execute(f"SELECT * FROM {table}")
+        except duckdb.CatalogException:
+            continue
+        names = [d[0] for d in cursor.description]
+        read[table] = [dict(zip(names, row)) for row in cursor.fetchall()]
+    return read
+
+
 def entries(con) -> list[dict]:
     """Every registered publication, as dicts of the registry's columns."""
-    found = []
-    for table in registries(con):
-        cursor = con.execute(f"SELECT * FROM {table}")
-        names = [d[0] for d in cursor.description]
-        found += [dict(zip(names, row)) for row in cursor.fetchall()]
-    return found
+    return [row for rows in _read_registries(con).values() for row in rows]
 
 
 def entry(con, target: TableName) -> dict | None:
@@ -205,7 +215,8 @@ def install_listing(con) -> None:
     with `status` and `stale` from its source's current fingerprint. A source that is missing or
     lost a column when the macro is made is listed with that status (the macro is remade by each
     of duckanon's statements and at connect)."""
-    tables = registries(con)
+    read = _read_registries(con)
+    tables = list(read)
     listed = ", ".join(f"r.{quoted(c)}" for c in COLUMNS if c not in ("source_checksum",))
     if not tables:
         empty = ", ".join(f"CAST(NULL AS {kind}) AS {quoted(name)}" for name, kind in COLUMNS.items()
@@ -216,7 +227,7 @@ def install_listing(con) -> None:
         return
     union = " UNION ALL ".join(f"SELECT * FROM {table}" for table in tables)
     checks = []
-    for row in entries(con):
+    for row in (row for rows in read.values() for row in rows):
         state = source_problem(con, row)
         target = exp.Literal.string(row["target"]).sql("duckdb")
         if state is None:

@@ -72,6 +72,27 @@ def test_publish_append_stale_refresh(db):
     assert refresh(db, "REFRESH ALL") == []  # nothing stale
 
 
+def test_a_registry_dropped_between_listing_and_reading_does_not_fail_a_committed_release(db, monkeypatch):
+    """Another cursor's release that created a registry and then failed drops it again while it is
+    empty (registry.unprepare); the listing made after our commit may have seen it a moment before."""
+    from duckanon.pipeline import registry
+
+    db.execute("ATTACH ':memory:' AS other")
+    db.execute(f"CREATE TABLE other.main.{registry.REGISTRY} AS SELECT 1 AS target WHERE false")
+    listed = registry.registries
+
+    def listed_then_dropped(con):
+        tables = listed(con)
+        con.execute(f"DROP TABLE IF EXISTS other.main.{registry.REGISTRY}")
+        return tables
+
+    monkeypatch.setattr(registry, "registries", listed_then_dropped)
+    db.execute(PUBLISH)  # commits, and the listing made after it skips the dropped registry
+    assert db.fetchall() and check_table(db, "pub", "src", QI, k=5) == []
+    monkeypatch.undo()
+    assert list(listing(db)) == ['"memory"."main"."pub"']
+
+
 def test_a_change_to_a_column_the_release_reads_makes_it_stale_and_others_do_not(db):
     db.execute(PUBLISH)
     db.execute("UPDATE src SET occupation = 'x' WHERE rid = 2")  # not read by the statement
