@@ -61,6 +61,9 @@ class Backend:
     # array_position(ARRAY('a', 'b'), x) and element_at(ARRAY('a', 'b'), i): a sort can carry strings as
     # their positions in an array of them
     has_array_positions = False
+    # hash() is 64 bits wide, so distinct class keys rarely share one: the join back may match on the
+    # hash of the keys where the histogram shows no two cells sharing one (materialize.key_hashes_distinct)
+    hashes_64_bits = False
     keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None

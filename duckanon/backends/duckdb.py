@@ -36,6 +36,7 @@ class DuckDBBackend(Backend):
     reads_stably = True
     writes_reports = True
     has_enum_types = True
+    hashes_64_bits = True
     keeps_registry = True
     scan_unit_rows = 122_880  # a row group: DuckDB scans a table on one thread per row group
 

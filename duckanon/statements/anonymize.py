@@ -19,8 +19,8 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.materialize import (
-    blocks_select, check_published_rows, counts_select, histogram_publish_select, keyed_arrow, keyed_select,
-    published_dictionaries, publish_select, rows_per_block, view_select,
+    blocks_select, check_published_rows, counts_select, histogram_publish_select, key_hashes_distinct, keyed_arrow,
+    keyed_select, coded_select, published_dictionaries, publish_select, rows_per_block, view_select,
 )
 from duckanon.pipeline.plan import Plan, counts_name, is_counts_of
 from duckanon.pipeline import registry
@@ -51,8 +51,8 @@ def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
 
 
 def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summary:
-    cells_table, parts_view, keyed_table, blocks_table, source_table = (
-        scratch_name(kind) for kind in ("cells", "parts", "keyed", "blocks", "source"))
+    cells_table, parts_view, keyed_table, coded_table, blocks_table, source_table = (
+        scratch_name(kind) for kind in ("cells", "parts", "keyed", "coded", "blocks", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
     created = backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction() \
@@ -79,8 +79,11 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                 else:
                     _drop_replaced_counts(backend, plan)
                     if solver_plan.keep:  # per-row values are published: join the keyed table back to the source
-                        published = publish_select(solver_plan, keyed_table, _any_split(parts), seed,
-                                                   published_dictionaries(backend, solver_plan, keyed_table))
+                        dictionaries = published_dictionaries(backend, solver_plan, keyed_table, seed)
+                        backend.create_temp(coded_table, coded_select(solver_plan, keyed_table, dictionaries))
+                        published = publish_select(
+                            solver_plan, coded_table, _any_split(parts), seed, dictionaries,
+                            by_key_hash=key_hashes_distinct(backend, solver_plan, cells_table))
                     else:  # every published row is determined by its cell: no second pass over the source
                         block_rows = rows_per_block(hist.n_rows, backend.threads(), backend.scan_unit_rows)
                         if block_rows is not None:
@@ -103,7 +106,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             recorded_with = backend.keeps_registry and registry.with_the_release(plan)
             if recorded_with:  # the registry entry commits with the release
                 registry.record(backend, plan, read_plan.source, summary, transformation, cells.fingerprint)
-            backend.drop_temp(cells_table, keyed_table, blocks_table)
+            backend.drop_temp(cells_table, keyed_table, coded_table, blocks_table)
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
