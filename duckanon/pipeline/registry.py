@@ -16,6 +16,7 @@ every attached database (install_listing): each entry with the source's current 
 from __future__ import annotations
 
 import json
+import threading
 from datetime import datetime, timezone
 
 import duckdb
@@ -124,6 +125,57 @@ def unprepare(backend: Backend, plan: Plan) -> None:
             backend.execute(duckdb_sql(f"DROP TABLE IF EXISTS {registry.sql()}"))
     except Exception:
         pass
+
+
+# Releases of this process that write into a registry, per registry: [how many are running,
+# whether one of them created it]. A failed release that created the registry used to drop it at
+# once, under a release of another thread that was writing its entry into it or listing it: that
+# one then failed too (all eight threads of a test failed a round), or raised after its commit.
+# Now the last release out drops it, when it is still empty (every release of the group failed).
+# One DuckDB writer process holds a database file, so the releases that can race are this
+# process's; in-memory databases are told apart by name only, so two of them both named `memory`
+# share the count, and the last release out of both does the drop.
+_RELEASES: dict[tuple, list] = {}
+_RELEASES_LOCK = threading.Lock()
+
+
+def begin_release(backend: Backend, plan: Plan, may_create: bool) -> tuple:
+    """Count a release that will write the registry's entry; create the registry first
+    (`prepare`) when `may_create`. Returns what `end_release` takes."""
+    key = _registry_key(backend, plan)
+    with _RELEASES_LOCK:
+        _RELEASES.setdefault(key, [0, False])[0] += 1
+    try:
+        created = may_create and prepare(backend, plan)
+    except BaseException:
+        end_release(backend, plan, key)
+        raise
+    if created:
+        with _RELEASES_LOCK:
+            _RELEASES[key][1] = True
+    return key
+
+
+def end_release(backend: Backend, plan: Plan, key: tuple) -> None:
+    """The release is over, committed or not. The last release of its group drops the registry a
+    release of the group created while it is empty; under the lock, so that no release begins
+    between the count and the drop."""
+    with _RELEASES_LOCK:
+        entry = _RELEASES[key]
+        entry[0] -= 1
+        if entry[0] > 0:
+            return
+        del _RELEASES[key]
+        if entry[1]:
+            unprepare(backend, plan)
+
+
+def _registry_key(backend: Backend, plan: Plan) -> tuple:
+    registry = registry_of(plan)
+    catalog = registry.table.catalog or backend.one(duckdb_sql("SELECT current_database()"))[0]
+    path = backend.one(duckdb_sql(f"SELECT max(path) FROM duckdb_databases() WHERE database_name = "
+                                  f"{exp.Literal.string(catalog).sql('duckdb')}"))[0]
+    return catalog, path, registry.sql()
 
 
 def _exists(backend: Backend, registry: TableName) -> bool:

@@ -55,8 +55,9 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         scratch_name(kind) for kind in ("cells", "parts", "keyed", "coded", "blocks", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
-    created = backend.keeps_registry and registry.with_the_release(plan) and not backend.in_explicit_transaction() \
-        and registry.prepare(backend, plan)
+    release = None
+    if backend.keeps_registry and registry.with_the_release(plan):
+        release = registry.begin_release(backend, plan, may_create=not backend.in_explicit_transaction())
     try:
         with work(backend) as statement_work:
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
@@ -114,8 +115,9 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         if backend.keeps_registry and not recorded_with:
             _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction, cells.fingerprint)
     except BaseException as error:
-        if created:
-            registry.unprepare(backend, plan)
+        if release is not None:
+            registry.end_release(backend, plan, release)
+            release = None
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
         if isinstance(error, BackendError):
@@ -123,6 +125,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
             raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
         raise
+    if release is not None:
+        registry.end_release(backend, plan, release)
     if pending_report is not None:
         summary.report = place_report(pending_report, plan.statement.report)
     return summary
