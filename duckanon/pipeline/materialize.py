@@ -44,7 +44,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend
 from duckanon.pipeline.histogram import (
-    CELL_ID, SA_ALIAS, SA_KEY, STAR, TEXT, VALUE, Cells, binary_text, hashable, kind_of, key_of, qcol, qi_alias, qi_key,
+    CELL_ID, SA_ALIAS, SA_KEY, STAR, TEXT, Cells, binary_text, hashable, kind_of, key_of, qcol, qi_alias, qi_key,
     qi_shown, sa_key,
 )
 from duckanon.errors import AnonymizeError
@@ -214,14 +214,10 @@ def _keyed_columns(plan: Plan) -> list[str]:
 
 
 def _key_hash(plan: Plan, keys: list[exp.Expr]) -> exp.Expr:
-    """hash() of a row's class keys (in _key_aliases' order), strings byte by byte: equal keys
-    (histogram.key_of's equality) hash alike, whether computed on a source row or read from the
-    cells table."""
-    args = []
-    for col, key in zip(_keyed_columns(plan), keys):
-        text = kind_of(plan, col) != VALUE or col.lower() in plan.string_columns
-        args.append(binary_text(plan, key) if text else key)
-    return exp.func("hash", *args)
+    """hash() of a row's class keys (in _key_aliases' order), each as the published order hashes
+    it (histogram.hashable: strings and keys of text byte by byte): equal keys (histogram.key_of's
+    equality) hash alike, whether computed on a source row or read from the cells table."""
+    return exp.func("hash", *[hashable(plan, col, key) for col, key in zip(_keyed_columns(plan), keys)])
 
 
 def key_hashes_distinct(backend: Backend, plan: Plan, cells_table: str) -> bool:

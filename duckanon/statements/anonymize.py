@@ -117,7 +117,6 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
     except BaseException as error:
         if release is not None:
             registry.end_release(backend, plan, release)
-            release = None
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
         if isinstance(error, BackendError):
