@@ -154,13 +154,15 @@ def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
 BINARY_COLLATIONS = {"", "binary", "c", "posix"}
 
 
-def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str]]:
+def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str], dict[str, str]]:
     """The kind of every published column (lower-case name -> kind), from the types the backend
-    binds for the source (with their collations), and the columns that are strings (VARCHAR, JSON).
+    binds for the source (with their collations), the columns that are strings (VARCHAR, JSON),
+    and the declared collation of each VARCHAR column that has one (lower-case name -> collation).
     A type that has no text (no cast to VARCHAR) cannot be published as text: refused, naming it."""
     columns = plan.published
+    declared: dict[str, str] = {}
     if not backend.binds_column_types or not columns:
-        return {c.lower(): VALUE for c in columns}, set()  # e.g. Spark: its `=` on these types is the text's
+        return {c.lower(): VALUE for c in columns}, set(), declared  # e.g. Spark: its `=` on these types is the text's
     probe = exp.select(*[qcol(c) for c in columns]).from_(plan.source.table.copy()).limit(0)
     types = backend.column_types(probe)
     kinds = {c.lower(): type_kind(t) for c, t in zip(columns, types)}
@@ -168,6 +170,7 @@ def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str]
     strings = [c for c, t in zip(columns, types) if t.strip().upper() == "VARCHAR"]
     if strings:
         collations, default = backend.collations(plan.source, strings)
+        declared = {column.lower(): collation for column, collation in collations.items()}
         for column in strings:
             collation = collations.get(column)
             binary = collation.lower() in BINARY_COLLATIONS if collation else default.lower() in BINARY_COLLATIONS
@@ -179,7 +182,7 @@ def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str]
             except BackendError:
                 raise AnonymizeError(f"column '{column}' has type {type_name}, which has no text form "
                                      "(no cast to VARCHAR): duckanon cannot publish it") from None
-    return kinds, string_columns
+    return kinds, string_columns, declared
 
 
 class HistogramTooLarge(AnonymizeError):
@@ -440,7 +443,7 @@ def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | N
     """The cells table `table` (a temp table of the backend) and the histogram. Records on `plan`
     how each column is keyed (`plan.column_kinds`), which the publishing step (materialize) reads
     from the same plan."""
-    plan.column_kinds, plan.string_columns = column_kinds(backend, plan)
+    plan.column_kinds, plan.string_columns, plan.column_collations = column_kinds(backend, plan)
     plan.collations = backend.has_collations  # COLLATE c exists (see binary_text)
     backend.create_temp(table, cells_select(plan))
     _reject_star_values(backend, plan, table)

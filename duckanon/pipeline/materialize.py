@@ -478,9 +478,11 @@ def published_dictionaries(backend: Backend, plan: Plan, keyed_table: str, seed:
     columns = [coding.collect(binary_text(plan, qcol(out_alias(j)))) for j in range(len(plan.qi))]
     found = backend.one(exp.select(*columns).from_(exp.to_table(keyed_table, quoted=True)))
     strings = [[v for v in values or [] if v is not None] for values in found]
-    # a column of NULLs alone is not coded (ENUM() is no type)
+    # a column of NULLs alone is not coded (ENUM() is no type); nor one with a NUL character in a
+    # string: the codings write the strings into the statement, and DuckDB 1.5's parser ends a
+    # literal there ("unterminated quoted string")
     return {j: Dictionary(_seeded_order(values, seed), coding)
-            for j, values in enumerate(strings) if 0 < len(values) <= ENUM_LIMIT}
+            for j, values in enumerate(strings) if 0 < len(values) <= ENUM_LIMIT and not any("\x00" in v for v in values)}
 
 
 def part_key_layout(dictionaries: dict[int, Dictionary]) -> dict[int, tuple[int, int]]:
@@ -743,14 +745,22 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
         j = qi_index.get(col.lower())
         if j in layout:
             word, shift = layout[j]
-            value = _unpacked(dictionaries[j], qcol(f"{PART_KEY}{word}"), shift)
+            value = _collated(plan, col, _unpacked(dictionaries[j], qcol(f"{PART_KEY}{word}"), shift))
         elif j is not None and j in dictionaries:
-            value = dictionaries[j].decoded(value)
+            value = _collated(plan, col, dictionaries[j].decoded(value))
         outputs.append(exp.alias_(value, col, quoted=True))
     select = exp.select(*outputs).from_(ordered.subquery("sorted"))
     for name, query in ctes:
         select = select.with_(exp.to_identifier(name, quoted=True), as_=query)
     return select
+
+
+def _collated(plan: Plan, column: str, decoded: exp.Expr) -> exp.Expr:
+    """A QI decoded from its code with the collation its column was declared with: the strings
+    come back from constants, which have none, and the published column would otherwise compare
+    differently from the same release published without `keep` (or from a column of more strings)."""
+    collation = plan.column_collations.get(column.lower())
+    return decoded if collation is None else exp.Collate(this=decoded, expression=exp.to_identifier(collation, quoted=True))
 
 
 def _word_bits(dictionaries: dict[int, Dictionary], layout: dict[int, tuple[int, int]]) -> dict[int, int]:

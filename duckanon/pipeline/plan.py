@@ -31,6 +31,9 @@ class Plan:
     column_kinds: dict[str, str] = field(default_factory=dict)
     string_columns: set[str] = field(default_factory=set)
     collations: bool = False
+    # the VARCHAR columns declared with a collation (lower-case name -> the collation, as the
+    # engine writes it): a QI that the keep path decodes from a code gets it back (materialize)
+    column_collations: dict[str, str] = field(default_factory=dict)
     # materialize = 'view': the table holding one row per distinct published row and its count,
     # which the view (the target) expands
     counts: TableName | None = None

@@ -8,6 +8,7 @@ plain one it replaces) or reads the published table with plain SQL and Python.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
@@ -106,6 +107,54 @@ def test_packed_qis_come_back_as_the_strings_the_other_codings_publish(db, monke
     assert Counter(packed) == Counter(enums) == Counter(strings)
     assert sum(r[0] is None for r in packed) >= 2 and any("'" in (r[1] or "") and "é" in (r[1] or "") for r in packed)
     assert sorted(r[11] for r in packed) == list(range(600))
+
+
+def _published_type(raw, table: str, column: str) -> str:
+    """The column's type as DuckDB writes the table's CREATE statement, collation included."""
+    sql = raw.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()[0]
+    return re.search(rf'\b{column} ([A-Z]+(?: COLLATE [^,)]+)?)', sql).group(1)
+
+
+@pytest.mark.parametrize("collation", ["NOCASE", '"binary"', "noaccent.nocase"])
+def test_a_collated_qi_keeps_its_collation_whatever_carries_it_through_the_sort(db, monkeypatch, collation):
+    """A QI declared with a collation is published with it on every path: decoded from its part
+    key bits, from an ENUM, carried as the string, and without `keep`. (Decoded from a constant
+    list, it used to come back as a plain VARCHAR: under NOCASE, 'Ann' and 'ann' became two values.)"""
+    con, raw = db
+    raw.execute(f"CREATE TABLE t (n VARCHAR COLLATE {collation}, b INTEGER, s VARCHAR, id INTEGER)")
+    raw.execute("INSERT INTO t SELECT ['Ann', 'ann', 'Bob'][i % 3 + 1], i % 2, ['x', 'y'][i % 2 + 1], i "
+                "FROM range(60) r(i)")
+    statement = "ANONYMIZE t WITH (k = 2, qi = (n, b), sensitive = s, keep = (id), seed = 1)"
+    con.execute(statement.replace(", keep = (id)", ""))
+    declared = _published_type(raw, "t_anon", "n")
+    assert declared.startswith("VARCHAR COLLATE ")
+    published = {}
+    con.execute(statement)
+    published["packed"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
+    monkeypatch.setattr(materialize, "PACK_LIMIT", 0)
+    con.execute(statement)
+    published["enum"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
+    monkeypatch.setattr(materialize, "ENUM_LIMIT", 0)
+    con.execute(statement)
+    published["string"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
+    assert {kind for kind, _ in published.values()} == {declared}
+    assert Counter(published["packed"][1]) == Counter(published["enum"][1]) == Counter(published["string"][1])
+
+
+def test_strings_with_a_nul_character_are_not_coded(db):
+    """The codings write each published string into the statement, and DuckDB 1.5's parser ends a
+    string literal at a NUL character: such a column crosses the sort as itself, and publishes the
+    same rows as the table holds (on DuckDB 1.5 the statement failed with a parser error)."""
+    con, raw = db
+    raw.execute("CREATE TABLE t AS SELECT ['x', 'x' || chr(0) || 'y', chr(0), 'z'][i % 4 + 1] AS a, "
+                "i % 3 AS b, i AS id FROM range(60) r(i)")
+    plan = bind(DuckDBBackend(raw), statement_for(
+        "ANONYMIZE t WITH (k = 2, qi = (a, b), keep = (id), seed = 1)"))
+    con.execute("ANONYMIZE t WITH (k = 2, qi = (a, b), keep = (id), seed = 1)")
+    assert Counter(r[0] for r in rows_of(raw, "t_anon")) == Counter(r[0] for r in rows_of(raw, "t"))
+    raw.execute("CREATE TEMP TABLE keyed AS SELECT a AS o0, b::VARCHAR AS o1 FROM t")
+    dictionaries = materialize.published_dictionaries(DuckDBBackend(raw), plan, "keyed", 1)
+    assert set(dictionaries) == {1}  # b is coded; a, with its NUL characters, is not
 
 
 def runs_of(rows: list[tuple], columns: int) -> list[tuple]:
