@@ -24,10 +24,19 @@ SMOKE_TESTS = {"e2e/test_duckdb_versions.py", "e2e/test_examples.py::test_hospit
 SMOKE_ONLY = "DUCKANON_SMOKE_ONLY"
 
 
+def _runs_spark(item) -> bool:
+    """Whether the test starts Spark: it asks for the Spark session, or for the `backend` fixture
+    (test_backends) with its Spark parameter."""
+    callspec = getattr(item, "callspec", None)
+    return "spark_session" in item.fixturenames or (callspec is not None and callspec.params.get("backend") == "spark")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.parent.name in E2E_AREAS:
             item.add_marker(pytest.mark.e2e)
+        if _runs_spark(item):
+            item.add_marker(pytest.mark.spark)
         test = item.nodeid.split("tests/")[-1]
         if test.split("[")[0] in SMOKE_TESTS or test.split("::")[0] in SMOKE_TESTS:
             item.add_marker(pytest.mark.smoke)
