@@ -24,6 +24,15 @@ SMOKE_TESTS = {"e2e/test_duckdb_versions.py", "e2e/test_examples.py::test_hospit
 SMOKE_ONLY = "DUCKANON_SMOKE_ONLY"
 
 
+def pytest_configure(config):
+    """With -n, xdist's work stealing instead of its default `load`: an idle worker takes queued
+    tests from a busy one, so the long tests at the end of the suite do not leave a core idle (the
+    suite on two cores: 592 -> 570 s). Set here rather than in addopts, which would make pytest
+    refuse to start without xdist (`-p no:xdist`)."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "load":
+        config.option.dist = "worksteal"
+
+
 def _runs_spark(item) -> bool:
     """Whether the test starts Spark: it asks for the Spark session, or for the `backend` fixture
     (test_backends) with its Spark parameter."""
