@@ -115,8 +115,6 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         if backend.keeps_registry and not recorded_with:
             _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction, cells.fingerprint)
     except BaseException as error:
-        if release is not None:
-            registry.end_release(backend, plan, release)
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
         if isinstance(error, BackendError):
@@ -124,8 +122,9 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
             raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
         raise
-    if release is not None:
-        registry.end_release(backend, plan, release)
+    finally:  # committed or not, the release leaves the registry's count (registry.end_release)
+        if release is not None:
+            registry.end_release(backend, plan, release)
     if pending_report is not None:
         summary.report = place_report(pending_report, plan.statement.report)
     return summary
