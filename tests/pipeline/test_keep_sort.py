@@ -148,9 +148,9 @@ def test_strings_with_a_nul_character_are_not_coded(db):
     con, raw = db
     raw.execute("CREATE TABLE t AS SELECT ['x', 'x' || chr(0) || 'y', chr(0), 'z'][i % 4 + 1] AS a, "
                 "i % 3 AS b, i AS id FROM range(60) r(i)")
-    plan = bind(DuckDBBackend(raw), statement_for(
-        "ANONYMIZE t WITH (k = 2, qi = (a, b), keep = (id), seed = 1)"))
-    con.execute("ANONYMIZE t WITH (k = 2, qi = (a, b), keep = (id), seed = 1)")
+    statement = "ANONYMIZE t WITH (k = 2, qi = (a, b), keep = (id), seed = 1)"
+    plan = bind(DuckDBBackend(raw), statement_for(statement))
+    con.execute(statement)
     assert Counter(r[0] for r in rows_of(raw, "t_anon")) == Counter(r[0] for r in rows_of(raw, "t"))
     raw.execute("CREATE TEMP TABLE keyed AS SELECT a AS o0, b::VARCHAR AS o1 FROM t")
     dictionaries = materialize.published_dictionaries(DuckDBBackend(raw), plan, "keyed", 1)
