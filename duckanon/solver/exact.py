@@ -255,13 +255,17 @@ def _check_deadline(deadline: float | None) -> None:
         raise ExactTimeout("method 'exact': the time limit ran out while building the model")
 
 
-def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need, deadline=None):
-    """Yield (star_mask, member arrays, group rows, group sa) for every surviving candidate block."""
+def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need, deadline=None, max_pairs=None):
+    """Yield (star_mask, member arrays, group rows, group sa) for every surviving candidate block.
+    Raises ExactTooLarge before yielding a star set's blocks once they would take the (pattern,
+    class) pairs beyond `max_pairs` (prepare would refuse at one of them: counted here, they cost
+    no Python loop)."""
     codes = work.codes[active]
     sizes = work.sizes[active]
     sa = work.sa_counts[active]
     m = work.m
     allowed_list = None if all_mode else list(star_masks)
+    pairs = 0
     for mask in star_masks:
         _check_deadline(deadline)
         starred = [j for j in range(m) if mask >> j & 1]
@@ -294,6 +298,10 @@ def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need, deadline
                     if other != mask and (other & ~mask) == 0:
                         dominated |= (vary_mask & ~other) == 0
                 keep &= ~dominated
+        if max_pairs is not None:
+            pairs += int(counts[keep].sum())
+            if pairs > max_pairs:
+                raise ExactTooLarge(f"method 'exact': more than {max_pairs} (pattern, class) variables")
         group_sa = np.add.reduceat(sa[order], starts, axis=0)
         for g in np.flatnonzero(keep):
             yield mask, active[order[starts[g] : ends[g]]], int(rows[g]), group_sa[g]
@@ -374,14 +382,15 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     k_need = max(k, l_need, 1)
 
     active = np.flatnonzero(work.sizes > 0)
+    limit = MAX_PAIRS if max_pairs is None else min(MAX_PAIRS, max_pairs)
     if all_mode:
         if len(active) > CLOSURE_CLASS_LIMIT and m < 40 and (1 << m) * max(len(active), 1) <= ENUM_LIMIT:
             star_masks = sorted(range(1 << m), key=lambda s: (bin(s).count("1"), s))
-            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need, deadline)
+            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need, deadline, limit)
         else:
             blocks = _enumerate_closed(work, active, k_need, deadline)
     else:
-        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need, deadline)
+        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need, deadline, limit)
 
     reps, stars, members, rows_l, sa_l = [], [], [], [], []
     n_pairs = 0
@@ -396,7 +405,6 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
         rows_l.append(rows)
         sa_l.append(group_sa)
         n_pairs += len(member)
-        limit = MAX_PAIRS if max_pairs is None else min(MAX_PAIRS, max_pairs)
         if n_pairs > limit:
             raise ExactTooLarge(f"method 'exact': more than {limit} (pattern, class) variables")
     if reps:

@@ -85,7 +85,10 @@ def kernelize(hist: Histogram, k: int, n_starred_patterns: int | None = None) ->
         p = min(p_cap, n - count)
         threshold = kernel_threshold(k, p)
         if count < threshold:
-            continue
+            # n changes only when a class is reduced, so from here on n is fixed; the classes
+            # after this one are no larger, their P (n - count, capped) no smaller, and so their
+            # thresholds no lower: none of them is reduced either
+            break
         steps = (count - threshold) // k + 1
         take = steps * k
         # take the rows from the SA values in code order (k-anonymity ignores the SA)

@@ -179,14 +179,20 @@ def star_cost(starred: np.ndarray, weights) -> np.ndarray:
 
 
 def group_representatives(codes: np.ndarray, part_class: np.ndarray, part_group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group and column: the common code, or STAR where members disagree."""
-    m = codes.shape[1]
-    low = np.full((n_groups, m), np.iinfo(np.int64).max, dtype=np.int64)
-    high = np.full((n_groups, m), np.iinfo(np.int64).min, dtype=np.int64)
-    member_codes = codes[part_class]
-    np.minimum.at(low, part_group, member_codes)
-    np.maximum.at(high, part_group, member_codes)
-    return np.where(low == high, low, STAR)
+    """Per group and column: the common code, or STAR where members disagree (or it has none).
+    Reduced over the parts sorted by group: numpy's unbuffered minimum.at took 10 ms per call on
+    20k parts."""
+    representatives = np.full((n_groups, codes.shape[1]), STAR, dtype=np.int64)
+    if not len(part_group):
+        return representatives
+    order = np.argsort(part_group, kind="stable")
+    groups = part_group[order]
+    member_codes = codes[part_class[order]]
+    starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+    low = np.minimum.reduceat(member_codes, starts, axis=0)
+    high = np.maximum.reduceat(member_codes, starts, axis=0)
+    representatives[groups[starts]] = np.where(low == high, low, STAR)
+    return representatives
 
 
 def distribute_sa(hist: Histogram, cls: np.ndarray, group: np.ndarray, count: np.ndarray):
