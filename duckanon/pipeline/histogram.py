@@ -17,7 +17,7 @@ from sqlglot import exp
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan
-from duckanon.solver.histogram import Histogram
+from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.sql.statement import TableName
 
 STAR = "*"
@@ -458,14 +458,14 @@ def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | N
     codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)
     cell_sa = arrow.column(m).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
     cell_count = arrow.column(m + 1).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
-    if n_cells:
-        class_codes, cell_class = np.unique(codes, axis=0, return_inverse=True)
-        cell_class = cell_class.ravel()
-    else:
-        class_codes, cell_class = codes, np.zeros(0, np.int64)
+    # classes numbered in the order of their code vectors, as np.unique(axis=0) numbers them
+    # (group_keys: 3 ms where that took 25 at 19,502 cells)
+    cell_class = group_keys(codes) if n_cells else np.zeros(0, np.int64)
+    class_codes = np.zeros((int(cell_class.max()) + 1 if n_cells else 0, m), dtype=np.int64)
+    class_codes[cell_class] = codes
     n_sa = int(cell_sa.max()) + 1 if n_cells else 1
-    sa_counts = np.zeros((len(class_codes), n_sa), dtype=np.int64)
-    np.add.at(sa_counts, (cell_class, cell_sa), cell_count)
+    sa_counts = np.bincount(cell_class * n_sa + cell_sa, weights=cell_count,
+                            minlength=len(class_codes) * n_sa).astype(np.int64).reshape(len(class_codes), n_sa)
     histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
     return Cells(table, histogram, cell_class, cell_sa, cell_count, source_fingerprint(backend, plan, table))
 
