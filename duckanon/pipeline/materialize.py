@@ -173,7 +173,7 @@ def _sa_text(plan: Plan, table: str | None = None) -> exp.Expr:
     return qcol(SA_KEY, table)
 
 
-def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, labelled=()) -> exp.Select:
+def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, labelled=(), ordered: bool = True) -> exp.Select:
     """Cells joined with their parts; the published QI strings are computed here, once per part:
     '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
     text (every value of a class prints as that text: see histogram.key_of).
@@ -181,7 +181,8 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     Stored in the published order: by hash(seed, published strings, published SA) (kept as
     PART_HASH), then by those values (a total order of the distinct published rows; equal
     published rows are identical), so the histogram-only path publishes in this order. Nothing
-    else enters the order."""
+    else enters the order. Not `ordered`: stored in any order (publish_select sorts the rows it
+    publishes by their own keys)."""
     c, p = "c", "p"
     outputs = []
     for j in range(len(plan.qi)):
@@ -199,13 +200,13 @@ def keyed_select(plan: Plan, cells_table: str, parts_view: str, seed: int, label
     order = [part_hash.copy(), *[v.copy() for v in shown_values]]
     # built in place (copy=False): copying these trees at every builder step cost more than the query
     key_hash = exp.alias_(_key_hash(plan, [qcol(a, c) for a in _key_aliases(plan)]), KEY_HASH, quoted=True)
-    return (
+    keyed = (
         exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split,
                    qcol(BUCKETS, p), exp.alias_(part_hash, PART_HASH, quoted=True), key_hash, copy=False)
         .from_(_table(cells_table, c), copy=False)
         .join(_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)), copy=False)
-        .order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False)
     )
+    return keyed.order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False) if ordered else keyed
 
 
 def _keyed_columns(plan: Plan) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from datetime import datetime, timezone
+from functools import lru_cache
 
 import duckdb
 from sqlglot import exp
@@ -46,10 +47,17 @@ def fingerprint_sql(source: str, columns: list[str]) -> str:
     the product of one factor per column, modulo a prime (histogram.fingerprint_factor); the order
     of the rows does not matter and every row counts. The histogram's GROUP BY computes the same
     number when it publishes (histogram.source_fingerprint)."""
+    return f"SELECT count(*) AS n, coalesce({_checksum_of(tuple(columns))}, 0) AS checksum FROM {source}"
+
+
+@lru_cache(maxsize=256)
+def _checksum_of(columns: tuple[str, ...]) -> str:
+    """The checksum's SQL over `columns`: built and rendered once per column list (every statement
+    remakes the registry's listing, which writes it for every entry)."""
     lanes = [exp.func("sum", fingerprint_product([fingerprint_factor(exp.column(c, quoted=True), i, lane)
                                                   for i, c in enumerate(columns)]))
              for lane in FINGERPRINT_LANES]
-    return f"SELECT count(*) AS n, coalesce({fingerprint_checksum(lanes).sql('duckdb')}, 0) AS checksum FROM {source}"
+    return fingerprint_checksum(lanes).sql("duckdb")
 
 
 def fingerprint(backend: Backend, source: TableName, columns: list[str]) -> tuple[int, int]:

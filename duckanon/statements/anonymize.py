@@ -71,8 +71,10 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             parts = keyed_arrow(cells, solution)
             backend.register_arrow(parts_view, parts)
             with backend.keeping_insertion_order():  # the published order is the keyed table's (seeded) order
+                # with kept columns the published rows are sorted by their own keys: the keyed table's order is not read
                 backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
-                                                              labelled=labelled_columns(solution)))
+                                                              labelled=labelled_columns(solution),
+                                                              ordered=plan.counts is not None or not solver_plan.keep))
                 backend.unregister(parts_view)
                 if plan.counts is not None:  # materialize = 'view': a view over the count of each published row
                     backend.create_target(plan.counts, counts_select(solver_plan, keyed_table))
