@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from datetime import datetime, timezone
 from functools import lru_cache
 
@@ -52,8 +53,8 @@ def fingerprint_sql(source: str, columns: list[str]) -> str:
 
 @lru_cache(maxsize=256)
 def _checksum_of(columns: tuple[str, ...]) -> str:
-    """The checksum's SQL over `columns`: built and rendered once per column list (every statement
-    remakes the registry's listing, which writes it for every entry)."""
+    """The checksum's SQL over `columns`: built and rendered once per column list (the registry's
+    listing writes it for every entry each time it is remade)."""
     lanes = [exp.func("sum", fingerprint_product([fingerprint_factor(exp.column(c, quoted=True), i, lane)
                                                   for i, c in enumerate(columns)]))
              for lane in FINGERPRINT_LANES]
@@ -249,15 +250,26 @@ def entry(con, target: TableName) -> dict | None:
     return next((row for row in entries(con) if row["target"] == key), None)
 
 
-def source_problem(con, row: dict) -> str | None:
-    """Why the entry's source cannot be compared ('source missing', 'source lost column x'), or None."""
-    try:
-        columns = [d[0] for d in con.execute(f"SELECT * FROM {row['source']} LIMIT 0").description]
-    except duckdb.Error:
+def source_problem(con, row: dict, columns_of=None) -> str | None:
+    """Why the entry's source cannot be compared ('source missing', 'source lost column x'), or None.
+    `columns_of`: a dict of the sources' columns already read (_source_columns), else read now."""
+    columns = (columns_of if columns_of is not None else _source_columns(con, [row["source"]]))[row["source"]]
+    if columns is None:
         return "source missing"
-    lowered = {c.lower() for c in columns}
-    lost = [c for c in row["source_columns"] if c.lower() not in lowered]
+    lost = [c for c in row["source_columns"] if c.lower() not in columns]
     return f"source lost column {lost[0]}" if lost else None
+
+
+def _source_columns(con, sources) -> dict[str, frozenset[str] | None]:
+    """Per source (SQL), its columns lowercased, or None where it cannot be read: one probe per
+    distinct source, however many entries share it."""
+    found = {}
+    for source in dict.fromkeys(sources):
+        try:
+            found[source] = frozenset(d[0].lower() for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description)
+        except duckdb.Error:
+            found[source] = None
+    return found
 
 
 def source_state(con, row: dict) -> tuple[str, int | None]:
@@ -270,44 +282,73 @@ def source_state(con, row: dict) -> tuple[str, int | None]:
     return ("current" if same else "stale"), int(rows)
 
 
+# Per connection, the listing macro last created on it where nothing can undo it (outside an
+# explicit transaction, whose ROLLBACK would restore the one before): a statement whose listing
+# would be the same does not create it again (each creation took about 1 ms per registered
+# release, on every statement).
+_installed_listing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def install_listing(con) -> None:
     """(Re)create the TEMP macro duckanon_publications(): every entry of every attached registry
     with `status` and `stale` from its source's current fingerprint. A source that is missing or
-    lost a column when the macro is made is listed with that status (the macro is remade by each
-    of duckanon's statements and at connect)."""
-    read = _read_registries(con)
+    lost a column when the macro is made is listed with that status (duckanon's statements and
+    connect remake the macro whenever the entries or those statuses changed)."""
+    text = _listing_sql(con, _read_registries(con))
+    if _installed_listing.get(con) == text:
+        return
+    undoable = _in_explicit_transaction(con)
+    con.execute(text)
+    if undoable:
+        _installed_listing.pop(con, None)
+    else:
+        _installed_listing[con] = text
+
+
+def _in_explicit_transaction(con) -> bool:
+    """In autocommit mode each statement is its own transaction (two txid_current() differ)."""
+    first = con.execute("SELECT txid_current()").fetchone()[0]
+    return con.execute("SELECT txid_current()").fetchone()[0] == first
+
+
+def _listing_sql(con, read: dict[str, list[dict]]) -> str:
+    """The CREATE MACRO statement of duckanon_publications() for the registries `read`."""
     tables = list(read)
     listed = ", ".join(f"r.{quoted(c)}" for c in COLUMNS if c not in ("source_checksum",))
     if not tables:
         empty = ", ".join(f"CAST(NULL AS {kind}) AS {quoted(name)}" for name, kind in COLUMNS.items()
                           if name != "source_checksum")
-        con.execute(f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE SELECT {empty}, "
-                    "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS VARCHAR) AS status, "
-                    "CAST(NULL AS BOOLEAN) AS stale WHERE false")
-        return
+        return (f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE SELECT {empty}, "
+                "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS VARCHAR) AS status, "
+                "CAST(NULL AS BOOLEAN) AS stale WHERE false")
     union = " UNION ALL ".join(f"SELECT * FROM {table}" for table in tables)
+    # one check per source and column list, however many entries share it; sorted: a stable text
+    sources = sorted({(row["source"], tuple(row["source_columns"])) for rows in read.values() for row in rows})
+    columns_of = _source_columns(con, [source for source, _ in sources])
     checks = []
-    for row in (row for rows in read.values() for row in rows):
-        state = source_problem(con, row)
-        target = exp.Literal.string(row["target"]).sql("duckdb")
+    for source, columns in sources:
+        state = source_problem(con, {"source": source, "source_columns": columns}, columns_of)
+        key = (f"{exp.Literal.string(source).sql('duckdb')} AS source, "
+               f"CAST([{', '.join(exp.Literal.string(c).sql('duckdb') for c in columns)}] AS VARCHAR[]) AS source_columns")
         if state is None:
-            checks.append(f"SELECT {target} AS target, f.n AS current_rows, f.checksum AS current_checksum, "
+            checks.append(f"SELECT {key}, f.n AS current_rows, f.checksum AS current_checksum, "
                           "CAST(NULL AS VARCHAR) AS problem "
-                          f"FROM ({fingerprint_sql(row['source'], row['source_columns'])}) AS f")
+                          f"FROM ({fingerprint_sql(source, list(columns))}) AS f")
         else:
-            checks.append(f"SELECT {target} AS target, CAST(NULL AS BIGINT) AS current_rows, "
+            checks.append(f"SELECT {key}, CAST(NULL AS BIGINT) AS current_rows, "
                           f"CAST(NULL AS HUGEINT) AS current_checksum, {exp.Literal.string(state).sql('duckdb')} AS problem")
-    now = " UNION ALL ".join(checks) or ("SELECT CAST(NULL AS VARCHAR) AS target, CAST(NULL AS BIGINT) AS current_rows, "
-                                         "CAST(NULL AS HUGEINT) AS current_checksum, CAST(NULL AS VARCHAR) AS problem "
-                                         "WHERE false")
-    con.execute(
+    now = " UNION ALL ".join(checks) or ("SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR[]) AS source_columns, "
+                                         "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS HUGEINT) AS current_checksum, "
+                                         "CAST(NULL AS VARCHAR) AS problem WHERE false")
+    return (
         f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE "
         f"SELECT {listed}, c.current_rows, "
         f"CASE WHEN c.problem IS NOT NULL THEN c.problem "
         f"WHEN c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum THEN 'current' "
         f"ELSE 'stale' END AS status, "
         f"c.problem IS NULL AND NOT (c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum) AS stale "
-        f"FROM ({union}) AS r LEFT JOIN ({now}) AS c ON c.target = r.target ORDER BY r.target")
+        f"FROM ({union}) AS r LEFT JOIN ({now}) AS c ON c.source = r.source AND c.source_columns = r.source_columns "
+        f"ORDER BY r.target")
 
 
 def refresh_refused(target: TableName) -> AnonymizeError:

@@ -303,3 +303,40 @@ def test_the_fingerprint_tells_rows_apart_not_their_order():
     assert found["reordered"] == found["base"]
     assert len({found[name] for name in tables if name != "reordered"}) == 3
     con.close()
+
+
+def test_the_listing_follows_rollbacks_and_republications(db):
+    """The listing macro is remade only when what it lists changed; a macro created inside a
+    transaction that is rolled back is never taken for the one in place."""
+    small = "ANONYMIZE src INTO {target} WITH (k = 5, qi = (sex, race))"
+    db.execute(small.format(target="first"))
+    db.execute("BEGIN")
+    db.execute(small.format(target="second"))
+    assert set(listing(db)) == {'"memory"."main"."first"', '"memory"."main"."second"'}
+    db.execute("ROLLBACK")
+    db.execute(small.format(target="second"))  # the same listing as the one rolled back
+    # read as DuckDB itself (a BI tool) reads it: duckanon's execute would remake it first
+    assert {target: entry["status"] for target, entry in listing(db.duckdb).items()} == {
+        '"memory"."main"."first"': "current", '"memory"."main"."second"': "current"}
+    db.execute(small.format(target="first"))  # republished: the same entries, the macro kept
+    db.execute("DELETE FROM src WHERE rid % 10 = 0")
+    db.execute(small.format(target="third"))
+    assert {target: entry["status"] for target, entry in listing(db.duckdb).items()} == {
+        '"memory"."main"."first"': "stale", '"memory"."main"."second"': "stale", '"memory"."main"."third"': "current"}
+
+
+def test_the_listing_checks_each_source_and_column_list_once_for_all_its_entries(db):
+    db.execute("CREATE TABLE other AS SELECT * FROM adult WHERE rid % 10 >= 5")
+    for target, source, qi in (("a", "src", "sex, race"), ("b", "src", "sex, race"), ("c", "src", "sex, education"),
+                               ("d", "other", "sex, race")):
+        db.execute(f"ANONYMIZE {source} INTO {target} WITH (k = 5, qi = ({qi}))")
+    db.execute("DROP TABLE a")  # an entry whose release is gone still lists its source's state
+    db.duckdb.execute("DELETE FROM other WHERE rid % 10 = 5")
+    db.execute("ANONYMIZE src INTO e WITH (k = 5, qi = (sex, race))")  # remakes the listing
+    status = {target.split(".")[-1].strip('"'): entry["status"] for target, entry in listing(db.duckdb).items()}
+    assert status == {"a": "current", "b": "current", "c": "current", "d": "stale", "e": "current"}
+    db.duckdb.execute("ALTER TABLE src DROP COLUMN education")
+    db.duckdb.execute("DROP TABLE other")
+    status = {target.split(".")[-1].strip('"'): entry["status"] for target, entry in listing(db).items()}
+    assert status == {"a": "current", "b": "current", "c": "source lost column education", "d": "source missing",
+                      "e": "current"}
