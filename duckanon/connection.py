@@ -244,7 +244,7 @@ def _list_publications_for(con: duckdb.DuckDBPyConnection, text: str) -> None:
     """A script that calls duckanon_publications() gets the listing remade first, so it sees the
     registries and the sources as they are now (a source dropped or altered since is listed so)."""
     if "duckanon_publications" in text.lower():
-        registry.install_listing(con)
+        registry.install_listing(con, always=True)
 
 
 def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress=None):
@@ -322,7 +322,7 @@ def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     DuckDB connection's own `execute` cannot be checked: there, call it outside BEGIN ... COMMIT.
     """
     macros.install(con)
-    registry.install_listing(con)
+    registry.install_listing(con, always=True)
     try:
         con.remove_function(_REGISTERED_UDF)
     except Exception:

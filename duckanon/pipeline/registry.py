@@ -289,13 +289,15 @@ def source_state(con, row: dict) -> tuple[str, int | None]:
 _installed_listing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def install_listing(con) -> None:
+def install_listing(con, always: bool = False) -> None:
     """(Re)create the TEMP macro duckanon_publications(): every entry of every attached registry
     with `status` and `stale` from its source's current fingerprint. A source that is missing or
-    lost a column when the macro is made is listed with that status (duckanon's statements and
-    connect remake the macro whenever the entries or those statuses changed)."""
+    lost a column when the macro is made is listed with that status. After a statement the macro
+    is remade when its sources, their column lists or those statuses changed (it reads the entries
+    themselves when called); `always`: remade in any case (connect, and a script that calls it, so
+    that a macro dropped or replaced meanwhile comes back)."""
     text = _listing_sql(con, _read_registries(con))
-    if _installed_listing.get(con) == text:
+    if not always and _installed_listing.get(con) == text:
         return
     undoable = _in_explicit_transaction(con)
     con.execute(text)
@@ -323,7 +325,10 @@ def _listing_sql(con, read: dict[str, list[dict]]) -> str:
                 "CAST(NULL AS BOOLEAN) AS stale WHERE false")
     union = " UNION ALL ".join(f"SELECT * FROM {table}" for table in tables)
     # one check per source and column list, however many entries share it; sorted: a stable text
-    sources = sorted({(row["source"], tuple(row["source_columns"])) for rows in read.values() for row in rows})
+    # (an entry without a source or a column list, which only a hand-made row can be, is listed as
+    # 'source missing' by the macro itself)
+    sources = sorted({(row["source"], tuple(row["source_columns"])) for rows in read.values() for row in rows
+                      if row["source"] is not None and row["source_columns"] is not None})
     columns_of = _source_columns(con, [source for source, _ in sources])
     checks = []
     for source, columns in sources:
@@ -340,13 +345,13 @@ def _listing_sql(con, read: dict[str, list[dict]]) -> str:
     now = " UNION ALL ".join(checks) or ("SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR[]) AS source_columns, "
                                          "CAST(NULL AS BIGINT) AS current_rows, CAST(NULL AS HUGEINT) AS current_checksum, "
                                          "CAST(NULL AS VARCHAR) AS problem WHERE false")
+    problem = "CASE WHEN r.source IS NULL OR r.source_columns IS NULL THEN 'source missing' ELSE c.problem END"
+    same = "c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum"
     return (
         f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE "
         f"SELECT {listed}, c.current_rows, "
-        f"CASE WHEN c.problem IS NOT NULL THEN c.problem "
-        f"WHEN c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum THEN 'current' "
-        f"ELSE 'stale' END AS status, "
-        f"c.problem IS NULL AND NOT (c.current_rows = r.source_rows AND c.current_checksum = r.source_checksum) AS stale "
+        f"CASE WHEN {problem} IS NOT NULL THEN {problem} WHEN {same} THEN 'current' ELSE 'stale' END AS status, "
+        f"{problem} IS NULL AND NOT ({same}) AS stale "
         f"FROM ({union}) AS r LEFT JOIN ({now}) AS c ON c.source = r.source AND c.source_columns = r.source_columns "
         f"ORDER BY r.target")
 

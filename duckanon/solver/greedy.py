@@ -239,8 +239,10 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
     next_group = 0
 
     # per column, the unreleased rows of each of its values: kept up to date by each release (a
-    # recount over every class after each release took a third of greedy at 10M rows)
-    value_rows = [np.bincount(hist.codes[:, j], weights=remaining).astype(np.int64) for j in range(m)]
+    # recount over every class after each release took a third of greedy at 10M rows); only the
+    # search over all patterns asks which columns are alive
+    value_rows = ([np.bincount(hist.codes[:, j], weights=remaining).astype(np.int64) for j in range(m)]
+                  if patterns is None else None)
     alive_now = [None]  # the alive columns since the last release (None: to compute)
 
     def alive_columns():
@@ -278,7 +280,7 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         gone = live[released]
         cls.append(gone); group.append(next_group + keys[released]); count.append(remaining[gone])
         next_group += len(totals)
-        for j in range(m):
+        for j in range(m if value_rows is not None else 0):
             value_rows[j] -= np.bincount(hist.codes[gone, j], weights=remaining[gone],
                                          minlength=len(value_rows[j])).astype(np.int64)
         remaining[gone] = 0

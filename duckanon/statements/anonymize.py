@@ -70,7 +70,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
             parts = keyed_arrow(cells, solution)
             backend.register_arrow(parts_view, parts)
-            with backend.keeping_insertion_order():  # the published order is the keyed table's (seeded) order
+            # without kept columns the published order is the keyed table's (seeded) order
+            with backend.keeping_insertion_order():
                 # with kept columns the published rows are sorted by their own keys: the keyed table's order is not read
                 backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
                                                               labelled=labelled_columns(solution),

@@ -340,3 +340,17 @@ def test_the_listing_checks_each_source_and_column_list_once_for_all_its_entries
     status = {target.split(".")[-1].strip('"'): entry["status"] for target, entry in listing(db).items()}
     assert status == {"a": "current", "b": "current", "c": "source lost column education", "d": "source missing",
                       "e": "current"}
+
+
+def test_a_dropped_listing_comes_back_when_a_script_calls_it_and_hand_made_rows_are_listed(db):
+    small = "ANONYMIZE src INTO {target} WITH (k = 5, qi = (sex, race))"
+    db.execute(small.format(target="first"))
+    db.execute("DROP MACRO TABLE duckanon_publications")
+    db.execute(small.format(target="first"))  # republished: the listing's text is the same as before
+    assert listing(db) == listing(db.duckdb)  # a script naming it remade it first; DuckDB now sees it too
+    assert listing(db)['"memory"."main"."first"']["status"] == "current"
+    db.duckdb.execute("""INSERT INTO duckanon_publications (target, source, source_columns)
+                         VALUES ('"memory"."main"."x"', NULL, ['a']), ('"memory"."main"."y"', '"memory"."main"."src"', NULL)""")
+    status = {target: (entry["status"], entry["stale"]) for target, entry in listing(db).items()}
+    assert status == {'"memory"."main"."first"': ("current", False), '"memory"."main"."x"': ("source missing", False),
+                      '"memory"."main"."y"': ("source missing", False)}

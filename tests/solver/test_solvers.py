@@ -133,6 +133,15 @@ def test_bredereck_greedy_tightness_instance_costs_18():
     assert solution.stars == 18  # the optimum is 9 (ALGORITHMS.md section 3)
 
 
+def test_greedy_with_user_patterns_never_counts_values_by_code():
+    """With patterns, greedy never asks which columns are alive: codes as large as 2^40 (a solver
+    API caller's own) cost nothing (counting rows per value would take terabytes)."""
+    big = 1 << 40
+    hist = Histogram(codes=np.array([[0, big], [1, big], [2, 5]]), sa_counts=np.array([[3], [3], [3]]))
+    solution = greedy(hist, 3, [[0]])
+    assert solution.stars == 0 and sorted(solution.part_group.tolist()) == [0, 1, 2]
+
+
 def test_greedy_with_user_patterns_only_uses_those_patterns():
     hist = Histogram.from_rows(bredereck_tightness())
     solution = greedy(hist, 3, [[0], [1], [2], [0, 1, 2]])
