@@ -22,6 +22,13 @@ from duckanon.errors import one_line
 from duckanon.sql.statement import TableName
 
 
+def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
+    """In autocommit mode every statement is its own transaction (two txid_current() differ);
+    inside an explicit one they are equal."""
+    first = con.execute("SELECT txid_current()").fetchone()[0]
+    return con.execute("SELECT txid_current()").fetchone()[0] == first
+
+
 def _translated(error: duckdb.Error) -> BackendError:
     kind = UnknownTable if isinstance(error, duckdb.CatalogException) else BackendError
     return kind(one_line(error))
@@ -155,10 +162,8 @@ class DuckDBBackend(Backend):
 
     # ------------------------------------------------------------------ transactions
     def in_explicit_transaction(self) -> bool:
-        """In autocommit mode every statement is its own transaction (two txid_current() differ);
-        inside an explicit one they are equal."""
-        first = self._run("SELECT txid_current()").fetchone()[0]
-        return self._run("SELECT txid_current()").fetchone()[0] == first
+        with self.translating():
+            return in_explicit_transaction(self.con)
 
     def begin(self) -> None:
         self._run("BEGIN TRANSACTION")

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from duckanon._version import __version__
 from duckanon.backends.base import Backend
+from duckanon.backends.duckdb import in_explicit_transaction
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (
     FINGERPRINT_LANES, duckdb_sql, fingerprint_checksum, fingerprint_factor, fingerprint_product, quoted,
@@ -250,13 +251,16 @@ def entry(con, target: TableName) -> dict | None:
     return next((row for row in entries(con) if row["target"] == key), None)
 
 
-def source_problem(con, row: dict, columns_of=None) -> str | None:
-    """Why the entry's source cannot be compared ('source missing', 'source lost column x'), or None.
-    `columns_of`: a dict of the sources' columns already read (_source_columns), else read now."""
-    columns = (columns_of if columns_of is not None else _source_columns(con, [row["source"]]))[row["source"]]
+def source_problem(con, row: dict) -> str | None:
+    """Why the entry's source cannot be compared ('source missing', 'source lost column x'), or None."""
+    return _problem(_source_columns(con, [row["source"]])[row["source"]], row["source_columns"])
+
+
+def _problem(columns: frozenset[str] | None, recorded) -> str | None:
+    """source_problem, given the source's columns as _source_columns read them."""
     if columns is None:
         return "source missing"
-    lost = [c for c in row["source_columns"] if c.lower() not in columns]
+    lost = [c for c in recorded if c.lower() not in columns]
     return f"source lost column {lost[0]}" if lost else None
 
 
@@ -299,18 +303,12 @@ def install_listing(con, always: bool = False) -> None:
     text = _listing_sql(con, _read_registries(con))
     if not always and _installed_listing.get(con) == text:
         return
-    undoable = _in_explicit_transaction(con)
+    undoable = in_explicit_transaction(con)
     con.execute(text)
     if undoable:
         _installed_listing.pop(con, None)
     else:
         _installed_listing[con] = text
-
-
-def _in_explicit_transaction(con) -> bool:
-    """In autocommit mode each statement is its own transaction (two txid_current() differ)."""
-    first = con.execute("SELECT txid_current()").fetchone()[0]
-    return con.execute("SELECT txid_current()").fetchone()[0] == first
 
 
 def _listing_sql(con, read: dict[str, list[dict]]) -> str:
@@ -332,7 +330,7 @@ def _listing_sql(con, read: dict[str, list[dict]]) -> str:
     columns_of = _source_columns(con, [source for source, _ in sources])
     checks = []
     for source, columns in sources:
-        state = source_problem(con, {"source": source, "source_columns": columns}, columns_of)
+        state = _problem(columns_of[source], columns)
         key = (f"{exp.Literal.string(source).sql('duckdb')} AS source, "
                f"CAST([{', '.join(exp.Literal.string(c).sql('duckdb') for c in columns)}] AS VARCHAR[]) AS source_columns")
         if state is None:

@@ -70,12 +70,12 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             progress.tell(listener, f"publishing {plan.target.sql()}", rows=hist.n_rows)
             parts = keyed_arrow(cells, solution)
             backend.register_arrow(parts_view, parts)
-            # without kept columns the published order is the keyed table's (seeded) order
+            # without kept columns the published order is the keyed table's (seeded) order; with them
+            # the published rows are sorted by their own keys, and the keyed table's order is not read
             with backend.keeping_insertion_order():
-                # with kept columns the published rows are sorted by their own keys: the keyed table's order is not read
                 backend.create_temp(keyed_table, keyed_select(solver_plan, cells_table, parts_view, seed,
                                                               labelled=labelled_columns(solution),
-                                                              ordered=plan.counts is not None or not solver_plan.keep))
+                                                              ordered=not solver_plan.keep))
                 backend.unregister(parts_view)
                 if plan.counts is not None:  # materialize = 'view': a view over the count of each published row
                     backend.create_target(plan.counts, counts_select(solver_plan, keyed_table))
