@@ -64,6 +64,10 @@ class Backend:
     # hash() is 64 bits wide, so distinct class keys rarely share one: the join back may match on the
     # hash of the keys where the histogram shows no two cells sharing one (materialize.key_hashes_distinct)
     hashes_64_bits = False
+    # sort keys after a near-unique hash cost next to nothing (the engine compares the first key and
+    # reads the next ones only on its ties): every order by a row's hash then goes on by the row's
+    # own values, so that rows whose hashes collide are ordered by what they publish too
+    breaks_hash_ties = False
     keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None

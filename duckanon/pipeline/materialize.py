@@ -551,14 +551,15 @@ def _row_hash(plan: Plan, seed: exp.Expr, per_row: list[str], table: str, name=N
 
 
 def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str], large: bool,
-                by_key_hash: bool = False) -> exp.Select:
+                by_key_hash: bool = False, break_ties: bool = False) -> exp.Select:
     """The rows of split cells: their own published values (v{i}, the SA and kept columns) and
     their cell. A row's place in its cell's seeded order comes from hash(seed, those values):
     never a QI value the parts may suppress, and equal for every spelling of the cell.
 
     `large`: the cells of several buckets (keyed_arrow's BUCKETS), each row with its bucket, the
     hash modulo the cell's bucket count; the cell's order is by bucket, then hash (_bucket_parts).
-    Else the cells of one bucket, each row with its rank in the cell (RANK), by a window."""
+    Else the cells of one bucket, each row with its rank in the cell (RANK), by a window (ordered
+    by the hash, then, where `break_ties`, by the row's own values)."""
     several = exp.GT(this=qcol(BUCKETS), expression=exp.Literal.number(1))
     split_cells = (
         exp.select(*[qcol(a) for a in _key_aliases(plan)], qcol(KEY_HASH), qcol(CELL_ID), qcol(BUCKETS))
@@ -571,8 +572,9 @@ def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str]
     source = exp.alias_(plan.source.table.copy(), "src", table=True)
     cells = exp.alias_(split_cells.subquery(), "k", table=True)
     if not large:
+        ties = [qcol(c, "src") for c in per_row] if break_ties else []
         rank = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
-                          order=exp.Order(expressions=[exp.Ordered(this=row_hash)]))
+                          order=exp.Order(expressions=[exp.Ordered(this=o) for o in [row_hash, *ties]]))
         return (exp.select(*values, qcol(CELL_ID, "k"), exp.alias_(rank, RANK, quoted=True))
                 .from_(source).join(cells, on=_match(plan, "src", "k", by_key_hash)))
     hashed = (
@@ -653,13 +655,16 @@ def coded_select(plan: Plan, keyed_table: str, dictionaries: dict[int, Dictionar
 
 
 def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
-                   dictionaries: dict[int, Dictionary] | None = None, by_key_hash: bool = False) -> exp.Select:
+                   dictionaries: dict[int, Dictionary] | None = None, by_key_hash: bool = False,
+                   break_ties: bool = False) -> exp.Select:
     """The published rows: the source joined to the coded keyed table (coded_select; on the class
     keys, or on their hash where `by_key_hash`: key_hashes_distinct), ordered by the part keys
     (the packed QIs, DuckDB), then hash(part hash, the row's own published values). The other QIs
     travel through the sort as codes of `dictionaries` (published_dictionaries: ENUMs on DuckDB,
     positions on Spark) or as themselves; all are decoded above it, in a projection of the sorted
-    subquery, which keeps its order."""
+    subquery, which keeps its order. Where `break_ties` (Backend.breaks_hash_ties), every order by
+    a row's hash goes on by what the row publishes, so rows whose hashes collide are ordered by
+    their values too, never by the order they arrive in."""
     dictionaries = dictionaries or {}
     layout = part_key_layout(dictionaries)
     words = [f"{PART_KEY}{w}" for w in sorted({w for w, _ in layout.values()})]
@@ -696,7 +701,8 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
         # of a join with an empty build side.
         body = body.where(exp.Not(this=qcol("split", "k")))
         split_rows, buckets = f"{coded_table}_split", f"{coded_table}_buckets"
-        ctes = [(split_rows, _split_rows(plan, coded_table, seed_literal, per_row, large=True, by_key_hash=by_key_hash)),
+        ctes = [(split_rows, _split_rows(plan, coded_table, seed_literal, per_row, large=True, by_key_hash=by_key_hash,
+                                         break_ties=break_ties)),
                 (buckets, _bucket_parts(split_rows, coded_table))]
 
         def in_part(ranked: exp.Select) -> exp.Select:
@@ -710,7 +716,7 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
                     .join(_table(coded_table, "p"), on=in_range))
 
         small = in_part(_split_rows(plan, coded_table, seed_literal.copy(), per_row, large=False,
-                                    by_key_hash=by_key_hash))
+                                    by_key_hash=by_key_hash, break_ties=break_ties))
         placed = exp.and_(exp.EQ(this=qcol(CELL_ID, "r"), expression=qcol(CELL_ID, "m")),
                           exp.EQ(this=qcol(BUCKET, "r"), expression=qcol(BUCKET, "m")))
         # rows of a bucket that lies in one part: that part, by two equality keys
@@ -728,7 +734,9 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
         )
         rank = exp.Add(this=qcol(BEFORE, "m"), expression=exp.Window(
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "r"), qcol(BUCKET, "r")],
-            order=exp.Order(expressions=[exp.Ordered(this=_row_hash(plan, seed_literal.copy(), per_row, "r"))]),
+            order=exp.Order(expressions=[exp.Ordered(this=o) for o in [
+                _row_hash(plan, seed_literal.copy(), per_row, "r"),
+                *([qcol(f"v{plan.published.index(c)}", "r") for c in per_row] if break_ties else [])]]),
         ))
         cut = in_part(
             exp.select(*[qcol(f"v{plan.published.index(c)}", "r") for c in per_row], qcol(CELL_ID, "r"),
@@ -739,7 +747,9 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
         for branch in (small, whole, cut):
             body = exp.union(body, branch, distinct=False)
     ordered = (exp.select(exp.Star()).from_(body.subquery("published"))
-               .order_by(*_sort_keys(words, _word_bits(dictionaries, layout), any_split)))
+               .order_by(*_sort_keys(words, _word_bits(dictionaries, layout), any_split),
+                         *([qcol(f"v{i}") for i, col in enumerate(plan.published) if qi_index.get(col.lower()) not in layout]
+                           if break_ties else [])))
     outputs = []
     for i, col in enumerate(plan.published):
         value = qcol(f"v{i}")

@@ -87,7 +87,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
                         backend.create_temp(coded_table, coded_select(solver_plan, keyed_table, dictionaries))
                         published = publish_select(
                             solver_plan, coded_table, _any_split(parts), seed, dictionaries,
-                            by_key_hash=key_hashes_distinct(backend, solver_plan, cells_table))
+                            by_key_hash=key_hashes_distinct(backend, solver_plan, cells_table),
+                            break_ties=backend.breaks_hash_ties)
                     else:  # every published row is determined by its cell: no second pass over the source
                         block_rows = rows_per_block(hist.n_rows, backend.threads(), backend.scan_unit_rows)
                         if block_rows is not None:

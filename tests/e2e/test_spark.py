@@ -125,3 +125,30 @@ def test_keep_columns_publish_what_duckdb_does_with_codes_through_the_sort(spark
     assert below == {"id": "bigint", "many": "string", "place": "int", "note": "string", "disease": "string"}
     # codes made in the coded keyed view (below the sort), strings taken back in the published SELECT
     assert any("ARRAY_POSITION(ARRAY(" in sql for sql in rendered[:-1]) and "ELEMENT_AT(ARRAY(" in rendered[-1]
+
+
+def test_classes_whose_key_hashes_collide_join_back_on_their_keys(spark, monkeypatch):
+    """Spark's hashes skip NULL arguments: the classes (NULL, 'x') and ('x', NULL) share their key
+    hash, so the join back matches on the keys themselves, and each source row is published once,
+    in its own class (with a hash join, every row of both would be joined to both)."""
+    from pyspark.sql import types as T
+
+    import duckanon.statements.anonymize as anonymize_statement
+    from duckanon.backends.spark import SparkBackend
+    from duckanon.spark import execute
+
+    rows = [(None, "x", i) for i in range(3)] + [("x", None, i) for i in range(3, 7)] + [("y", "y", i) for i in range(7, 9)]
+    schema = T.StructType([T.StructField("q1", T.StringType()), T.StructField("q2", T.StringType()),
+                           T.StructField("id", T.LongType())])
+    spark.createDataFrame(rows, schema).createOrReplaceTempView("colliding")
+    distinct, original = [], anonymize_statement.key_hashes_distinct
+
+    def recording(backend, plan, cells_table):
+        distinct.append(original(backend, plan, cells_table))
+        return distinct[-1]
+
+    monkeypatch.setattr(anonymize_statement, "key_hashes_distinct", recording)
+    execute(spark, "ANONYMIZE colliding WITH (k = 2, qi = (q1, q2), keep = (id), method = 'greedy', seed = 1)")
+    assert SparkBackend.hashes_64_bits and distinct == [False]
+    published = sorted((r["id"], r["q1"], r["q2"]) for r in spark.table("colliding_anon").collect())
+    assert published == [(i, q1, q2) for q1, q2, i in rows]
