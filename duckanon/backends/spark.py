@@ -68,15 +68,17 @@ def stored_order(select: exp.Expr) -> exp.Expr:
     DISTRIBUTE BY the keys + SORT BY the keys gives each partition the same inner order with one
     hash shuffle and no sampling pass. A row's partition and its place in it still depend on the
     sort keys alone (the pipeline sorts by a hash of the published values and the seed), never
-    on the source's order."""
+    on the source's order. Rows are distributed by the first key only: every order the pipeline
+    stores leads with a near-unique seeded hash (a part's, a row's), and the keys behind it (a
+    row's values, which break the hash's ties) would only add to what the shuffle hashes."""
     select = select.copy()
     for node in list(select.find_all(exp.Select)):
         order = node.args.get("order")
         if order is None or node.args.get("limit") is not None or node.args.get("offset") is not None:
             continue
-        keys = [o.this if isinstance(o, exp.Ordered) else o for o in order.expressions]
+        first = order.expressions[0]
         node.set("order", None)
-        node.set("distribute", exp.Distribute(expressions=[k.copy() for k in keys]))
+        node.set("distribute", exp.Distribute(expressions=[(first.this if isinstance(first, exp.Ordered) else first).copy()]))
         node.set("sort", exp.Sort(expressions=[o.copy() for o in order.expressions]))
     return select
 

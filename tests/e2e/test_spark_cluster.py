@@ -89,15 +89,15 @@ def test_a_standalone_cluster_publishes_what_duckdb_publishes(tmp_path):
 
 
 def test_an_order_spark_stores_becomes_distribute_and_sort_by():
-    """What Spark stores (a cached view, the target) keeps an ORDER BY's keys as DISTRIBUTE BY +
-    SORT BY (no range partitioning, whose sampling pass re-runs the query); an ORDER BY with a
-    LIMIT selects rows and stays."""
+    """What Spark stores (a cached view, the target) keeps an ORDER BY as DISTRIBUTE BY its first
+    key (the leading hash) + SORT BY all its keys (no range partitioning, whose sampling pass
+    re-runs the query); an ORDER BY with a LIMIT selects rows and stays."""
     from sqlglot import parse_one
 
     from duckanon.backends.spark import stored_order  # sqlglot only: no pyspark needed
 
     query = parse_one("SELECT a FROM (SELECT a, h FROM t ORDER BY hash(1, a) NULLS LAST, a) AS s", read="spark")
     assert stored_order(query).sql("spark") == (
-        "SELECT a FROM (SELECT a, h FROM t DISTRIBUTE BY HASH(1, a), a SORT BY HASH(1, a) NULLS LAST, a) AS s")
+        "SELECT a FROM (SELECT a, h FROM t DISTRIBUTE BY HASH(1, a) SORT BY HASH(1, a) NULLS LAST, a) AS s")
     limited = parse_one("SELECT a FROM t ORDER BY a LIMIT 3", read="spark")
     assert stored_order(limited).sql("spark") == "SELECT a FROM t ORDER BY a LIMIT 3"
