@@ -456,3 +456,13 @@ def delta_merge_bug_open() -> bool:
         finally:
             con.close()
     return _DELTA_MERGE_OPEN[0]
+
+
+def stored_files(spark, table: str) -> dict[str, list[tuple]]:
+    """The rows of a Spark table per file (by its part number), each file's rows in stored order."""
+    from pyspark.sql import functions as F
+
+    files: dict[str, list[tuple]] = {}
+    for row in spark.table(table).withColumn("file", F.input_file_name()).collect():
+        files.setdefault(row["file"].rsplit("/", 1)[-1].split("-")[1], []).append(tuple(row)[:-1])
+    return files

@@ -226,7 +226,7 @@ def key_hashes_distinct(backend: Backend, plan: Plan, cells_table: str) -> bool:
     its cell exactly (every source row is in some cell, published or removed), and the join back
     can match on that one 64-bit value instead of every key (_match): measured at 10M rows, the
     join's probe no longer carries and compares nine strings per row. Engines whose hash() is
-    narrower (Spark's is 32 bits: collisions among a few thousand cells are likely) keep the keys."""
+    narrower (32 bits: collisions among a few thousand cells are likely) keep the keys."""
     if not backend.hashes_64_bits:
         return False
     hashes = _key_hash(plan, [qcol(a) for a in _key_aliases(plan)])
@@ -550,6 +550,13 @@ def _row_hash(plan: Plan, seed: exp.Expr, per_row: list[str], table: str, name=N
     return exp.func("hash", seed, *[hashable(plan, c, qcol(name(c), table)) for c in _ordering(plan, per_row)])
 
 
+def _tie_key(value: exp.Expr) -> exp.Expr:
+    """A per-row published value as it breaks ties of the order hash (Backend.breaks_hash_ties):
+    its text, which every type has and which tells apart what Spark's sort and hashes take as
+    equal or cannot order (-0.0 and 0.0, a MAP kept where hashing maps is allowed)."""
+    return exp.cast(value, exp.DataType.build("VARCHAR"))
+
+
 def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str], large: bool,
                 by_key_hash: bool = False, break_ties: bool = False) -> exp.Select:
     """The rows of split cells: their own published values (v{i}, the SA and kept columns) and
@@ -572,7 +579,7 @@ def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str]
     source = exp.alias_(plan.source.table.copy(), "src", table=True)
     cells = exp.alias_(split_cells.subquery(), "k", table=True)
     if not large:
-        ties = [qcol(c, "src") for c in per_row] if break_ties else []
+        ties = [_tie_key(qcol(c, "src")) for c in per_row] if break_ties else []
         rank = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
                           order=exp.Order(expressions=[exp.Ordered(this=o) for o in [row_hash, *ties]]))
         return (exp.select(*values, qcol(CELL_ID, "k"), exp.alias_(rank, RANK, quoted=True))
@@ -583,7 +590,9 @@ def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str]
     )
     # the hash modulo MAX_BUCKETS (a literal: DuckDB keeps its UBIGINT hash unsigned, where a
     # BIGINT divisor would make the modulo HUGEINT and cost more than the rest of this query),
-    # then modulo the cell's bucket count, a power of two that divides it
+    # then modulo the cell's bucket count, a power of two that divides it. (Spark's hash is signed
+    # and its % keeps the sign: buckets -(b - 1) .. b - 1, as many rows in each but bucket 0, which
+    # gets two shares; every bucket is still ranked and placed, so the parts' counts hold.)
     low = exp.cast(exp.Mod(this=qcol(ROW_HASH), expression=exp.Literal.number(MAX_BUCKETS)),
                    exp.DataType.build("BIGINT"))
     bucket = exp.Mod(this=low, expression=qcol(BUCKETS))
@@ -736,7 +745,7 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "r"), qcol(BUCKET, "r")],
             order=exp.Order(expressions=[exp.Ordered(this=o) for o in [
                 _row_hash(plan, seed_literal.copy(), per_row, "r"),
-                *([qcol(f"v{plan.published.index(c)}", "r") for c in per_row] if break_ties else [])]]),
+                *([_tie_key(qcol(f"v{plan.published.index(c)}", "r")) for c in per_row] if break_ties else [])]]),
         ))
         cut = in_part(
             exp.select(*[qcol(f"v{plan.published.index(c)}", "r") for c in per_row], qcol(CELL_ID, "r"),
@@ -748,8 +757,7 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
             body = exp.union(body, branch, distinct=False)
     ordered = (exp.select(exp.Star()).from_(body.subquery("published"))
                .order_by(*_sort_keys(words, _word_bits(dictionaries, layout), any_split),
-                         *([qcol(f"v{i}") for i, col in enumerate(plan.published) if qi_index.get(col.lower()) not in layout]
-                           if break_ties else [])))
+                         *(_tie_keys(plan, layout) if break_ties else [])))
     outputs = []
     for i, col in enumerate(plan.published):
         value = qcol(f"v{i}")
@@ -764,6 +772,20 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
     for name, query in ctes:
         select = select.with_(exp.to_identifier(name, quoted=True), as_=query)
     return select
+
+
+def _tie_keys(plan: Plan, layout: dict[int, tuple[int, int]]) -> list[exp.Expr]:
+    """The sorted rows' columns (v{i}) that break ties of their order hash: the QIs the part key
+    words do not carry (codes or strings, as they are) and the per-row values (as _tie_key)."""
+    qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
+    keys = []
+    for i, col in enumerate(plan.published):
+        j = qi_index.get(col.lower())
+        if j is None:
+            keys.append(_tie_key(qcol(f"v{i}")))
+        elif j not in layout:
+            keys.append(qcol(f"v{i}"))
+    return keys
 
 
 def _collated(plan: Plan, column: str, decoded: exp.Expr) -> exp.Expr:

@@ -16,6 +16,7 @@ import pytest
 import duckanon
 import duckanon.pipeline.materialize as materialize
 import duckanon.statements.anonymize as anonymize_statement
+from conftest import stored_files
 
 # 800 rows in the proportions of benchmarks/bench_publish.py's split case: with k = 300 the
 # solution moves 100 rows of class ('a', 'x') into the suppressed group with 'b' and 'c'
@@ -159,16 +160,6 @@ def test_on_spark(spark_session, monkeypatch, path):
         (("b", "x"), ("*", "*")): 100, (("c", "y"), ("*", "*")): 100}
 
 
-def _stored(spark_session, table: str) -> dict[str, list[tuple]]:
-    """The rows of a Spark table per file (by its part number), each file's rows in stored order."""
-    from pyspark.sql import functions as F
-
-    files: dict[str, list[tuple]] = {}
-    for row in spark_session.table(table).withColumn("file", F.input_file_name()).collect():
-        files.setdefault(row["file"].rsplit("/", 1)[-1].split("-")[1], []).append(tuple(row)[:-1])
-    return files
-
-
 @pytest.mark.parametrize("path", list(PATHS))
 def test_on_spark_rows_whose_hashes_collide_are_placed_by_their_values(spark_session, monkeypatch, path):
     """Spark's hashes skip NULL arguments, so a row kept as (NULL, 'v') and one kept as ('v', NULL)
@@ -188,7 +179,7 @@ def test_on_spark_rows_whose_hashes_collide_are_placed_by_their_values(spark_ses
     for ordered in (rows, rows[::-1]):
         spark_session.createDataFrame(ordered, schema).createOrReplaceTempView("collide")
         execute(spark_session, "ANONYMIZE collide WITH (k = 300, qi = (q1, q2), keep = (a, b), seed = 3)")
-        published.append(_stored(spark_session, "collide_anon"))
+        published.append(stored_files(spark_session, "collide_anon"))
     forwards, backwards = published
     published_rows = Counter(r for file in forwards.values() for r in file)
     from_the_cell = {(None, "v"), ("v", None)}
