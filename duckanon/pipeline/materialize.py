@@ -557,6 +557,12 @@ def _tie_key(value: exp.Expr) -> exp.Expr:
     return exp.cast(value, exp.DataType.build("VARCHAR"))
 
 
+def _row_ties(plan: Plan, per_row: list[str], table: str, name=None) -> list[exp.Expr]:
+    """The tie keys of _row_hash over the same columns, read the same way."""
+    name = name or (lambda c: f"v{plan.published.index(c)}")
+    return [_tie_key(qcol(name(c), table)) for c in per_row]
+
+
 def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str], large: bool,
                 by_key_hash: bool = False, break_ties: bool = False) -> exp.Select:
     """The rows of split cells: their own published values (v{i}, the SA and kept columns) and
@@ -579,7 +585,7 @@ def _split_rows(plan: Plan, keyed_table: str, seed: exp.Expr, per_row: list[str]
     source = exp.alias_(plan.source.table.copy(), "src", table=True)
     cells = exp.alias_(split_cells.subquery(), "k", table=True)
     if not large:
-        ties = [_tie_key(qcol(c, "src")) for c in per_row] if break_ties else []
+        ties = _row_ties(plan, per_row, "src", lambda c: c) if break_ties else []
         rank = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
                           order=exp.Order(expressions=[exp.Ordered(this=o) for o in [row_hash, *ties]]))
         return (exp.select(*values, qcol(CELL_ID, "k"), exp.alias_(rank, RANK, quoted=True))
@@ -745,7 +751,7 @@ def publish_select(plan: Plan, coded_table: str, any_split: bool, seed: int,
             this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "r"), qcol(BUCKET, "r")],
             order=exp.Order(expressions=[exp.Ordered(this=o) for o in [
                 _row_hash(plan, seed_literal.copy(), per_row, "r"),
-                *([_tie_key(qcol(f"v{plan.published.index(c)}", "r")) for c in per_row] if break_ties else [])]]),
+                *(_row_ties(plan, per_row, "r") if break_ties else [])]]),
         ))
         cut = in_part(
             exp.select(*[qcol(f"v{plan.published.index(c)}", "r") for c in per_row], qcol(CELL_ID, "r"),

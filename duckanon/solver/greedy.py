@@ -280,9 +280,8 @@ def greedy(hist: Histogram, k: int, patterns: list[list[int]] | None = None, mod
         gone = live[released]
         cls.append(gone); group.append(next_group + keys[released]); count.append(remaining[gone])
         next_group += len(totals)
-        for j in range(m if value_rows is not None else 0):
-            value_rows[j] -= np.bincount(hist.codes[gone, j], weights=remaining[gone],
-                                         minlength=len(value_rows[j])).astype(np.int64)
+        for j, rows in enumerate(value_rows or []):
+            rows -= np.bincount(hist.codes[gone, j], weights=remaining[gone], minlength=len(rows)).astype(np.int64)
         remaining[gone] = 0
         remaining_sa[gone] = 0
         alive_now[0] = None
