@@ -9,7 +9,7 @@ publish statement (the CREATE TABLE AS that joins the source back and sorts the 
 is captured, with the scratch tables it reads kept. Then, per repetition and in one process:
 
   floor                the floor's two statements (bench_publish.floor): GROUP BY, join-back CTAS
-  floor CTAS           the floor's join-back CTAS alone (its GROUP BY table kept)
+  floor CTAS           the floor's join-back CTAS alone, on the groups the floor just made
   ANONYMIZE            the whole statement, keep = (id)
   publish              the captured publish statement alone
   publish, unsorted    the same statement without its ORDER BY: everything the publish does except
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import resource
 import statistics
 import sys
 import time
@@ -38,23 +37,18 @@ import duckanon
 from duckanon.backends import duckdb as duckdb_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_anonymize import ADULT_CSV, QI, SA, q  # noqa: E402
-from bench_publish import floor, statement  # noqa: E402
+from bench_anonymize import QI, SA, cpu_s  # noqa: E402
+from bench_publish import floor, floor_join, load_big, statement  # noqa: E402
 from machine import cpu_model  # noqa: E402
 
 TARGET = "big_anon"
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def timed(action) -> tuple[float, float]:
     """(wall s, CPU s) of `action()`."""
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    cpu, wall = cpu_s(), time.perf_counter()
     action()
-    return time.perf_counter() - wall, cpu_seconds() - cpu
+    return time.perf_counter() - wall, cpu_s() - cpu
 
 
 def capture_publish(con, copies: int) -> str:
@@ -96,20 +90,15 @@ def main() -> None:
 
     con = duckanon.connect()
     raw = con.duckdb
-    raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
-    raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({args.copies}) r(i)")
+    load_big(raw, args.copies)
     rows = raw.execute("SELECT count(*) FROM big").fetchone()[0]
     publish = capture_publish(con, args.copies)
     publish_unsorted = unsorted(publish)
     keys = QI + [SA]
-    on = " AND ".join(f"src.{q(c)} IS NOT DISTINCT FROM g.{q(c)}" for c in keys)
-    raw.execute(f"CREATE TEMP TABLE floor_kept AS SELECT {', '.join(q(c) for c in keys)}, count(*) AS n "
-                f"FROM big GROUP BY ALL")
-    floor_ctas = f"CREATE OR REPLACE TABLE floor_alone AS SELECT src.* FROM big src JOIN floor_kept g ON {on}"
 
     steps = {
         "floor": lambda: floor(raw, "big", keys, "src.*"),
-        "floor CTAS": lambda: raw.execute(floor_ctas),
+        "floor CTAS": lambda: floor_join(raw, "big", keys, "src.*"),  # on the floor's GROUP BY just made
         "ANONYMIZE": lambda: con.execute(statement(args.copies, ", keep = (id)")),
         "publish": lambda: raw.execute(publish),
         "publish, unsorted": lambda: raw.execute(publish_unsorted),

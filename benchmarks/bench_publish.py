@@ -81,12 +81,23 @@ def split_statement(rows: int) -> str:
     return f"ANONYMIZE split INTO big_anon WITH (k = {3 * rows // 8}, qi = (q1, q2), keep = (id), seed = 1)"
 
 
+def load_big(raw, copies: int) -> None:
+    """Adult as `adult`, and `big`: every row of it `copies` times, with an `id` (row_number)."""
+    raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
+    raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({copies}) r(i)")
+
+
 def floor(raw, table: str, keys: list[str], published: str) -> None:
     """GROUP BY the keys into a temp table, then CREATE TABLE AS the source joined back to it."""
     raw.execute("DROP TABLE IF EXISTS floor_groups")
-    raw.execute("DROP TABLE IF EXISTS floor_out")
     raw.execute(f"CREATE TEMP TABLE floor_groups AS SELECT {', '.join(q(c) for c in keys)}, count(*) AS n "
                 f"FROM {table} GROUP BY ALL")
+    floor_join(raw, table, keys, published)
+
+
+def floor_join(raw, table: str, keys: list[str], published: str) -> None:
+    """The floor's second statement: CREATE TABLE AS the source joined back to floor_groups."""
+    raw.execute("DROP TABLE IF EXISTS floor_out")
     on = " AND ".join(f"src.{q(c)} IS NOT DISTINCT FROM g.{q(c)}" for c in keys)
     raw.execute(f"CREATE TABLE floor_out AS SELECT {published} FROM {table} src JOIN floor_groups g ON {on}")
 
@@ -150,8 +161,7 @@ class SplitSeen:
 def run(copies: int, reps: int, only: list[str] | None = None) -> dict:
     con = duckanon.connect()
     raw = con.duckdb
-    raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
-    raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({copies}) r(i)")
+    load_big(raw, copies)
     rows = raw.execute("SELECT count(*) FROM big").fetchone()[0]
     raw.execute(f"CREATE TABLE split AS SELECT v.q1, v.q2, row_number() OVER () AS id FROM (VALUES ('a', 'x'), "
                 f"('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('a', 'x'), ('b', 'x'), ('c', 'y')) v(q1, q2), "
@@ -219,8 +229,7 @@ def bytes_on_disk(copies: int) -> dict:
     with tempfile.TemporaryDirectory() as work:
         con = duckanon.connect()
         raw = con.duckdb
-        raw.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{ADULT_CSV.as_posix()}', delim = ';', header = true)")
-        raw.execute(f"CREATE TABLE big AS SELECT a.*, row_number() OVER () AS id FROM adult a, range({copies}) r(i)")
+        load_big(raw, copies)
         for name in ("table", "view"):
             path = Path(work) / f"{name}.duckdb"
             raw.execute(f"ATTACH '{path}' AS out_{name}")
