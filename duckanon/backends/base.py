@@ -44,6 +44,10 @@ class ReadOnlyDatabase(BackendError):
     """A write into a database that is attached read-only (or a connection opened read-only)."""
 
 
+class Interrupted(BackendError):
+    """The engine stopped the statement on request (another thread's interrupt of the connection)."""
+
+
 def full_key(table: TableName, database: str, schema: str) -> tuple[str, str, str]:
     """(catalog, schema, name), lower case, with the session's defaults filled in."""
     parts = [p.name.lower() for p in table.table.parts]

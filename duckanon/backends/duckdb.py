@@ -17,7 +17,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from duckanon.backends import duckdb_names
-from duckanon.backends.base import Backend, BackendError, ReadOnlyDatabase, UnknownTable, WriteConflict
+from duckanon.backends.base import Backend, BackendError, Interrupted, ReadOnlyDatabase, UnknownTable, WriteConflict
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql.statement import TableName, shown_name
 
@@ -33,6 +33,7 @@ def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
 # `Catalog write-write conflict on create with "Schema\0main\0Table\0main\0t_anon"`: the last part
 _CONFLICT_OBJECT = re.compile(r'conflict on \w+ with "(.*)"\s*$', re.S)
 _READ_ONLY = re.compile(r'on database "(.*)" which is attached in read-only mode')
+_OTHER_KIND = re.compile(r'Existing object "?(.*?)"? is of type (\w+), trying to replace with type (\w+)')
 # a type as DuckDB's conversion messages write it: INT64, DECIMAL(5,2), INTEGER[], TIMESTAMP WITH TIME ZONE
 _TYPE = r"[A-Z][A-Z0-9_]*(?: WITH TIME ZONE)?(?:\(\d+(?:,\s*\d+)?\))?(?:\[\d*\])*"
 _CONVERTED_TO = re.compile(rf"(?:to(?: the destination type)?|destination type) ({_TYPE})(?: when casting from source column .*)?!?$",
@@ -68,6 +69,13 @@ def _translated(error: duckdb.Error) -> BackendError:
     read_only = _READ_ONLY.search(text)
     if read_only:
         return ReadOnlyDatabase(f"database {read_only.group(1)} is read-only")
+    if isinstance(error, duckdb.InterruptException):  # the connection's interrupt(), from another thread
+        return Interrupted("interrupted (the connection's interrupt() was called)")
+    other_kind = _OTHER_KIND.search(text)
+    if other_kind:  # the CREATE OR REPLACE of a target: a table cannot replace a view (nor a view a table)
+        name, existing, new = other_kind.group(1), other_kind.group(2).lower(), other_kind.group(3).lower()
+        return BackendError(f"the target {name} is a {existing}, which a {new} cannot replace: drop the {existing}, "
+                            "or choose another target with INTO")
     scrubbed = _without_values(error, text)
     if scrubbed is not None:
         return BackendError(scrubbed)

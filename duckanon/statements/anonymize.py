@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
-from duckanon.backends.base import WriteConflict
+from duckanon.backends.base import Interrupted, WriteConflict
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.loss import loss_notes
@@ -130,6 +130,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             raise AnonymizeError(_conflict_message(backend, plan, error, verb,
                                                    "statement_work" in locals() and statement_work.own_transaction)
                                  ) from None
+        if isinstance(error, Interrupted) and not written:
+            raise AnonymizeError(f"{verb} {error}; nothing was written") from None
         if isinstance(error, BackendError):
             raise AnonymizeError(f"{verb} failed: {error}") from None
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError

@@ -87,7 +87,7 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                                    population_shown=population and shown_name(written_as.population),
                                    roles=provenance.get("roles"), profile_source=statement.original.sql())
     except OSError as error:
-        raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+        raise AnonymizeError(f"cannot write the report {path}: {error.strerror or error}") from None
     except BackendError as error:
         raise AnonymizeError(f"REPORT failed: {error}") from None
     threshold, _ = resolve_risk_threshold(statement.risk_threshold, params.get("k"))

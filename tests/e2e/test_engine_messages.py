@@ -314,3 +314,51 @@ def test_a_population_of_other_types_does_not_show_its_values(db):
     refused(db, "ANONYMIZE hospital WITH (k_map = 1, population = pop, qi = (zipcode, age))",
             "cannot read population table pop with the sample's column types: Conversion Error: a value could not be "
             "converted to INT64 (the value is not shown)")
+
+
+def test_a_view_in_the_way_of_the_target_is_named(db):
+    db.execute("CREATE VIEW v_target AS SELECT 1 AS x")
+    refused(db, "ANONYMIZE hospital INTO v_target WITH (k = 2, sensitive = disease)",
+            "ANONYMIZE failed: the target v_target is a view, which a table cannot replace: drop the view, or choose "
+            "another target with INTO")
+
+
+def test_an_interrupt_from_another_thread_is_named(db, monkeypatch):
+    from sqlglot import exp
+
+    before = state(db)
+    original = DuckDBBackend.create_target
+    writing, stop = threading.Event(), threading.Event()
+    running = db.duckdb  # this thread's DuckDB connection, which runs the statement (db.duckdb is per thread)
+    lock = threading.Lock()  # no interrupt once the CREATE is over (the rollback must run)
+
+    def keep_interrupting():  # an interrupt before the query starts is lost: repeat until it returns
+        writing.wait()
+        while not stop.wait(0.02):
+            with lock:
+                if not stop.is_set():
+                    running.interrupt()
+
+    def interrupted(backend, table, select, kind="TABLE"):
+        writing.set()  # the target's CREATE, made to run long enough to be interrupted
+        slow = exp.select("*").from_(exp.Table(this=exp.Anonymous(this="range", expressions=[
+            exp.Literal.number(10**12)])))
+        try:
+            return original(backend, table, slow, kind)
+        finally:
+            with lock:
+                stop.set()
+
+    monkeypatch.setattr(DuckDBBackend, "create_target", interrupted)
+    interrupter = threading.Thread(target=keep_interrupting)
+    interrupter.start()
+    try:
+        with pytest.raises(duckanon.AnonymizeError) as caught:
+            db.execute("ANONYMIZE hospital WITH (k = 2, sensitive = disease)")
+    finally:
+        stop.set()
+        writing.set()
+        interrupter.join()
+    assert str(caught.value) == "ANONYMIZE interrupted (the connection's interrupt() was called); nothing was written"
+    monkeypatch.undo()
+    assert state(db) == before
