@@ -13,7 +13,8 @@ from duckanon.hierarchy.tables import from_table
 
 BUILDERS = ("prefix", "intervals", "dates", "ordered", "table")
 _SPEC = re.compile(r"^\s*(prefix|intervals|dates|ordered|table)\s*(?:\((.*)\))?\s*$", re.IGNORECASE | re.DOTALL)
-# a call of a builder that does not exist: a word and parentheses (no file name has that shape)
+# a call of a builder that does not exist: a word and parentheses, refused as one (an ARX file has
+# an extension; a file named like a call is written with one, or with a path: ./name(1))
 _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.DOTALL)
 # a bare word, which may be a misspelt builder or a file without an extension
 _WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
