@@ -30,6 +30,24 @@ class UnknownTable(BackendError):
     """The engine knows no table or view of that name."""
 
 
+class WriteConflict(BackendError):
+    """Another statement wrote the same object (or rows) in a transaction that overlapped ours; the
+    engine aborted ours, so nothing of it was written. `object_name` is the object's name as the
+    engine gave it (no value), or None when the engine named none (a row conflict)."""
+
+    def __init__(self, message: str, object_name: str | None = None):
+        super().__init__(message)
+        self.object_name = object_name
+
+
+class ReadOnlyDatabase(BackendError):
+    """A write into a database that is attached read-only (or a connection opened read-only)."""
+
+
+class Interrupted(BackendError):
+    """The engine stopped the statement on request (another thread's interrupt of the connection)."""
+
+
 def full_key(table: TableName, database: str, schema: str) -> tuple[str, str, str]:
     """(catalog, schema, name), lower case, with the session's defaults filled in."""
     parts = [p.name.lower() for p in table.table.parts]

@@ -17,9 +17,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from duckanon.backends import duckdb_names
-from duckanon.backends.base import Backend, BackendError, UnknownTable
-from duckanon.errors import one_line
-from duckanon.sql.statement import TableName
+from duckanon.backends.base import Backend, BackendError, Interrupted, ReadOnlyDatabase, UnknownTable, WriteConflict
+from duckanon.errors import AnonymizeError, one_line
+from duckanon.sql.statement import TableName, shown_name
 
 
 def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
@@ -29,9 +29,58 @@ def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute("SELECT txid_current()").fetchone()[0] == first
 
 
+# DuckDB's write-write conflicts name the object as its catalog path, e.g.
+# `Catalog write-write conflict on create with "Schema\0main\0Table\0main\0t_anon"`: the last part
+_CONFLICT_OBJECT = re.compile(r'conflict on \w+ with "(.*)"\s*$', re.S)
+_READ_ONLY = re.compile(r'on database "(.*)" which is attached in read-only mode')
+_OTHER_KIND = re.compile(r'Existing object "?(.*?)"? is of type (\w+), trying to replace with type (\w+)')
+# a type as DuckDB's conversion messages write it: INT64, DECIMAL(5,2), INTEGER[], TIMESTAMP WITH TIME ZONE
+_TYPE = r"[A-Z][A-Z0-9_]*(?: WITH TIME ZONE)?(?:\(\d+(?:,\s*\d+)?\))?(?:\[\d*\])*"
+_CONVERTED_TO = re.compile(rf"(?:to(?: the destination type)?|destination type) ({_TYPE})(?: when casting from source column .*)?!?$",
+                           re.S)
+
+
+def _without_values(error: duckdb.Error, text: str) -> str | None:
+    """DuckDB's text for errors about data (conversions, overflows, constraint and parse failures)
+    quotes the value, which must not reach a message: the error kind alone, with the type converted
+    to when DuckDB names one in a place no value can take. None for errors that quote no value."""
+    prefix = text.split(":", 1)[0]
+    if isinstance(error, duckdb.ConversionException):
+        target = _CONVERTED_TO.search(text)
+        into = f" to {target.group(1)}" if target else ""
+        return f"{prefix}: a value could not be converted{into} (the value is not shown)"
+    if isinstance(error, duckdb.OutOfRangeException):
+        return f"{prefix}: a value is out of range (the value is not shown)"
+    if isinstance(error, duckdb.ConstraintException) or "constraint violation" in text:
+        return f"{prefix}: a constraint was violated (the key is not shown)"
+    if isinstance(error, duckdb.InvalidInputException) and "Could not parse" in text:
+        return f"{prefix}: a value could not be parsed (the value is not shown)"
+    return None
+
+
 def _translated(error: duckdb.Error) -> BackendError:
+    """DuckDB's error as a BackendError of the kind the pipeline and the statements tell apart,
+    on one line and without a value of the data (errors about data quote it)."""
+    text = one_line(error)
+    if isinstance(error, duckdb.TransactionException) and "conflict" in text.lower():
+        found = _CONFLICT_OBJECT.search(text)
+        name = re.split(r"\\0|\x00", found.group(1))[-1] if found else None
+        return WriteConflict(f"another statement changed {name or 'the same rows'} at the same time", name)
+    read_only = _READ_ONLY.search(text)
+    if read_only:
+        return ReadOnlyDatabase(f"database {read_only.group(1)} is read-only")
+    if isinstance(error, duckdb.InterruptException):  # the connection's interrupt(), from another thread
+        return Interrupted("interrupted (the connection's interrupt() was called)")
+    other_kind = _OTHER_KIND.search(text)
+    if other_kind:  # the CREATE OR REPLACE of a target: a table cannot replace a view (nor a view a table)
+        name, existing, new = other_kind.group(1), other_kind.group(2).lower(), other_kind.group(3).lower()
+        return BackendError(f"the target {name} is a {existing}, which a {new} cannot replace: drop the {existing}, "
+                            "or choose another target with INTO")
+    scrubbed = _without_values(error, text)
+    if scrubbed is not None:
+        return BackendError(scrubbed)
     kind = UnknownTable if isinstance(error, duckdb.CatalogException) else BackendError
-    return kind(one_line(error))
+    return kind(text)
 
 
 class DuckDBBackend(Backend):
@@ -111,8 +160,51 @@ class DuckDBBackend(Backend):
 
     # ------------------------------------------------------------------ catalog
     def place(self, source: TableName, target: TableName, hierarchy_tables=()) -> tuple[TableName, TableName]:
+        """The source and target as DuckDB resolves them (duckdb_names.place), and the target's
+        database and schema checked writable before any work: DuckDB would say so only at the CREATE."""
         with self.translating():
-            return duckdb_names.place(self.con, source, target, hierarchy_tables)
+            source, resolved = duckdb_names.place(self.con, source, target, hierarchy_tables)
+            self._check_target_location(target, resolved)
+        return source, resolved
+
+    def _check_target_location(self, written: TableName, target: TableName) -> None:
+        """One line naming why `target` (the name `written`, resolved) cannot be created: its
+        database is not attached, read-only or DuckDB's own; its schema does not exist."""
+        catalog, schema = target.table.catalog, target.table.db
+        parts = [part.name for part in written.table.parts]
+        cannot = f"the target {shown_name(target)} cannot be written"
+        if catalog.lower() == "temp":
+            raise AnonymizeError(f"{cannot}: ANONYMIZE publishes a persistent table, and temp holds temporary ones "
+                                 "only; choose another target with INTO")
+        try:
+            databases = {name.lower(): (name, readonly, internal) for name, readonly, internal in self._run(
+                "SELECT database_name, readonly, internal FROM duckdb_databases()").fetchall()}
+        except BackendError:  # a DuckDB without these columns: its own error comes at the CREATE
+            return
+        found = databases.get(catalog.lower())
+        cannot_written = f"the target {shown_name(written)} cannot be written"  # as written: a name DuckDB cannot place
+        if found is None or (len(parts) == 2 and parts[0].lower() == schema.lower()
+                             and not self._has_schema(catalog, schema)):
+            if len(parts) == 2 and found is not None:  # `x.t`: neither a database nor a schema of the default one
+                raise AnonymizeError(f"{cannot_written}: no database {parts[0]} is attached and {catalog} has no schema "
+                                     f"{parts[0]}; ATTACH it (or CREATE SCHEMA {parts[0]}), or choose another target "
+                                     "with INTO")
+            raise AnonymizeError(f"{cannot_written}: no database {catalog} is attached; ATTACH it, or choose another target "
+                                 "with INTO")
+        name, readonly, internal = found
+        if internal:
+            raise AnonymizeError(f"{cannot}: {name} is DuckDB's built-in catalog; choose another target with INTO")
+        if readonly:
+            raise AnonymizeError(f"{cannot}: database {name} is read-only (attached READ_ONLY, or opened with "
+                                 "read_only=True); publish into a writable database with INTO")
+        if not self._has_schema(catalog, schema):
+            raise AnonymizeError(f"{cannot}: database {name} has no schema {schema}; CREATE SCHEMA "
+                                 f"{shown_name(TableName(exp.Table(this=exp.to_identifier(schema), db=exp.to_identifier(name))))} "
+                                 "first, or choose another target with INTO")
+
+    def _has_schema(self, catalog: str, schema: str) -> bool:
+        return self._run("SELECT count(*) FROM duckdb_schemas() WHERE lower(database_name) = lower(?) "
+                         "AND lower(schema_name) = lower(?)", [catalog, schema]).fetchone()[0] > 0
 
     def resolved(self, table: TableName) -> TableName:
         with self.translating():

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import re
 
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, nearest_name, unknown_name
 from duckanon.hierarchy.arx_csv import from_csv
 from duckanon.hierarchy.binding import Hierarchy
 from duckanon.hierarchy.builders import ordered_groups, prefix
-from duckanon.hierarchy.ranges import dates, intervals
+from duckanon.hierarchy.ranges import _Dates, dates, intervals
 from duckanon.hierarchy.tables import from_table
 
+BUILDERS = ("prefix", "intervals", "dates", "ordered", "table")
 _SPEC = re.compile(r"^\s*(prefix|intervals|dates|ordered|table)\s*(?:\((.*)\))?\s*$", re.IGNORECASE | re.DOTALL)
+# a call of a builder that does not exist: a word and parentheses, refused as one (an ARX file has
+# an extension; a file named like a call is written with one, or with a path: ./name(1))
+_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.DOTALL)
+# a bare word, which may be a misspelt builder or a file without an extension
+_WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
+PLACEHOLDERS = ("{column}",)
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
@@ -27,12 +35,25 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
       `con` is given (see `from_csv`).
     `{column}` in a path or table name is replaced by the column name.
     """
+    match = _SPEC.match(spec)
+    if not match or match.group(1).lower() == "table":  # a file or table name: {column} is replaced in it
+        _check_placeholders(spec, column)
     text = spec.replace("{column}", column) if column is not None else spec
     match = _SPEC.match(text)
     if not match:
         if not text.strip():
             raise AnonymizeError("empty hierarchy specification")
-        return from_csv(text, con)
+        call = _CALL.match(text)
+        if call:
+            raise AnonymizeError(unknown_name("hierarchy builder", call.group(1), BUILDERS))
+        word = _WORD.match(text)
+        nearest = nearest_name(word.group(1), BUILDERS) if word else None
+        try:
+            return from_csv(text, con)
+        except AnonymizeError as error:  # no such file: perhaps a builder, misspelt
+            if nearest is None:
+                raise
+            raise AnonymizeError(f"{error}; did you mean the builder '{nearest}'?") from None
     kind, arguments = match.group(1).lower(), match.group(2)
     items = _split(arguments, ",") if arguments is not None else []
     if kind == "prefix":
@@ -42,6 +63,9 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
     if kind == "intervals":
         return intervals(*[_real(item, "intervals") for item in items])
     if kind == "dates":
+        for unit in items:
+            if unit.strip().lower() not in _Dates.UNITS:
+                raise AnonymizeError("dates: " + unknown_name("level", unit.strip(), tuple(_Dates.UNITS)))
         return dates(items) if arguments is not None else dates()
     if kind == "ordered":
         parts = _split(arguments or "", ";", unquote=False)
@@ -51,6 +75,15 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
     if con is None or len(items) != 1:
         raise AnonymizeError("table(name) needs one table name and a connection")
     return from_table(con, items[0])
+
+
+def _check_placeholders(spec: str, column: str | None) -> None:
+    """`{column}` is the one placeholder of a file or table name; any other `{word}` is refused
+    with the nearest one, rather than read as part of the name."""
+    for placeholder in _PLACEHOLDER.findall(spec):
+        if placeholder not in PLACEHOLDERS:
+            where = f" in the hierarchy of column {column}" if column is not None else " in a hierarchy file or table name"
+            raise AnonymizeError(unknown_name("placeholder", placeholder, PLACEHOLDERS, context=where))
 
 
 def _split(text: str, separator: str, unquote: bool = True) -> list[str]:

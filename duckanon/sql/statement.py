@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, unknown_name
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
 from duckanon.sql.parser import Anonymize, AnonOption, Refresh, Report, parse_statement, position_error, strip_explain
@@ -171,7 +171,13 @@ def _integer(value: exp.Expr, option: str, minimum: int) -> int:
     return number
 
 
+# how a message names a word of an option's closed set, where the option's name alone reads badly
+_WORD_NOUNS = {"materialize": "materialize form", "mode": "REFRESH mode"}
+
+
 def _word(value: exp.Expr, option: str, allowed: tuple[str, ...]) -> str:
+    """A word of a closed set (method, engine, l_variant, ...), matched without case; an unknown
+    word gets the nearest known one (errors.unknown_name)."""
     if isinstance(value, exp.Literal) and value.is_string:
         word = value.this
     elif isinstance(value, exp.Column) and not value.table:
@@ -180,7 +186,7 @@ def _word(value: exp.Expr, option: str, allowed: tuple[str, ...]) -> str:
         raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}, got {value.sql(dialect='duckdb')}")
     word = word.lower()
     if word not in allowed:
-        raise AnonymizeError(f"option {option} must be one of {', '.join(allowed)}, got '{word}'")
+        raise AnonymizeError(unknown_name(_WORD_NOUNS.get(option, option), word, allowed))
     return word
 
 
@@ -361,8 +367,13 @@ class MaskRule:
         return self.kind
 
 
-MASK_RULES = ("pseudonym", "partial(left, right)", "domain", "year", "month", "null", "constant('text')")
+# the masking rules by name, as messages show them
+MASK_RULES = {"pseudonym": "pseudonym", "partial": "partial(left, right)", "domain": "domain", "year": "year",
+              "month": "month", "null": "null", "constant": "constant('text')"}
+_ARGUMENTLESS_RULES = ("pseudonym", "domain", "year", "month", "null")
 _RULE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+# partial(left, right): the characters kept at each end, bound here so the engine gets a sane integer
+PARTIAL_LIMIT = 1_000_000
 
 
 def mask_rule(text: str, column: str) -> MaskRule:
@@ -374,21 +385,24 @@ def mask_rule(text: str, column: str) -> MaskRule:
         raise AnonymizeError(f"mask rule 'hash' on column {column} is refused: an unkeyed hash of an identifier is "
                              "reversed by hashing candidate values (a dictionary); use 'pseudonym', a keyed "
                              "HMAC-SHA-256")
-    if kind in ("pseudonym", "domain", "year", "month", "null") and arguments is None:
-        return MaskRule(kind)
-    if kind == "partial" and arguments is not None:
-        parts = [p.strip() for p in arguments.split(",")]
-        if len(parts) == 2 and all(p.isdigit() for p in parts):
+    if kind in _ARGUMENTLESS_RULES:
+        if arguments is None:
+            return MaskRule(kind)
+        raise AnonymizeError(f"mask rule {kind} on column {column} takes no arguments: write '{kind}'")
+    if kind == "partial":
+        parts = [p.strip() for p in (arguments or "").split(",")]
+        if len(parts) == 2 and all(re.fullmatch(r"[0-9]+", p) for p in parts) and \
+                all(int(p) <= PARTIAL_LIMIT for p in parts):
             return MaskRule("partial", (int(parts[0]), int(parts[1])))
-        raise AnonymizeError(f"mask rule partial on column {column} needs two whole numbers: partial(left, right), "
-                             "the characters kept at each end")
-    if kind == "constant" and arguments is not None:
-        literal = re.fullmatch(r"\s*'((?:[^']|'')*)'\s*", arguments)
+        raise AnonymizeError(f"mask rule partial on column {column} needs two whole numbers from 0 to "
+                             f"{PARTIAL_LIMIT:,}: partial(left, right), the characters kept at each end")
+    if kind == "constant":
+        literal = re.fullmatch(r"\s*'((?:[^']|'')*)'\s*", arguments or "")
         if literal:
             return MaskRule("constant", (literal.group(1).replace("''", "'"),))
         raise AnonymizeError(f"mask rule constant on column {column} needs a quoted text: constant('x')")
-    shown = kind if kind else text.strip()[:40]
-    raise AnonymizeError(f"unknown mask rule '{shown}' for column {column} (known: {', '.join(MASK_RULES)})")
+    shown = kind if kind else " ".join(text.split())[:40]
+    raise AnonymizeError(unknown_name("mask rule", shown, MASK_RULES, context=f" for column {column}"))
 
 
 def _mask(value: exp.Expr) -> dict:
@@ -484,6 +498,9 @@ _OPTIONS = {
 }
 
 
+# where an unknown option's message points (the options are too many to list in one line)
+OPTIONS_LISTED = 'the options are listed in README.md under "The statement"'
+
 # the parameters a list of values compares (EXPLAIN or the report's sweep), with their SQL types
 SWEEPABLE = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE", "k_map": "BIGINT", "average_risk": "DOUBLE",
              "highest_risk": "DOUBLE", "population_uniqueness": "DOUBLE", "beta_likeness": "DOUBLE",
@@ -501,7 +518,7 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     for option in parsed.args["options"]:
         name, position = option.name, option.args["position"]
         if name not in _OPTIONS:
-            raise position_error(text, position, f"unknown option '{name}' (known: {', '.join(_OPTIONS)})")
+            raise position_error(text, position, unknown_name("option", name, tuple(_OPTIONS), where=OPTIONS_LISTED))
         if name in seen:
             raise position_error(text, position, f"duplicate option '{name}'")
         seen.add(name)
@@ -691,7 +708,7 @@ def bind_report(parsed: Report, text: str = "") -> ReportStatement:
     for option in parsed.args.get("options") or []:
         name, position = option.name, option.args["position"]
         if name not in _REPORT_OPTIONS:
-            raise position_error(text, position, f"unknown REPORT option '{name}' (known: {', '.join(_REPORT_OPTIONS)})")
+            raise position_error(text, position, unknown_name("REPORT option", name, tuple(_REPORT_OPTIONS)))
         if name in statement.given:
             raise position_error(text, position, f"duplicate option '{name}'")
         statement.given.add(name)
@@ -724,7 +741,7 @@ def bind_refresh(parsed: Refresh, text: str = "") -> RefreshStatement:
     for option in parsed.args.get("options") or []:
         name, position = option.name, option.args["position"]
         if name != "mode":
-            raise position_error(text, position, f"unknown REFRESH option '{name}' (known: mode)")
+            raise position_error(text, position, unknown_name("REFRESH option", name, ("mode",)))
         if name in seen:
             raise position_error(text, position, f"duplicate option '{name}'")
         seen.add(name)

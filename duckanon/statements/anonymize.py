@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
+from duckanon.backends.base import Interrupted, WriteConflict
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.loss import loss_notes
@@ -28,6 +29,7 @@ from duckanon.pipeline.population import check_release
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.provenance import describe_target
 from duckanon.pipeline.result import Summary, summarize
+from duckanon.sql.statement import shown_name
 from duckanon.statements.report import place_report, render_report
 
 
@@ -121,10 +123,19 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
     except BaseException as error:
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
+        # REFRESH re-runs a registered statement through here: the message names the statement run
+        verb = "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE"
+        written = "statement_work" in locals() and statement_work.committed
+        if isinstance(error, WriteConflict) and not written:
+            raise AnonymizeError(_conflict_message(backend, plan, error, verb,
+                                                   "statement_work" in locals() and statement_work.own_transaction)
+                                 ) from None
+        if isinstance(error, Interrupted) and not written:
+            raise AnonymizeError(f"{verb} {error}; nothing was written") from None
         if isinstance(error, BackendError):
-            raise AnonymizeError(f"ANONYMIZE failed: {error}") from None
+            raise AnonymizeError(f"{verb} failed: {error}") from None
         if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
-            raise KeyboardInterrupt("ANONYMIZE interrupted; nothing was written") from None
+            raise KeyboardInterrupt(f"{verb} interrupted; nothing was written") from None
         raise
     finally:  # committed or not, the release leaves the registry's count (registry.end_release)
         if release is not None:
@@ -148,6 +159,26 @@ def _record_elsewhere(backend: Backend, plan: Plan, summary: Summary, transforma
         details = json.loads(summary.details)
         details["registry"] = problem
         summary.details = json.dumps(details, default=str, sort_keys=True)
+
+
+def _conflict_message(backend: Backend, plan: Plan, conflict: WriteConflict, verb: str, own_transaction: bool) -> str:
+    """A write-write conflict in user terms: which object another statement changed while this one
+    published (the target, fully qualified as the result row shows it, when the engine names it),
+    that nothing was written, and that running the statement again publishes."""
+    target = shown_name(plan.target)
+    ours = {plan.target.name.lower()} | ({plan.counts.name.lower()} if plan.counts is not None else set())
+    name = conflict.object_name
+    if name is None:
+        what = f"rows that this {verb} of {target} writes"
+    elif name.lower() in ours:
+        what = f"the target {target}"
+    else:
+        what = f"{name}, which this {verb} of {target} writes,"
+    # DuckDB aborts the transaction a conflict happens in: the caller's, when ANONYMIZE ran inside it
+    # (REFRESH runs in a transaction of its own, which it rolls back)
+    inside_callers = verb == "ANONYMIZE" and backend.transactional and not own_transaction
+    again = f"roll back the open transaction, then run {verb} again" if inside_callers else f"run {verb} again"
+    return f"another statement changed {what} at the same time: nothing was written; {again}"
 
 
 def _is_ctrl_c(error: BaseException) -> bool:

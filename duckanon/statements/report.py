@@ -68,7 +68,7 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
             if column.lower() not in {c.lower() for c in columns}:
                 raise AnonymizeError(f"column {column} is not in {table.sql()}")
     population = _population(backend, written_as, qi)
-    check_file_access(backend, statement.file or "the report")
+    check_file_access(backend, statement.file, "file")
     if statement.file:
         path = statement.file
     else:
@@ -87,7 +87,7 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                                    population_shown=population and shown_name(written_as.population),
                                    roles=provenance.get("roles"), profile_source=statement.original.sql())
     except OSError as error:
-        raise AnonymizeError(f"the report could not be written to {path}: {error}") from None
+        raise AnonymizeError(f"cannot write the report {path}: {error.strerror or error}") from None
     except BackendError as error:
         raise AnonymizeError(f"REPORT failed: {error}") from None
     threshold, _ = resolve_risk_threshold(statement.risk_threshold, params.get("k"))
@@ -127,11 +127,25 @@ def _population(backend: Backend, statement: ReportStatement, qi: list[str]):
     return backend.resolved(table)
 
 
-def check_file_access(backend: Backend, path: str) -> None:
-    """A report is a file written by Python: honour DuckDB's switch for file access all the same."""
+# the report is one HTML page: a file named for another format would hold HTML under a false name
+REPORT_SUFFIXES = (".html", ".htm")
+
+
+def check_file_access(backend: Backend, path: str | None, option: str = "report") -> None:
+    """Before anything runs: the report's file can be written. A report is a file written by Python:
+    DuckDB's switch for file access is honoured all the same; and its name says HTML (`option` is
+    the option that named it: `report`, or REPORT's `file`). A path that exists and is no regular
+    file (a device, a pipe, a directory) keeps its own message, where the report is written."""
     if not backend.file_access_allowed():
-        raise AnonymizeError(f"cannot write the report {path}: file access is disabled "
+        raise AnonymizeError(f"cannot write the report {path or 'the report'}: file access is disabled "
                              "(SET enable_external_access = false)")
+    if path is None:  # REPORT without file =: a name of ours, '<published>_report.html'
+        return
+    file = Path(path)
+    if file.suffix.lower() not in REPORT_SUFFIXES and not (file.exists() and not file.is_file()):
+        html = str(file.with_suffix(".html")) if file.name else "release_report.html"
+        raise AnonymizeError(f"option {option} must name an .html or .htm file (the report is an HTML page), got "
+                             f"'{path}': write {option} = '{html}'")
 
 
 def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Plan | None = None,

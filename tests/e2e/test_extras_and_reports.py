@@ -118,18 +118,26 @@ def test_a_sweep_in_the_report_of_a_view_keeps_the_snapshot_it_reads(con, tmp_pa
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchone()[0] == 0
 
 
-def test_an_error_after_the_order_setting_is_one_line_and_restores_it(con, tmp_path):
-    """The target cannot be written (a read-only database) while preserve_insertion_order is
+def test_an_error_after_the_order_setting_is_one_line_and_restores_it(con, tmp_path, monkeypatch):
+    """The target cannot be written (DuckDB refuses the CREATE) while preserve_insertion_order is
     switched on for the CREATEs: the user gets DuckDB's reason as one line, and the setting is
-    theirs again."""
+    theirs again. (A read-only target database is refused before any work now: the CREATE is made
+    to fail here instead.)"""
     import duckdb
 
-    ro = tmp_path / "ro.duckdb"
-    duckdb.connect(str(ro)).close()
-    con.execute(f"ATTACH '{ro}' AS ro (READ_ONLY)")
+    from duckanon.backends import DuckDBBackend
+
+    original = DuckDBBackend.create_target
+
+    def read_only_create(backend, table, select, kind="TABLE"):
+        backend._run("CREATE TABLE ro.main.x AS SELECT 1 AS x")  # refused by DuckDB
+        return original(backend, table, select, kind)
+
+    duckdb.connect(str(tmp_path / "ro.duckdb")).close()
+    con.execute(f"ATTACH '{tmp_path / 'ro.duckdb'}' AS ro (READ_ONLY)")
+    monkeypatch.setattr(DuckDBBackend, "create_target", read_only_create)
     con.execute("SET preserve_insertion_order = false")
     with pytest.raises(duckanon.AnonymizeError) as caught:
-        con.execute("ANONYMIZE hospital INTO ro.main.x WITH (k = 3, qi = (zipcode, age), keep = (education))")
-    assert str(caught.value).startswith("ANONYMIZE failed: ") and "read-only" in str(caught.value)
-    assert "\n" not in str(caught.value)
+        con.execute("ANONYMIZE hospital INTO x WITH (k = 3, qi = (zipcode, age), keep = (education))")
+    assert str(caught.value) == "ANONYMIZE failed: database ro is read-only"
     assert con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()[0] is False

@@ -161,7 +161,7 @@ def test_mondrian(adult, request_sql, check):
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', suppression_limit = 2)",
      "suppression_limit must be a fraction in [0, 1]"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', metric = 'bogus')",
-     "option metric must be one of"),
+     "unknown metric 'bogus' (known: entropy, loss, precision, discernibility, aecs, stars)"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = '/nonexistent.csv'))",
      "cannot read hierarchy file"),
 ])

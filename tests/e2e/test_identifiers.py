@@ -157,7 +157,7 @@ def test_the_key_is_in_no_artifact(tmp_path, monkeypatch):
     ("mask = (age = 'null')", r"^column 'age' is a quasi-identifier, but a mask rule applies: mask rules and "
                               r"identifiers are for direct identifiers only$"),
     ("mask = (name = 'year')", r"^mask rule 'year' on column name needs a DATE or TIMESTAMP column, not VARCHAR$"),
-    ("mask = (phone = 'partial(2)')", r"^mask rule partial on column phone needs two whole numbers: "
+    ("mask = (phone = 'partial(2)')", r"^mask rule partial on column phone needs two whole numbers from 0 to 1,000,000: "
                                       r"partial\(left, right\), the characters kept at each end \(at line 1, column \d+\)$"),
 ])
 def test_bad_mask_rules_are_refused_in_one_line(db, options, message):

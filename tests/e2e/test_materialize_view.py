@@ -157,4 +157,4 @@ def test_refusals_leave_the_database_unchanged(people):
         r"materialize = 'view' needs engine = 'duckdb'$")
     assert_refused_and_unchanged(
         people, "ANONYMIZE people WITH (k = 4, qi = (name, age), materialize = 'parquet')",
-        r"option materialize must be one of table, view, got 'parquet'")
+        r"^unknown materialize form 'parquet' \(known: table, view\) \(at line 1, column \d+\)$")

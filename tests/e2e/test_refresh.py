@@ -158,7 +158,7 @@ def test_stable_mode_on_a_release_without_levels_says_it_re_solved(db):
 @pytest.mark.parametrize("statement, message", [
     ("REFRESH src", r"^REFRESH src: it was not published by ANONYMIZE \(no entry in duckanon_publications; publish it "
                     r"first\)$"),
-    ("REFRESH pub WITH (mode = 'later')", r"^option mode must be one of fresh, stable, got 'later' \(at line 1, column 19\)$"),
+    ("REFRESH pub WITH (mode = 'later')", r"^unknown REFRESH mode 'later' \(known: fresh, stable\) \(at line 1, column 19\)$"),
     ("REFRESH pub WITH (k = 3)", r"^unknown REFRESH option 'k' \(known: mode\) \(at line 1, column 19\)$"),
 ])
 def test_bad_refresh_statements(db, statement, message):

@@ -255,7 +255,7 @@ def test_parse_spec_table():
     ("intervals(10, 5)", "intervals: each width must be a larger multiple of the previous one, got 10 then 5"),
     ("intervals(-1)", "intervals: widths must be positive numbers, got -1"),
     ("dates(year, month)", "dates: levels must go from fine to coarse"),
-    ("dates(week)", "dates: unknown level 'week'; use day, month, quarter, year, decade"),
+    ("dates(week)", "dates: unknown level 'week' (known: day, month, quarter, year, decade)"),
     ("ordered(a, b)", "ordered needs categories and group sizes"),
     ("ordered(a, b; 2, 3)", "ordered: each group size must be a larger multiple of the previous one, got 2 then 3"),
     ("ordered(a, a; 2)", "ordered: categories 1 and 2 are the same"),
