@@ -22,6 +22,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, qcol, qi_alias, quoted
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
+from duckanon.solver.models import rejects_unreached
 from duckanon.sql.statement import shown_name
 
 
@@ -37,6 +38,7 @@ class PopulationClasses:
     # column its keys' codes (k, code); the release's check reads them again
     grouped: str = ""
     maps: tuple = ()
+    cells: str = ""  # the sample's cells table (its classes' codes), for the classes it does not reach
 
     @property
     def total(self) -> int:
@@ -104,7 +106,7 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
         vectors, rows = np.zeros((0, m), np.int64), np.zeros(0, np.int64)
     if (rows < 0).any():
         raise AnonymizeError(f"population_weight of population table {shown} is negative for some rows")
-    return PopulationClasses(vectors, rows, extra_values, grouped, tuple(maps))
+    return PopulationClasses(vectors, rows, extra_values, grouped, tuple(maps), cells_table)
 
 
 def check_contained(hist, population: PopulationClasses, shown: str) -> None:
@@ -156,6 +158,38 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
     return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
 
+def population_only(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
+                    scratch) -> tuple[int, int]:
+    """The population's classes at the node's `levels` that no sample row reaches (no class of
+    the sample, published or suppressed, generalizes to them), and their rows (people), counted
+    in the engine: the population grouped by each value's generalized code, anti-joined with the
+    sample's cells grouped the same way."""
+    registered, pop_joins, cell_joins = [], [], []
+    for j, level in enumerate(levels):
+        table = scratch(f"population_level{j}")
+        registered.append(table)
+        codes = np.asarray(hierarchies[j].codes)
+        backend.register_arrow(table, pa.table({"code": pa.array(np.arange(len(codes)), pa.int64()),
+                                                "g": pa.array(codes[:, level].astype(np.int64), pa.int64())}))
+        pop_joins.append(f"JOIN {quoted(population.maps[j])} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k "
+                         f"JOIN {quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
+        cell_joins.append(f"JOIN {quoted(table)} AS t{j} ON t{j}.code = c.{quoted(code_alias(j))}")
+    generalized = ", ".join(f"t{j}.g AS g{j}" for j in range(len(levels)))
+    groups = ", ".join(str(j + 1) for j in range(len(levels)))
+    on = " AND ".join(f"pop.g{j} = sam.g{j}" for j in range(len(levels)))
+    query = duckdb_sql(
+        f"WITH pop AS (SELECT {generalized}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g "
+        f"{' '.join(pop_joins)} GROUP BY {groups}), "
+        f"sam AS (SELECT DISTINCT {generalized} FROM {quoted(population.cells)} AS c {' '.join(cell_joins)}) "
+        f"SELECT count(*), coalesce(sum(p), 0) FROM pop ANTI JOIN sam ON {on} WHERE p > 0")
+    try:
+        classes, people = backend.one(query)
+    finally:
+        for table in registered:
+            backend.unregister(table)
+    return int(classes), int(people)
+
+
 def check_release(backend: Backend, plan: Plan, models, population: PopulationClasses, solution, hierarchies,
                   scratch) -> dict:
     """Before COMMIT: every published class of the target meets the population models, counted
@@ -168,6 +202,13 @@ def check_release(backend: Backend, plan: Plan, models, population: PopulationCl
             raise AnonymizeError(f"internal error: the published table has a class that violates {model} against "
                                  "the population table; nothing was published")
     found = {"population_rows": population.total, "classes_checked": int(len(sizes))}
+    # the population's classes that no sample row reaches; delta-presence with dmin > 0 rejects
+    # them unless a model sets a minimal class size, under which they count as suppressed (ARX)
+    classes, people = population_only(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
+    if classes and rejects_unreached(models):
+        raise AnonymizeError("internal error: the population table has classes that no published or suppressed "
+                             "row reaches, which delta-presence rejects; nothing was published")
+    found["population_only_classes"], found["population_only_rows"] = classes, people
     if len(sizes):
         found["k_map_level"] = int(counts.min())
         shares = sizes / np.maximum(counts, 1)
