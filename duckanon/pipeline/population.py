@@ -50,8 +50,42 @@ def _sample_types(backend: Backend, plan: Plan) -> list[str]:
     return backend.column_types(probe)
 
 
+def check_weights(backend: Backend, plan: Plan) -> None:
+    """population_weight: every row's number of people is given (a NULL is no number: refused,
+    the rows counted, never shown)."""
+    if plan.population_weight is None:
+        return
+    (nulls,) = backend.one(duckdb_sql(f"SELECT count(*) FROM {plan.population.sql()} "
+                                      f"WHERE {quoted(plan.population_weight)} IS NULL"))
+    if nulls:
+        raise AnonymizeError(f"population_weight column {plan.population_weight} of population table "
+                             f"{shown_name(plan.statement.population)} is NULL in {int(nulls)} row"
+                             f"{'s' if nulls != 1 else ''}: every row needs its number of people")
+
+
+def check_convertible(backend: Backend, plan: Plan, types: list[str]) -> None:
+    """The population's QI columns are read as the sample's types: a column of another type whose
+    values do not all convert is refused before it is read (the engine's own message would quote
+    the value, and abort the transaction), naming the column, both types and the rows that fail."""
+    own_types = backend.column_types(exp.select(*[qcol(c) for c in plan.population_qi]).from_(
+        plan.population.table.copy()).limit(0))
+    differing = [(c, own, wanted) for c, own, wanted in zip(plan.population_qi, own_types, types) if own != wanted]
+    if not differing:
+        return
+    counts = ", ".join(f"count(*) FILTER (WHERE {quoted(c)} IS NOT NULL AND TRY_CAST({quoted(c)} AS {wanted}) IS NULL)"
+                       for c, _, wanted in differing)
+    failing = backend.one(duckdb_sql(f"SELECT {counts} FROM {plan.population.sql()}"))
+    for (column, own, wanted), rows in zip(differing, failing):
+        if rows:
+            raise AnonymizeError(
+                f"cannot read population table {shown_name(plan.statement.population)} with the sample's column "
+                f"types: its column {column} ({own}) does not convert to the sample's {wanted} in {int(rows)} "
+                f"row{'s' if rows != 1 else ''}")
+
+
 def population_size(backend: Backend, plan: Plan) -> int:
     """The population table's rows (or the sum of its weights): N for the estimates."""
+    check_weights(backend, plan)
     weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
     (people,) = backend.one(duckdb_sql(f"SELECT coalesce({weight}, 0) FROM {plan.population.sql()}"))
     return int(people)
@@ -61,7 +95,9 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     """The population table's classes in the codes of the cells table `cells_table`; `scratch(kind)`
     names the temp tables (dropped with the statement's others)."""
     shown = shown_name(plan.statement.population)
+    check_weights(backend, plan)
     types = _sample_types(backend, plan)
+    check_convertible(backend, plan, types)
     population = plan.population.sql()
     weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
     keys, values = [], []
@@ -76,8 +112,8 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
         backend.create_temp(grouped, duckdb_sql(
             f"SELECT {', '.join(keys)}, {', '.join(values)}, {weight} AS n FROM {population} "
             f"GROUP BY {', '.join(str(j + 1) for j in range(len(keys)))}"))
-    except BackendError as error:
-        raise AnonymizeError(f"cannot read population table {shown} with the sample's column types: {error}") from None
+    except BackendError:  # (the engine's message would quote a value: check_convertible said what it can)
+        raise AnonymizeError(f"cannot read population table {shown} with the sample's column types") from None
     cells = quoted(cells_table)
     maps, extra_values = [], []
     for j, column in enumerate(plan.qi):
@@ -107,6 +143,26 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     if (rows < 0).any():
         raise AnonymizeError(f"population_weight of population table {shown} is negative for some rows")
     return PopulationClasses(vectors, rows, extra_values, grouped, tuple(maps), cells_table)
+
+
+def bind_with_population(parsed, values: list, sample_values: int, plan: Plan, j: int):
+    """QI j's hierarchy bound to the sample's values and then the population's (`values`: the
+    sample's first `sample_values`). A value the hierarchy lacks is blamed on the table that has
+    it: the sample's by the sample's message, else the population table's, with a query that
+    lists them from the population table (never the values)."""
+    column = plan.qi[j]
+    try:
+        return parsed.bind(values, column=column, source=plan.source_shown)
+    except AnonymizeError:
+        if sample_values == len(values):
+            raise
+        parsed.bind(values[:sample_values], column=column, source=plan.source_shown)  # the sample's own, if any
+    shown = shown_name(plan.population)
+    try:
+        parsed.bind(values, column=plan.population_qi[j], source=shown)
+    except AnonymizeError as error:
+        raise AnonymizeError(f"population table {shown}: {error}") from None
+    raise AnonymizeError(f"internal error: the hierarchy of column {column} could not be bound")
 
 
 def check_contained(hist, population: PopulationClasses, shown: str) -> None:
