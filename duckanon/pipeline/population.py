@@ -177,11 +177,12 @@ def check_contained(hist, population: PopulationClasses, shown: str) -> None:
 
 
 def published_matches(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
-                      scratch) -> np.ndarray:
+                      scratch) -> tuple[np.ndarray, tuple[int, int]]:
     """Per published class of the target (as written): its rows and the population rows whose
     values generalize to its labels, counted in the engine: the published table grouped by its QI
     texts, joined to the population grouped by the labels of the node's `levels` (each
-    hierarchy's label of the value's code; the value's text at level 0). (C, 2) integers."""
+    hierarchy's label of the value's code; the value's text at level 0). (C, 2) integers, and the
+    population's classes under those labels that no published class matches, with their rows."""
     published, labels, label_joins, registered = [], [], [], []
     for j, (column, level) in enumerate(zip(plan.qi, levels)):
         published.append(f"CAST({quoted(column)} AS VARCHAR) AS l{j}")
@@ -201,17 +202,18 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
                       for j, m in enumerate(population.maps)] + label_joins)
     on = " AND ".join(f"pub.l{j} IS NOT DISTINCT FROM pop.l{j}" for j in range(len(plan.qi)))
     groups = ", ".join(str(j + 1) for j in range(len(plan.qi)))
-    query = duckdb_sql(
-        f"WITH pub AS (SELECT {', '.join(published)}, count(*) AS n FROM {plan.target.sql()} GROUP BY {groups}), "
-        f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g {joins} "
-        f"GROUP BY {groups}) "
-        f"SELECT pub.n, coalesce(pop.p, 0) FROM pub LEFT JOIN pop ON {on}")
+    with_sql = (f"WITH pub AS (SELECT {', '.join(published)}, count(*) AS n FROM {plan.target.sql()} "
+                f"GROUP BY {groups}), "
+                f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g {joins} "
+                f"GROUP BY {groups}) ")
     try:
-        rows = backend.rows(query)
+        rows = backend.rows(duckdb_sql(with_sql + f"SELECT pub.n, coalesce(pop.p, 0) FROM pub LEFT JOIN pop ON {on}"))
+        unpublished = backend.one(duckdb_sql(with_sql + "SELECT count(*), coalesce(sum(p), 0) FROM pop "
+                                             f"ANTI JOIN pub ON {on} WHERE p > 0"))
     finally:
         for table in registered:
             backend.unregister(table)
-    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return np.array(rows, dtype=np.int64).reshape(-1, 2), (int(unpublished[0]), int(unpublished[1]))
 
 
 def population_only(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
@@ -251,7 +253,7 @@ def check_release(backend: Backend, plan: Plan, models, population: PopulationCl
     """Before COMMIT: every published class of the target meets the population models, counted
     from the published table and the population table (published_matches); what was found, for
     the result's details. A violation is a bug, never published: nothing is written."""
-    matches = published_matches(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
+    matches, unpublished = published_matches(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
     sizes, counts = matches[:, 0], matches[:, 1]
     for model in models:
         if model.needs_population and not model.satisfied_in(sizes, counts).all():
@@ -265,6 +267,9 @@ def check_release(backend: Backend, plan: Plan, models, population: PopulationCl
         raise AnonymizeError("internal error: the population table has classes that no published or suppressed "
                              "row reaches, which delta-presence rejects; nothing was published")
     found["population_only_classes"], found["population_only_rows"] = classes, people
+    # the population's classes no published class reaches (these, and those whose sample rows
+    # were suppressed): what a check of the published table with its labels counts
+    found["unpublished_classes"], found["unpublished_rows"] = unpublished
     if len(sizes):
         found["k_map_level"] = int(counts.min())
         shares = sizes / np.maximum(counts, 1)
