@@ -94,8 +94,9 @@ CREATE OR REPLACE TEMP MACRO anon_kmap(tbl, population, qi) AS TABLE
 --                            matches (without '*' cells this is exactly "the sample is a
 --                            sub-multiset of the population"; with them, classes may share
 --                            population rows, so it is a necessary condition).
--- Only the sample's classes are measured: population rows matching no sample class (delta 0 in
--- ARX, which generalizes the population too) are not seen by a check of a published table.
+-- Only the sample's classes are measured here: the population's classes that no published class
+-- reaches (delta 0 in ARX, which generalizes the population too) are counted by
+-- anon_delta_presence_labeled / anon_population_unpublished below, against the release's labels.
 -- Empty `tbl`: deltas NULL, contained true, counts 0.
 CREATE OR REPLACE TEMP MACRO anon_delta_presence(tbl, population, qi) AS TABLE
     SELECT min(CASE WHEN matches = 0 THEN 'Infinity'::DOUBLE ELSE size / matches END) AS delta_min,

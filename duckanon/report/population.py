@@ -2,8 +2,9 @@
 each figure with where it comes from, or why it is not available.
 
 - k-map level and delta-presence range against a population table. The original's are measured
-  by anon_kmap and anon_delta_presence on its raw values. The macros compare values as text ('*'
-  a wildcard) and cannot map a raw population value to a hierarchy label, so the published
+  by anon_kmap and anon_delta_presence on its raw values. Those macros compare values as text ('*'
+  a wildcard) and cannot map a raw population value to a hierarchy label (their _labeled forms
+  can, given a table of the release's labels, which the report does not have), so the published
   table's are the ones ANONYMIZE counted in DuckDB through the hierarchies' labels while it
   published the table (details.population); only a published table that holds nothing but
   original values and '*' is measured by the macros.
@@ -185,8 +186,10 @@ def _kmap_rows(db, published, original, qi, params, details, columns, population
         result.notes.append(
             "k-map and delta-presence: the published table's figures are those ANONYMIZE counted in DuckDB when it "
             "published the table (details.population: the population grouped by the labels of the levels chosen, "
-            f"{recorded.get('population_rows')} rows, joined to the published classes); the SQL macros compare "
-            "values as text and cannot map a raw population value to a hierarchy label.")
+            f"{recorded.get('population_rows')} rows, joined to the published classes); the plain SQL macros "
+            "compare values as text and cannot map a raw population value to a hierarchy label: their _labeled "
+            "forms (anon_kmap_labeled, anon_delta_presence_labeled) recount these figures from a table of the "
+            "release's labels (README, Population risk in SQL).")
         if people is not None and recorded.get("population_rows") is not None and people != recorded["population_rows"]:
             result.warnings.append(
                 f"The population table {population.shown} has {people} rows (people), but the release was checked "
