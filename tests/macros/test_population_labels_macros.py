@@ -104,8 +104,9 @@ def test_the_plain_macros_do_not_see_labels(db):
     assert db.execute(f"SELECT contained FROM anon_delta_presence('rel_plain', 'adult', {QI_LIST})").fetchone() == (False,)
 
 
-def test_population_uniqueness_macro_agrees(db):
-    details = release(db, "population_uniqueness = 0.01, suppression_limit = 0.05", ALL_HIER, "rel_pu")
+@pytest.mark.parametrize("limit", [0.0, 0.05])
+def test_population_uniqueness_macro_agrees(db, limit):
+    details = release(db, f"population_uniqueness = 0.01, suppression_limit = {limit}", ALL_HIER, "rel_pu")
     estimate = details["population_uniqueness"]
     (value,) = db.execute(f"SELECT fraction FROM anon_population_uniqueness('rel_pu', {QI_LIST}, "
                           f"{estimate['population_size']}, '{estimate['estimator']}')").fetchone()

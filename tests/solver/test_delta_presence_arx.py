@@ -180,3 +180,68 @@ def test_aecs_with_k_map_and_suppression(adult):
     published = con.execute("SELECT count(*) FROM release").fetchone()[0]
     classes = len(con.execute("SELECT DISTINCT * EXCLUDE (occupation) FROM release").fetchall())
     assert details["metric_value"] == pytest.approx(3016 / (classes + (published < 3016)), rel=1e-12)
+
+
+# -- AECS against an exhaustive search -------------------------------------------------------------
+QI5 = ["sex", "age", "race", "marital-status", "education"]
+
+
+def label_codes(con, table: str, column: str):
+    """Per level, each row's label of `column` as an integer (the hierarchy file's texts)."""
+    with open(ADULT / f"adult_hierarchy_{column}.csv", newline="") as f:
+        rows = [r for r in csv.reader(f, delimiter=";") if r]
+    values = [v for (v,) in con.execute(f'SELECT CAST("{column}" AS VARCHAR) FROM {table}').fetchall()]
+    out = []
+    for level in range(len(rows[0])):
+        label = {r[0]: r[level] for r in rows}
+        index = {t: i for i, t in enumerate(sorted(set(label.values())))}
+        out.append(np.array([index[label[v]] for v in values], dtype=np.int64))
+    return out
+
+
+def exhaustive_aecs(con, model: str, parameter, limit: float) -> float:
+    """The smallest AECS (sample rows / (published classes + 1 if rows are removed)) over every
+    node where the model holds on the classes kept, within the limit, grouped from the hierarchy
+    files: k-map (population rows >= k), delta-presence (dmin <= size / population rows <= dmax,
+    and with dmin > 0 no population class without sample rows: ARX's rule)."""
+    sample = [label_codes(con, "adult_subset", c) for c in QI5]
+    population = [label_codes(con, "adult", c) for c in QI5]
+    n = len(sample[0][0])
+    limit_rows = int(np.floor(limit * n + 1e-9))
+    best = np.inf
+    for levels in __import__("itertools").product(*[range(len(s)) for s in sample]):
+        radix = [int(max(sample[j][h].max(), population[j][h].max())) + 1 for j, h in enumerate(levels)]
+        weights = np.cumprod([1] + radix[:-1])
+        skey = sum(sample[j][h] * w for (j, h), w in zip(enumerate(levels), weights))
+        pkey = sum(population[j][h] * w for (j, h), w in zip(enumerate(levels), weights))
+        keys, sizes = np.unique(skey, return_counts=True)
+        pkeys, psizes = np.unique(pkey, return_counts=True)
+        matched = dict(zip(pkeys.tolist(), psizes.tolist()))
+        people = np.array([matched.get(k, 0) for k in keys.tolist()])
+        if model == "k_map":
+            ok = people >= parameter
+        else:
+            dmin, dmax = parameter
+            share = sizes / np.maximum(people, 1)
+            ok = (share >= dmin - 1e-12) & (share <= dmax + 1e-12)
+            if dmin > 0 and len(np.setdiff1d(pkeys, keys)):
+                continue
+        removed = int(sizes[~ok].sum())
+        if removed > limit_rows or removed == n:
+            continue
+        best = min(best, n / (int(ok.sum()) + (1 if removed else 0)))
+    return best
+
+
+@pytest.mark.parametrize("options, model, parameter, limit", [
+    ("k_map = 5", "k_map", 5, 0.0),
+    ("k_map = 5", "k_map", 5, 0.05),
+    ("delta_presence = (0, 0.2)", "delta", (0.0, 0.2), 0.05),
+    ("delta_presence = (0.05, 0.15)", "delta", (0.05, 0.15), 0.0),
+    ("delta_presence = (0.05, 0.15)", "delta", (0.05, 0.15), 0.05),
+])
+def test_aecs_optimum_equals_the_exhaustive_search(adult, options, model, parameter, limit):
+    con, _ = adult
+    row, details = publish(con, QI5, f"{options}, suppression_limit = {limit}, metric = aecs")
+    assert details["metric_value"] == pytest.approx(exhaustive_aecs(con, model, parameter, limit), rel=1e-12)
+    assert row["optimal"] is True
