@@ -124,3 +124,69 @@ def test_a_value_without_a_label_matches_nothing(db):
         1, 2, 3, 4, 1, 1)
     assert db.execute("SELECT * FROM anon_population_unpublished('tiny_rel', 'tiny_pop', ['q'], "
                       "'tiny_labels')").fetchone() == (1, 1, 1)
+
+
+def test_write_release_labels_gives_the_hierarchy_files_rows(db):
+    """The helper's labels (duckanon's binding of the release's specs) are the hierarchy files'
+    rows at the release's levels, for every population value."""
+    from duckanon.report.population import write_release_labels
+
+    details = release(db, "k_map = 5, suppression_limit = 0.02", SOME_HIER, "rel_helper")
+    written = write_release_labels(db, "rel_helper", "adult", "helper_labels")
+    write_labels(db, details["levels"], SOME_HIER, "file_labels")
+    helper = db.execute("SELECT * FROM helper_labels ORDER BY ALL").fetchall()
+    assert len(helper) == written
+    present = " UNION ALL ".join(f"SELECT DISTINCT '{c}' AS c, CAST(\"{c}\" AS VARCHAR) AS v FROM adult" for c in QI)
+    expected = db.execute(f"SELECT DISTINCT f.* FROM file_labels AS f JOIN ({present}) AS p "
+                          "ON p.c = f.\"column\" AND p.v = f.value ORDER BY ALL").fetchall()
+    assert helper == expected and len(expected) > 0
+    got = db.execute(f"SELECT k_map, classes, unpublished_classes, unpublished_rows FROM anon_kmap_labeled("
+                     f"'rel_helper', 'adult', {QI_LIST}, 'helper_labels')").fetchone()
+    found = details["population"]
+    assert got == (found["k_map_level"], found["classes_checked"], found["unpublished_classes"],
+                   found["unpublished_rows"])
+
+
+@pytest.mark.parametrize("options, specs", [
+    ("k_map = 30, suppression_limit = 0", "(a = 'intervals(5, 10, 20)')"),
+    ("k = 1, delta_presence = (0.05, 0.2), suppression_limit = 0", "(a = 'intervals(5, 10, 20)')"),
+    ("delta_presence = (0.05, 0.2), suppression_limit = 0.1", "(a = 'intervals(5, 10, 20)', c = 'prefix(1)')"),
+    ("k_map = 20, suppression_limit = 0.05", "(c = 'ordered(x1, x2, y1, y2, z1; 2, 4)', a = 'table(a_levels)')"),
+])
+def test_write_release_labels_for_other_specs(options, specs):
+    """Builders (intervals, prefix, ordered) and table(name) hierarchies, whose labels no file
+    gives: the helper's table makes the macros agree with details.population; the population has
+    values (a = 70, 71) the sample lacks."""
+    from duckanon.report.population import write_release_labels
+
+    con = duckanon.connect()
+    con.execute("CREATE TABLE s AS SELECT range % 70 AS a, range % 5 AS b, "
+                "['x1', 'x2', 'y1', 'y2', 'z1'][range % 5 + 1] AS c FROM range(300)")
+    con.execute("CREATE TABLE pop AS SELECT * FROM s UNION ALL SELECT range % 72, range % 5, "
+                "['x1', 'x2', 'y1', 'y2', 'z1'][range % 5 + 1] FROM range(2700)")
+    con.execute("CREATE TABLE a_levels AS SELECT v AS level0, (v // 10 * 10)::VARCHAR || 's' AS level1, '*' AS level2 "
+                "FROM range(72) t(v)")
+    con.execute(f"ANONYMIZE s INTO r WITH ({options}, population = pop, qi = (a, b, c), method = lattice, "
+                f"hierarchies = {specs})")
+    row = dict(zip([c[0] for c in con.description], con.fetchone()))
+    details = row["details"] if isinstance(row["details"], dict) else json.loads(row["details"])
+    found = details["population"]
+    write_release_labels(con, "r", "pop", "r_labels")
+    got = con.execute("SELECT * FROM anon_delta_presence_labeled('r', 'pop', ['a', 'b', 'c'], 'r_labels')").fetchone()
+    low, high, contained, _, classes, rows, people, unpublished, unpublished_rows = got
+    assert [round(low, 6), round(high, 6)] == found["delta_presence_range"] and contained
+    assert (classes, people) == (found["classes_checked"], found["population_rows"])
+    assert (unpublished, unpublished_rows) == (found["unpublished_classes"], found["unpublished_rows"])
+    assert con.execute("SELECT k_map FROM anon_kmap_labeled('r', 'pop', ['a', 'b', 'c'], 'r_labels')").fetchone() == (
+        found["k_map_level"],)
+    con.close()
+
+
+def test_write_release_labels_refuses_a_table_without_levels(db):
+    from duckanon.report.population import write_release_labels
+
+    db.execute("CREATE OR REPLACE TABLE plain AS SELECT 1 AS a")
+    with pytest.raises(duckanon.AnonymizeError) as error:
+        write_release_labels(db, "plain", "adult", "x_labels")
+    assert str(error.value) == ("plain is not a lattice release of duckanon (its provenance gives no "
+                                "level per quasi-identifier)")
