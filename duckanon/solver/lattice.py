@@ -25,12 +25,13 @@ Removed rows cost what ARX charges for them (its metrics of the same names, gsFa
     rows are removed), the removed rows counting as one class (groups of population rows alone
     publish nothing and are no class).
 
+  A node that removes every row is never chosen while some node publishes rows; when none does,
+  the search fails with "would publish no rows".
+
 With a population table, its classes that no sample row reaches join the histogram without rows.
 Delta-presence with dmin > 0 gives them presence 0: a node with one fails, with every finer node
 (it splits into such classes), unless a model sets a minimal class size (ARX's HashGroupify:
 the class fails that first and counts as suppressed; models.rejects_unreached).
-  A node that removes every row is never chosen while some node publishes rows; when none does,
-  the search fails with "would publish no rows".
 
 Attribute weights (the statement's `weights`, ARX's setAttributeWeight): divided by the largest,
 as ARX's AbstractMetricMultiDimensional does, they weigh each column's total in the metric's
