@@ -24,7 +24,6 @@ Removed rows cost what ARX charges for them (its metrics of the same names, gsFa
   * discernibility: |T| per removed row (ARX's DM); aecs: |T| / (published classes + 1 when
     rows are removed), the removed rows counting as one class (groups of population rows alone
     publish nothing and are no class).
-
   A node that removes every row is never chosen while some node publishes rows; when none does,
   the search fails with "would publish no rows".
 
