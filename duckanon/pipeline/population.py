@@ -55,12 +55,22 @@ def check_weights(backend: Backend, plan: Plan) -> None:
     the rows counted, never shown)."""
     if plan.population_weight is None:
         return
-    (nulls,) = backend.one(duckdb_sql(f"SELECT count(*) FROM {plan.population.sql()} "
-                                      f"WHERE {quoted(plan.population_weight)} IS NULL"))
-    if nulls:
-        raise AnonymizeError(f"population_weight column {plan.population_weight} of population table "
-                             f"{shown_name(plan.statement.population)} is NULL in {int(nulls)} row"
-                             f"{'s' if nulls != 1 else ''}: every row needs its number of people")
+    named = f"population_weight column {plan.population_weight} of population table {shown_name(plan.statement.population)}"
+    weight = quoted(plan.population_weight)
+    (type_name,) = backend.column_types(exp.select(qcol(plan.population_weight)).from_(
+        plan.population.table.copy()).limit(0))
+    numeric = type_name.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                                          "UINTEGER", "UBIGINT", "UHUGEINT", "DECIMAL", "FLOAT", "DOUBLE")
+    if not numeric:
+        raise AnonymizeError(f"{named} is {type_name}: it must be a number type (the people each row counts)")
+    nulls, fractions = backend.one(duckdb_sql(
+        f"SELECT count(*) FILTER (WHERE {weight} IS NULL), "
+        f"count(*) FILTER (WHERE {weight} <> floor({weight}) OR NOT isfinite(CAST({weight} AS DOUBLE))) "
+        f"FROM {plan.population.sql()}"))
+    for count, what in ((nulls, "is NULL"), (fractions, "is not a whole number")):
+        if count:
+            raise AnonymizeError(f"{named} {what} in {int(count)} row{'s' if count != 1 else ''}: every row needs its "
+                                 "number of people")
 
 
 def check_convertible(backend: Backend, plan: Plan, types: list[str]) -> None:

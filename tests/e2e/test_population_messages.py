@@ -77,3 +77,27 @@ def test_a_sample_value_missing_from_a_hierarchy_is_still_the_samples(con):
     assert message.startswith(f"1 value of column a is missing from hierarchy {con.hierarchy}; list it with: "
                               "SELECT DISTINCT a FROM memory.main.s8 ")
     assert con.execute(message.split("list it with: ", 1)[1]).fetchall() == [(7,)]
+
+
+@pytest.mark.parametrize("weight, message", [
+    ("CASE WHEN range = 5 THEN 'secretw' ELSE '2' END", "is VARCHAR: it must be a number type (the people each row "
+                                                       "counts)"),
+    ("1.5::DOUBLE", "is not a whole number in 2000 rows: every row needs its number of people"),
+    ("CASE WHEN range = 3 THEN 'inf'::DOUBLE WHEN range = 4 THEN 'nan'::DOUBLE ELSE 2 END",
+     "is not a whole number in 2 rows: every row needs its number of people"),
+])
+@pytest.mark.parametrize("model", ["k_map = 2", "population_uniqueness = 0.5"])
+def test_population_weights_that_are_no_number_of_people(con, weight, message, model):
+    con.execute(f"CREATE TABLE pbad AS SELECT range % 7 AS a, range % 5 AS b, {weight} AS w FROM range(2000)")
+    got = refused(con, f"ANONYMIZE s INTO r WITH ({model}, population = pbad, population_weight = w, qi = (a, b), "
+                       "method = lattice)")
+    assert got == f"population_weight column w of population table pbad {message}"
+    assert "secretw" not in got
+
+
+@pytest.mark.parametrize("weight", ["2::HUGEINT", "2.00::DECIMAL(10, 2)", "2.0::DOUBLE", "2::UTINYINT"])
+def test_whole_weights_of_any_number_type_are_read(con, weight):
+    con.execute(f"CREATE TABLE pok AS SELECT range % 7 AS a, range % 5 AS b, {weight} AS w FROM range(2000)")
+    con.execute("ANONYMIZE s INTO r WITH (k_map = 2, population = pok, population_weight = w, qi = (a, b), "
+                "method = lattice)")
+    assert con.execute("SELECT count(*) FROM r").fetchone() == (200,)
