@@ -94,8 +94,9 @@ CREATE OR REPLACE TEMP MACRO anon_kmap(tbl, population, qi) AS TABLE
 --                            matches (without '*' cells this is exactly "the sample is a
 --                            sub-multiset of the population"; with them, classes may share
 --                            population rows, so it is a necessary condition).
--- Only the sample's classes are measured: population rows matching no sample class (delta 0 in
--- ARX, which generalizes the population too) are not seen by a check of a published table.
+-- Only the sample's classes are measured here: the population's classes that no published class
+-- reaches (delta 0 in ARX, which generalizes the population too) are counted by
+-- anon_delta_presence_labeled / anon_population_unpublished below, against the release's labels.
 -- Empty `tbl`: deltas NULL, contained true, counts 0.
 CREATE OR REPLACE TEMP MACRO anon_delta_presence(tbl, population, qi) AS TABLE
     SELECT min(CASE WHEN matches = 0 THEN 'Infinity'::DOUBLE ELSE size / matches END) AS delta_min,
@@ -107,6 +108,136 @@ CREATE OR REPLACE TEMP MACRO anon_delta_presence(tbl, population, qi) AS TABLE
            (SELECT coalesce(sum(n), 0) FROM anon_risk_key_counts(population, qi))::BIGINT
                AS population_rows
     FROM anon_population_matches(tbl, population, qi);
+
+-- ------------------------------------------------------------------------------------------
+-- population tables against a release's LABELS: the same measures when the published cells are
+-- hierarchy labels ('30-39', 'Married', ...) that no raw population value equals. `labels` is a
+-- table name (anything query_table() accepts) with columns "column", "value", "label" (VARCHAR):
+-- the published label of each raw value (as VARCHAR; NULL for the NULL value) of each QI column
+-- the release generalized. A QI column without rows in `labels` is compared as above (its raw
+-- value, '*' a wildcard). A population value of a listed column that `labels` lacks has no label:
+-- its rows match no class (counted in unlabeled_rows). A value listed twice raises DuckDB's
+-- duplicate-key error. anon_hierarchy_labels below reads one column's labels from an ARX
+-- hierarchy file.
+
+-- anon_hierarchy_labels(path, column_name, level) -> ("column", value, label VARCHAR): the labels
+-- of level `level` (0: the values themselves) of the ARX hierarchy CSV file `path` (';', no
+-- header: column 0 the value, column i its label at level i).
+CREATE OR REPLACE TEMP MACRO anon_hierarchy_labels(path, column_name, level) AS TABLE
+    SELECT column_name::VARCHAR AS "column", __anon_r[1] AS value, __anon_r[level + 1] AS label
+    FROM (SELECT [*COLUMNS(*)] AS __anon_r FROM read_csv(path, delim = ';', header = false, all_varchar = true));
+
+-- anon_population_labeled(population, qi, labels) -> (key VARCHAR[], n BIGINT, unlabeled
+-- BOOLEAN): helper, the population's distinct QI combinations with each listed column's value
+-- replaced by its label, and whether some listed value had none.
+CREATE OR REPLACE TEMP MACRO anon_population_labeled(population, qi, labels) AS TABLE
+    WITH __anon_pl_m AS (
+        SELECT map_from_entries(list(struct_pack(k := "column" || chr(0) || CASE WHEN value IS NULL THEN 'N'
+                                                                             ELSE 'V' || value END,
+                                                 v := label))) AS __anon_map,
+               coalesce(list(DISTINCT "column"), []) AS __anon_listed
+        FROM query_table(labels)
+    ), __anon_pl_k AS (
+        SELECT list_transform(p.key, lambda v, i: CASE WHEN list_contains(m.__anon_listed, qi[i])
+                   THEN m.__anon_map[qi[i] || chr(0) || CASE WHEN v IS NULL THEN 'N' ELSE 'V' || v END]
+                   ELSE v END) AS __anon_key,
+               list_bool_or(list_transform(p.key, lambda v, i: list_contains(m.__anon_listed, qi[i])
+                   AND m.__anon_map[qi[i] || chr(0) || CASE WHEN v IS NULL THEN 'N' ELSE 'V' || v END]
+                       IS NULL
+                   AND NOT map_contains(m.__anon_map, qi[i] || chr(0) || CASE WHEN v IS NULL THEN 'N'
+                                                                          ELSE 'V' || v END))) AS __anon_unlabeled,
+               p.n
+        FROM anon_risk_key_counts(population, qi) AS p CROSS JOIN __anon_pl_m AS m
+    )
+    SELECT __anon_key AS key, sum(n)::BIGINT AS n, __anon_unlabeled AS unlabeled
+    FROM __anon_pl_k GROUP BY ALL;
+
+-- anon_population_matches_labeled(tbl, population, qi, labels) -> (key VARCHAR[], size BIGINT,
+-- matches BIGINT): anon_population_matches with the population's values as their labels.
+CREATE OR REPLACE TEMP MACRO anon_population_matches_labeled(tbl, population, qi, labels) AS TABLE
+    WITH __anon_pm_s AS (
+        SELECT key AS __anon_key, n AS __anon_size,
+               list_transform(key, lambda v: coalesce(v = '*', false)) AS __anon_star
+        FROM anon_risk_key_counts(tbl, qi)
+    ), __anon_pm_pat AS (
+        SELECT DISTINCT __anon_star FROM __anon_pm_s
+    ), __anon_pm_p AS (
+        SELECT pt.__anon_star,
+               list_transform(p.key, lambda v, i: CASE WHEN pt.__anon_star[i] THEN '*' ELSE v END)
+                   AS __anon_key,
+               sum(p.n) AS __anon_matches
+        FROM anon_population_labeled(population, qi, labels) AS p CROSS JOIN __anon_pm_pat AS pt
+        WHERE NOT p.unlabeled
+        GROUP BY ALL
+    )
+    SELECT s.__anon_key AS key, s.__anon_size AS size,
+           coalesce(m.__anon_matches, 0)::BIGINT AS matches
+    FROM __anon_pm_s AS s
+    LEFT JOIN __anon_pm_p AS m
+      ON m.__anon_star = s.__anon_star AND m.__anon_key IS NOT DISTINCT FROM s.__anon_key;
+
+-- anon_population_unpublished(tbl, population, qi, labels) -> (classes BIGINT, rows BIGINT,
+-- unlabeled_rows BIGINT): one row. The population's label combinations that no class of `tbl`
+-- matches ('*' a wildcard) and their rows (people the release does not reach: a class the
+-- sample does not reach, or one whose rows were suppressed), and the rows without a label (also
+-- among them). With `labels` covering every QI the release generalized, the classes are the
+-- population's classes under the release's generalization.
+CREATE OR REPLACE TEMP MACRO anon_population_unpublished(tbl, population, qi, labels) AS TABLE
+    WITH __anon_pu_s AS (
+        SELECT key AS __anon_key, list_transform(key, lambda v: coalesce(v = '*', false)) AS __anon_star
+        FROM anon_risk_key_counts(tbl, qi)
+    ), __anon_pu_p AS (
+        SELECT key AS __anon_key, n, unlabeled FROM anon_population_labeled(population, qi, labels)
+    ), __anon_pu_hit AS (
+        SELECT DISTINCT p.__anon_key
+        FROM __anon_pu_p AS p JOIN __anon_pu_s AS s
+          ON NOT p.unlabeled
+         AND list_transform(p.__anon_key, lambda v, i: CASE WHEN s.__anon_star[i] THEN '*' ELSE v END)
+             IS NOT DISTINCT FROM s.__anon_key
+    )
+    SELECT count(*)::BIGINT AS classes, coalesce(sum(p.n), 0)::BIGINT AS rows,
+           coalesce(sum(p.n) FILTER (WHERE p.unlabeled), 0)::BIGINT AS unlabeled_rows
+    FROM __anon_pu_p AS p
+    WHERE p.unlabeled OR NOT EXISTS (SELECT 1 FROM __anon_pu_hit AS h
+                                     WHERE h.__anon_key IS NOT DISTINCT FROM p.__anon_key);
+
+-- anon_kmap_classes_labeled(tbl, population, qi, labels): anon_kmap_classes against the labels.
+CREATE OR REPLACE TEMP MACRO anon_kmap_classes_labeled(tbl, population, qi, labels) AS TABLE
+    SELECT m.__anon_key[list_position(qi, alias(COLUMNS(lambda c: list_contains(qi, c))))],
+           m.__anon_size AS size, m.__anon_matches AS matches,
+           CASE WHEN m.__anon_matches = 0 THEN 'Infinity'::DOUBLE
+                ELSE m.__anon_size / m.__anon_matches END AS delta
+    FROM (SELECT key AS __anon_key, size AS __anon_size, matches AS __anon_matches
+          FROM anon_population_matches_labeled(tbl, population, qi, labels)) AS m
+    LEFT JOIN (SELECT COLUMNS(lambda c: list_contains(qi, c)) FROM query_table(tbl) LIMIT 0) ON true
+    ORDER BY ALL;
+
+-- anon_kmap_labeled(tbl, population, qi, labels): anon_kmap against the labels, with the
+-- population's classes the release does not reach (anon_population_unpublished).
+CREATE OR REPLACE TEMP MACRO anon_kmap_labeled(tbl, population, qi, labels) AS TABLE
+    SELECT min(matches) AS k_map, count(*) AS classes, coalesce(sum(size), 0)::BIGINT AS rows,
+           (SELECT coalesce(sum(n), 0) FROM anon_risk_key_counts(population, qi))::BIGINT
+               AS population_rows,
+           (SELECT classes FROM anon_population_unpublished(tbl, population, qi, labels)) AS unpublished_classes,
+           (SELECT rows FROM anon_population_unpublished(tbl, population, qi, labels)) AS unpublished_rows
+    FROM anon_population_matches_labeled(tbl, population, qi, labels);
+
+-- anon_delta_presence_labeled(tbl, population, qi, labels): anon_delta_presence against the
+-- labels, with the population's classes the release does not reach (their presence is 0, below
+-- any dmin > 0: published by duckanon only when they hold no sample row and a k or l model
+-- counts them as suppressed, or when the sample's rows in them were suppressed, as in ARX).
+CREATE OR REPLACE TEMP MACRO anon_delta_presence_labeled(tbl, population, qi, labels) AS TABLE
+    SELECT min(CASE WHEN matches = 0 THEN 'Infinity'::DOUBLE ELSE size / matches END) AS delta_min,
+           max(CASE WHEN matches = 0 THEN 'Infinity'::DOUBLE ELSE size / matches END) AS delta_max,
+           coalesce(sum(size) FILTER (WHERE matches < size), 0) = 0 AS contained,
+           coalesce(sum(size) FILTER (WHERE matches < size), 0)::BIGINT AS rows_not_in_population,
+           count(*) AS classes,
+           coalesce(sum(size), 0)::BIGINT AS rows,
+           (SELECT coalesce(sum(n), 0) FROM anon_risk_key_counts(population, qi))::BIGINT
+               AS population_rows,
+           (SELECT classes FROM anon_population_unpublished(tbl, population, qi, labels)) AS unpublished_classes,
+           (SELECT rows FROM anon_population_unpublished(tbl, population, qi, labels)) AS unpublished_rows
+    FROM anon_population_matches_labeled(tbl, population, qi, labels);
 
 -- ------------------------------------------------------------------------------------------
 -- numeric helpers (scalar macros; the same formulas as duckanon/solver/population.py)

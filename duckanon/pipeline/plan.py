@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from duckanon import hierarchy, methods
-from duckanon.backends.base import Backend, BackendError, UnknownTable
+from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
 from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
 
@@ -273,3 +273,22 @@ def _bind_population(backend: Backend, plan: Plan) -> None:
             raise AnonymizeError(f"unknown column '{statement.population_weight}' in population_weight for population "
                                  f"table {shown}")
         plan.population_weight = weight
+    _refuse_population_target(backend, plan)
+
+
+def _refuse_population_target(backend: Backend, plan: Plan) -> None:
+    """The release never replaces the population table: the target is compared with it as with
+    the source (Backend.place: the objects the engine resolves, and the tables a view reads), so
+    every spelling of the same table (quoted, other case, qualified, an attached alias, the
+    search path, a view over it) is refused."""
+    try:
+        backend.place(plan.statement.population, plan.target)
+    except AnonymizeError:
+        target, population = shown_name(plan.target), shown_name(plan.population)
+        kind = (backend.catalog_entry(plan.population) or ("table",))[0].lower()
+        defaults = backend.session_defaults()
+        if full_key(plan.target, *defaults) == full_key(plan.population, *defaults):
+            raise AnonymizeError(f"the target {target} is the population {kind} {population}: choose another name "
+                                 "with INTO") from None
+        raise AnonymizeError(f"the target {target} is read by the population {kind} {population}: choose another "
+                             "name with INTO") from None

@@ -21,7 +21,8 @@ from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, b
                                          duckdb_sql, sa_values, temp_table)
 from duckanon.pipeline.masking import masked_source
 from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
-from duckanon.pipeline.population import PopulationClasses, check_contained, population_classes, population_size
+from duckanon.pipeline.population import (PopulationClasses, bind_with_population, check_contained, population_classes,
+                                         population_size)
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
                                     OnAttribute, PopulationUniqueness)
@@ -131,8 +132,12 @@ def column_domains(backend: Backend, plan: Plan, cells, population: PopulationCl
             if spec is None:  # no hierarchy: the value or '*' (suppression of the whole column)
                 hierarchies.append(FlatHierarchy(len(values[j])))
             else:
-                hierarchies.append(hierarchy.parse_spec(spec, column, backend).bind(values[j], column=column,
-                                                                                 source=plan.source_shown))
+                parsed = hierarchy.parse_spec(spec, column, backend)
+                if population is None:
+                    hierarchies.append(parsed.bind(values[j], column=column, source=plan.source_shown))
+                else:  # a value only the population has is the population table's, and said so
+                    hierarchies.append(bind_with_population(parsed, values[j], len(values[j]) - len(
+                        population.extra_values[j]), plan, j))
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
                    None if population is None else (population.codes, population.rows), statement.stable_levels)

@@ -2,8 +2,9 @@
 each figure with where it comes from, or why it is not available.
 
 - k-map level and delta-presence range against a population table. The original's are measured
-  by anon_kmap and anon_delta_presence on its raw values. The macros compare values as text ('*'
-  a wildcard) and cannot map a raw population value to a hierarchy label, so the published
+  by anon_kmap and anon_delta_presence on its raw values. Those macros compare values as text ('*'
+  a wildcard) and cannot map a raw population value to a hierarchy label (their _labeled forms
+  can, given a table of the release's labels, which the report does not have), so the published
   table's are the ones ANONYMIZE counted in DuckDB through the hierarchies' labels while it
   published the table (details.population); only a published table that holds nothing but
   original values and '*' is measured by the macros.
@@ -185,8 +186,10 @@ def _kmap_rows(db, published, original, qi, params, details, columns, population
         result.notes.append(
             "k-map and delta-presence: the published table's figures are those ANONYMIZE counted in DuckDB when it "
             "published the table (details.population: the population grouped by the labels of the levels chosen, "
-            f"{recorded.get('population_rows')} rows, joined to the published classes); the SQL macros compare "
-            "values as text and cannot map a raw population value to a hierarchy label.")
+            f"{recorded.get('population_rows')} rows, joined to the published classes); the plain SQL macros "
+            "compare values as text and cannot map a raw population value to a hierarchy label: their _labeled "
+            "forms (anon_kmap_labeled, anon_delta_presence_labeled) recount these figures from a table of the "
+            "release's labels (README, Population risk in SQL).")
         if people is not None and recorded.get("population_rows") is not None and people != recorded["population_rows"]:
             result.warnings.append(
                 f"The population table {population.shown} has {people} rows (people), but the release was checked "
@@ -321,3 +324,62 @@ def _estimated_kmap_rows(db, published, original, qi, params, details, counts, s
         + ("" if has_table or "population" in details else
            " The k-map level against the population's rows is measured only with a population table: "
            "REPORT ... WITH (population = <table>)."))
+
+
+def write_release_labels(con, release: str, population: str, name: str) -> int:
+    """Write the table `name` ("column", value, label) that the population macros' _labeled forms
+    read (sql/risk_population.sql): for each QI the release `release` generalized (its
+    provenance: `qi`, `hierarchies` and the lattice's `details.levels`), every value of the
+    population table `population` (as VARCHAR) with the release's label at that level, from the
+    same hierarchy spec bound to the population's values (a QI without one: '*'). For hierarchy
+    files, anon_hierarchy_labels reads the same rows without duckanon's binding. Returns the rows
+    written; the release must be a lattice release (one level per QI)."""
+    import numpy as np
+    import pyarrow as pa
+    from sqlglot import exp
+
+    from duckanon import hierarchy
+    from duckanon.backends import backend_for
+    from duckanon.pipeline.plan import hierarchy_specs
+    from duckanon.pipeline.provenance import published_provenance
+    from duckanon.sql.statement import TableName, shown_name
+
+    raw = facts.duckdb_connection(con)
+    backend = backend_for(raw)
+    release_table = TableName(exp.to_table(release, dialect="duckdb"))
+    population_table = TableName(exp.to_table(population, dialect="duckdb"))
+    provenance = published_provenance(backend, release_table) or {}
+    details = (provenance.get("summary") or {}).get("details") or {}
+    qi, levels = provenance.get("qi"), details.get("levels")
+    if not qi or not isinstance(levels, list) or len(levels) != len(qi):
+        raise AnonymizeError(f"{shown_name(release_table)} is not a lattice release of duckanon (its provenance "
+                             "gives no level per quasi-identifier)")
+    specs = hierarchy_specs(provenance.get("hierarchies"), qi)
+    columns, values, labels = [], [], []
+    for column, level in zip(qi, levels):
+        if level == 0:
+            continue
+        read = exp.column(column, quoted=True)
+        rows = backend.rows(exp.select(read, exp.cast(read.copy(), "VARCHAR")).distinct().from_(
+            population_table.table.copy()))
+        texts = [text for _, text in rows]
+        spec = specs.get(column)
+        if spec is None:  # published as its value or '*': at level 1 every value is '*'
+            names = ["*"] * len(rows)
+        else:
+            bound = hierarchy.parse_spec(spec, column, backend).bind([v for v, _ in rows], column=column,
+                                                                    source=shown_name(population_table))
+            level_names = bound.level_labels(level)
+            names = [level_names[c] for c in np.asarray(bound.codes)[:, level].tolist()]
+        columns += [column] * len(rows)
+        values += texts
+        labels += names
+    scratch = "__duckanon_release_labels"
+    raw.register(scratch, pa.table({"column": pa.array(columns, pa.string()), "value": pa.array(values, pa.string()),
+                                    "label": pa.array(labels, pa.string())}))
+    try:
+        backend.execute(exp.Create(this=exp.to_table(name, dialect="duckdb"), kind="TABLE", replace=True,
+                                   expression=exp.select("*").from_(exp.to_table(scratch, quoted=True))))
+    finally:
+        raw.unregister(scratch)
+    return len(columns)

@@ -22,9 +22,15 @@ Removed rows cost what ARX charges for them (its metrics of the same names, gsFa
     removing every row costs exactly as much as publishing the top label everywhere;
   * loss, precision: 1 per removed cell (the most a cell can cost); stars: 1 per removed cell;
   * discernibility: |T| per removed row (ARX's DM); aecs: |T| / (published classes + 1 when
-    rows are removed), the removed rows counting as one class.
+    rows are removed), the removed rows counting as one class (groups of population rows alone
+    publish nothing and are no class).
   A node that removes every row is never chosen while some node publishes rows; when none does,
   the search fails with "would publish no rows".
+
+With a population table, its classes that no sample row reaches join the histogram without rows.
+Delta-presence with dmin > 0 gives them presence 0: a node with one fails, with every finer node
+(it splits into such classes), unless a model sets a minimal class size (ARX's HashGroupify:
+the class fails that first and counts as suppressed; models.rejects_unreached).
 
 Attribute weights (the statement's `weights`, ARX's setAttributeWeight): divided by the largest,
 as ARX's AbstractMetricMultiDimensional does, they weigh each column's total in the metric's
@@ -70,7 +76,7 @@ from duckanon.methods import LATTICE_METRICS
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.solver.models import all_satisfied, globally_satisfied
+from duckanon.solver.models import all_satisfied, globally_satisfied, rejects_unreached
 from duckanon.solver.request import Request
 
 
@@ -265,14 +271,16 @@ class DiscernibilityMetric(LatticeMetric):
 
 
 class AverageClassSizeMetric(LatticeMetric):
-    """ARX's AECS: rows / published classes, the removed rows counting as one class."""
+    """ARX's AECS: rows / published classes, the removed rows counting as one class. Groups of
+    population rows alone (no sample row) publish nothing: they are no class."""
 
     name = "aecs"
     separable = False
 
     def value(self, lattice, node):
         kept = node.ok
-        classes = int(kept.sum()) + (1 if (~kept).any() else 0)
+        published = kept & (node.sa_counts.sum(axis=1) > 0)
+        classes = int(published.sum()) + (1 if (~kept).any() else 0)
         return float(lattice.n) / max(classes, 1)
 
 
@@ -292,6 +300,10 @@ class NodeResult:
     suppressed_rows: int
     value: float | None = None  # metric value when the node is a solution
     population: np.ndarray | None = None  # (G,) population rows matching each group (population models)
+    # groups of population rows that no sample row reaches, and their people, when they fail a
+    # population model that nothing suppresses (models.rejects_unreached): the node is no solution
+    unreached: int = 0
+    unreached_rows: int = 0
 
 
 def with_population(hist: Histogram, population, request) -> tuple[Histogram, np.ndarray | None]:
@@ -356,6 +368,7 @@ class Lattice:
         request = Request.of(models)
         self.n_sample_classes = hist.n_classes
         hist, self.population = with_population(hist, population, request)
+        self.rejects_unreached = self.population is not None and rejects_unreached(request)
         self.hist = hist
         self.level_codes = [np.asarray(c, dtype=np.int64) for c in level_codes]
         self.heights = [c.shape[1] - 1 for c in self.level_codes]
@@ -571,6 +584,9 @@ class Lattice:
         if self.global_models:
             ok = self._enforce_global(sizes, group_sa, ok)
         node = NodeResult(levels, group_sa, member_of, ok, int(group_sa[~ok].sum()))
+        if self.rejects_unreached:
+            unreached = (sizes == 0) & (group_population > 0)
+            node.unreached, node.unreached_rows = int(unreached.sum()), int(group_population[unreached].sum())
         if len(self.cache) > 64:
             self.cache.clear()
         self.cache[levels] = node
@@ -641,7 +657,7 @@ class Lattice:
         if len(levels) != self.m or any(not 0 <= h <= height for h, height in zip(levels, self.heights)):
             return None
         node = self.evaluate(levels)
-        if node.suppressed_rows > self.limit_rows or (node.suppressed_rows >= self.n > 0):
+        if node.unreached or node.suppressed_rows > self.limit_rows or (node.suppressed_rows >= self.n > 0):
             return None
         return node
 
@@ -666,7 +682,8 @@ class Lattice:
         present[member_of] = True
         renumber = np.cumsum(present) - 1
         result = NodeResult(node.levels, node.sa_counts[present], renumber[member_of], node.ok[present],
-                            node.suppressed_rows, node.value)
+                            node.suppressed_rows, node.value, unreached=node.unreached,
+                            unreached_rows=node.unreached_rows)
         result.population = np.bincount(node.member_of, weights=self.population,
                                         minlength=len(node.ok)).astype(np.int64)[present]
         return result
@@ -770,6 +787,11 @@ class Lattice:
             if state["evaluated"] % 50 == 0:
                 context.report("lattice search", nodes=state["evaluated"], of=len(nodes),
                                 best=None if state["best"] is None else round(state["value"], 2))
+            if node is not None and node.unreached:
+                # a population class no sample row reaches fails the model and cannot be
+                # suppressed: at every finer node it splits into such classes, which fail too
+                status[cone(levels, at_most)] = -1
+                return False
             if suppressed > self.limit_rows:
                 if self.monotone_with_suppression or self.removed_floor(node) > self.limit_rows:
                     status[cone(levels, at_most)] = -1  # every finer node fails too
@@ -810,7 +832,7 @@ class Lattice:
         #    the bottom; a descent from the top to a node no finer neighbour improves finds a
         #    better first solution there.
         heights = np.array(self.heights)
-        can_fail = self.limit_rows < self.n
+        can_fail = self.limit_rows < self.n or self.rejects_unreached
         if not can_fail and self.m:
             current = heights.copy()
             visit(current)

@@ -98,6 +98,15 @@ class PrivacyModel:
     def min_group_size(self) -> int:
         return 1
 
+    def minimal_class_size(self) -> int | None:
+        """The class size the model sets as ARX's criteria do (isMinimalClassSizeAvailable,
+        getMinimalClassSize: k-anonymity, l-diversity, k-map estimated from a population size);
+        None for the others. Not `min_group_size`, which also bounds what t-closeness or
+        beta-likeness can hold: this one decides, as in ARX's HashGroupify, that a population class
+        without sample rows fails the minimal size (its 0 rows are "suppressed") before
+        delta-presence is asked about it (DeltaPresence.rejects_unreached)."""
+        return None
+
     def deficit(self, sizes: np.ndarray, sa_counts: np.ndarray) -> np.ndarray:
         """How far each group is from satisfying the model, about [0, 1], for repair to merge
         towards it: 0 when it does (all-or-nothing unless a model knows better)."""
@@ -133,6 +142,9 @@ class KAnonymity(PrivacyModel):
             raise AnonymizeError(f"k = {self.k} is greater than the number of rows ({rows})")
 
     def min_group_size(self):
+        return self.k
+
+    def minimal_class_size(self):
         return self.k
 
     def ok(self, counts: list[int], size: int) -> bool:
@@ -190,6 +202,9 @@ class LDiversity(PrivacyModel):
 
     def _infeasible_message(self, sa_total) -> str:
         return f"{self} is infeasible: the whole table as one group does not satisfy it"
+
+    def minimal_class_size(self):
+        return int(np.ceil(self.l))  # ARX's LDiversity: minSize = l (ceil for entropy-l)
 
     def min_group_size(self):
         return self.l
@@ -698,6 +713,11 @@ class PopulationModel(PrivacyModel):
     def satisfied_in(self, sizes: np.ndarray, population: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    # Whether a class of population rows that no sample row reaches (its share of the population
+    # 0) fails the model, so that the node publishing it is no solution (it has no rows to
+    # suppress). k-map is about published classes only: no.
+    rejects_unreached = False
+
 
 class KMap(PopulationModel):
     """k-map (Sweeney 2002; El Emam & Dankar 2008, "Protecting privacy using k-anonymity", JAMIA
@@ -738,12 +758,22 @@ class DeltaPresence(PopulationModel):
     def _parameters(self):
         return (self.dmin, self.dmax)
 
+    @property
+    def rejects_unreached(self) -> bool:
+        """A population class with no sample row has presence 0 (ARX's DPresence.isAnonymous:
+        delta = 0 when the class has no sample row): it fails when dmin > 0, and a node with one is
+        no solution, as in ARX's HashGroupify (such a class cannot be suppressed) unless a model
+        sets a minimal class size (Request.minimal_class_size), which the class fails first."""
+        return self.dmin > self.TOLERANCE
+
+    TOLERANCE = 1e-12
+
     def shares(self, sizes, population) -> np.ndarray:
         return np.asarray(sizes, dtype=np.float64) / np.maximum(np.asarray(population, dtype=np.float64), 1.0)
 
     def satisfied_in(self, sizes, population):
         share = self.shares(sizes, population)
-        tolerance = 1e-12
+        tolerance = self.TOLERANCE
         return ((share >= self.dmin - tolerance) & (share <= self.dmax + tolerance)) | (np.asarray(sizes) == 0)
 
     def __str__(self):
@@ -913,6 +943,9 @@ class OnAttribute(PrivacyModel):
     def min_group_size(self):
         return self.model.min_group_size()
 
+    def minimal_class_size(self):
+        return self.model.minimal_class_size()
+
     def deficit(self, sizes, sa_counts):
         return self.model.deficit(sizes, self.marginal(sa_counts))
 
@@ -938,6 +971,16 @@ def all_satisfied(models, sizes, sa_counts, population=None) -> np.ndarray:
         else:
             ok &= model.satisfied(sizes, sa_counts)
     return ok
+
+
+def rejects_unreached(models) -> bool:
+    """Whether a population class that no sample row reaches makes a transformation fail, as in
+    ARX's HashGroupify: a population model rejects it (delta-presence with dmin > 0) and no model
+    sets a minimal class size (k-anonymity, l-diversity, estimated k-map), which the class's 0
+    rows would fail first, so that it counts as suppressed."""
+    if any(model.minimal_class_size() is not None for model in models):
+        return False
+    return any(model.needs_population and model.rejects_unreached for model in models)
 
 
 def globally_satisfied(models, sizes, sa_counts) -> bool:

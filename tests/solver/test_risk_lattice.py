@@ -175,6 +175,13 @@ def exhaustive(labels: Labels, sample, population, sa, models, limit_rows: int):
             at = np.searchsorted(pop_ids, keys @ weights)
             found = (at < len(pop_ids)) & (pop_ids[np.minimum(at, len(pop_ids) - 1)] == keys @ weights)
             matched = np.where(found, pop_rows[np.minimum(at, len(pop_ids) - 1)], 0)
+            # ARX's HashGroupify: a population class no sample row reaches has presence 0; below
+            # dmin it fails the node (nothing to suppress) unless a k or l model's minimal class
+            # size fails it first
+            if any(isinstance(m, DeltaPresence) and m.dmin > 0 for m in models) and not any(
+                    type(m).__name__ in ("KAnonymity", "EstimatedKMap") or "LDiversity" in type(m).__name__
+                    for m in models) and len(np.setdiff1d(pop_ids, keys @ weights)):
+                continue
         keep = all_satisfied(models, sizes, counts, matched)
         keep = enforce_global(sizes, keep, models)
         removed = int(sizes[~keep].sum())
