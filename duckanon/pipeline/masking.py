@@ -119,7 +119,7 @@ def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) 
         date = utc_wall_clock(exp.column(column, quoted=True), type_name).sql("duckdb")
         return duckdb_sql(f"year({date})" if rule.kind == "year" else f"strftime({date}, '%Y-%m')")
     if rule.kind == "null":
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb"))
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb", udt=True))
     if rule.kind == "constant":
         return exp.Cast(this=exp.Literal.string(rule.arguments[0]), to=exp.DataType.build("VARCHAR"))
     raise AnonymizeError(f"unknown mask rule '{rule.kind}'")

@@ -229,6 +229,25 @@ def test_a_variant_identifier_is_refused_for_rules_that_read_text():
     assert con.execute("SELECT count(*), count(v) FROM events_anon").fetchone() == (8, 0)
 
 
+@pytest.mark.skipif(DUCKDB_MAJOR < 2, reason="TIMESTAMPTZ_NS is a DuckDB 2 type")
+def test_a_timestamptz_ns_is_masked_as_its_utc_instant():
+    table = ("CREATE TABLE events AS SELECT CAST(seen AS TIMESTAMPTZ_NS) AS p, CAST(seen AS TIMESTAMPTZ_NS) AS y, "
+             "CAST(seen AS TIMESTAMPTZ_NS) AS m, CAST(seen AS TIMESTAMPTZ_NS) AS z, kind, site, cost FROM ("
+             + "SELECT " + INSTANTS.split(" AS SELECT", 1)[1] + ")")
+    releases = []
+    for time_zone, calendar in SESSIONS:
+        con = session(time_zone, calendar, table)
+        con.execute(PUBLISH.format(masks="p = 'pseudonym', y = 'year', m = 'month', z = 'null'"))
+        releases.append(con.execute("SELECT * FROM events_anon").fetchall())
+        texts = [r[0] for r in con.execute("SELECT epoch_us(CAST(p AS TIMESTAMPTZ)) FROM events").fetchall()]
+        con.close()
+    assert releases[0] == releases[1] == releases[2]
+    moments = [EPOCH + timedelta(microseconds=us) for us in texts]
+    assert sorted(r[0] for r in releases[0]) == sorted(pseudonym(KEY, utc_text(m)) for m in moments)
+    assert sorted((r[1], r[2]) for r in releases[0]) == sorted((m.year, f"{m.year:04d}-{m.month:02d}") for m in moments)
+    assert {r[3] for r in releases[0]} == {None}
+
+
 def duckdb_15_cli() -> str:
     cli = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
     if cli is None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import duckanon
-from conftest import HOSPITAL, assert_refused_and_unchanged, check_published
+from conftest import HOSPITAL, assert_refused_and_unchanged, check_population, check_published, flat_ancestors
 
 pytest.importorskip("pandas")
 import pandas as pd  # noqa: E402
@@ -233,3 +233,19 @@ def test_without_pandas_and_polars_arrow_tables_are_still_seen(tmp_path):
                           cwd=str(tmp_path), env={**os.environ, "PYTHONPATH": str(Path(duckanon.__file__).parents[1])})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "3", "False", "False"]
+
+
+def test_a_population_frame_is_read_by_name():
+    """k_map against a population that is a DataFrame of the caller's (the sample a table)."""
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    population = pd.concat([HOSPITAL_FRAME, HOSPITAL_FRAME.head(6)], ignore_index=True)
+    row = summary(con.execute("ANONYMIZE hospital WITH (k_map = 3, population = population, "
+                              "qi = (zipcode, age, education), sensitive = disease, seed = 8)"))
+    assert row["rows"] == 10
+    published = con.execute("SELECT zipcode, age, education FROM hospital_anon").fetchall()
+    rows = [tuple(r) for r in population[["zipcode", "age", "education"]].itertuples(index=False)]
+    ancestors = [flat_ancestors(population[c]) for c in ("zipcode", "age", "education")]
+    level, _, problems = check_population(published, [0, 1, 2], rows, ancestors, k_map=3)
+    assert problems == [] and level >= 3
+    assert views(con) == []
