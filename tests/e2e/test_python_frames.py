@@ -47,6 +47,10 @@ def test_plain_sql_sees_a_frame_in_the_callers_locals():
     assert con.query("SELECT max(a) FROM local_frame").fetchall() == [(2,)]
     plain = duckdb.connect()  # duckanon.execute on a connection of the caller's
     assert duckanon.execute(plain, "SELECT count(*) FROM local_frame").fetchall() == [(2,)]
+    hospital_frame = HOSPITAL_FRAME.copy()  # noqa: F841 (and our statements on it)
+    duckanon.execute(plain, f"ANONYMIZE hospital_frame WITH (k = 3, {QI}, seed = 1)")
+    assert plain.execute("SELECT count(*) FROM hospital_frame_anon").fetchall() == [(10,)]
+    assert views(plain) == []
     assert views(con) == []  # nothing was registered for plain SQL: DuckDB read the variable itself
 
 
