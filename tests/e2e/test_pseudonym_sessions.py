@@ -279,8 +279,6 @@ def test_duckdb_15_prints_the_same_canonical_texts_and_floats():
     assert old.stdout.strip() == con.execute(query).fetchone()[0]
 
 
-@pytest.mark.xfail(strict=True, reason="the published order hashes a kept TIMESTAMPTZ as its session text "
-                                       "(histogram.hashable); the fix is in the issue 35 report")
 def test_a_kept_timestamptz_does_not_change_the_published_order():
     releases = []
     for time_zone, calendar in SESSIONS[:2]:
