@@ -266,3 +266,15 @@ def test_the_report_counts_no_generalized_timestamptz_cell_in_any_session():
         counts = facts.column_counts(con, "out", "visits", ["seen", "ward"])
         con.close()
         assert counts["seen"] == {"stars": 0, "generalized": 0, "example": None}, time_zone
+
+
+def test_explain_says_the_same_in_every_session():
+    found = []
+    for time_zone, calendar in SESSIONS:
+        con = session(time_zone, calendar)
+        found.append([row for row in con.execute(
+            "EXPLAIN ANONYMIZE visits INTO out WITH (k = 4, qi = (seen, ward), keep = (stamp, stamps), "
+            "sensitive = disease, seed = 7)").fetchall() if row[0] != "seconds (dry run)"])
+        con.close()
+    assert found[1] == found[0] and found[2] == found[0]
+    assert dict(found[0])["quasi-identifiers"] == "seen, ward"
