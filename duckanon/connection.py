@@ -2,6 +2,8 @@
 
 `Connection` wraps a `duckdb.DuckDBPyConnection`: `execute` and `sql` run our statements
 themselves and hand everything else to DuckDB verbatim; any other attribute is DuckDB's own.
+Both see the caller's DataFrames and Arrow tables by variable name, as DuckDB's own `execute`
+and `sql` do (its replacement scans): see `Caller`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import decimal
 import json
 import math
 import numbers
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -209,7 +212,105 @@ def _refuse_in_transaction(con, piece: str) -> None:
 
 # --- scripts -------------------------------------------------------------------------------------
 
-def _run_script(con, text: str, parameters, run_plain, run_ours, progress=None):
+# --- the caller's Python objects (DuckDB's replacement scans) ------------------------------------------
+
+# What DuckDB's replacement scans read from a Python variable that a statement names where no table
+# or view carries the name: these modules' types, each looked up only if the program imported its
+# module (so without pandas or polars installed, such frames simply are not seen).
+PYTHON_TABLE_TYPES = {
+    "pandas": ("DataFrame",),
+    "polars": ("DataFrame", "LazyFrame"),
+    "pyarrow": ("Table", "RecordBatch", "RecordBatchReader"),
+    "pyarrow.dataset": ("Dataset", "Scanner"),
+}
+# DuckDB calls (from the frame Caller.run makes) with the caller's locals beside these names
+_CALLS = {
+    ("execute", False): compile("__duckanon_con.execute(__duckanon_text)", "<duckanon>", "eval"),
+    ("execute", True): compile("__duckanon_con.execute(__duckanon_text, __duckanon_values)", "<duckanon>", "eval"),
+    ("sql", False): compile("__duckanon_con.sql(__duckanon_text)", "<duckanon>", "eval"),
+    ("sql", True): compile("__duckanon_con.sql(__duckanon_text, params=__duckanon_values)", "<duckanon>", "eval"),
+}
+
+
+def _is_duckanon(frame) -> bool:
+    name = frame.f_globals.get("__name__") or ""
+    return name == "duckanon" or name.startswith("duckanon.")
+
+
+def is_python_table(value) -> bool:
+    """Whether DuckDB reads `value` as a table by its variable's name (PYTHON_TABLE_TYPES)."""
+    for module_name, names in PYTHON_TABLE_TYPES.items():
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(value, tuple(getattr(module, n) for n in names if hasattr(module, n))):
+            return True
+    return False
+
+
+class Caller:
+    """The Python frame that called duckanon (the first frame outside the package), whose variables
+    a statement may read by name as DuckDB's replacement scans read them: the frame's locals, then
+    its globals, and with `SET python_scan_all_frames = true` the frames that called it, in turn;
+    none with `python_enable_replacements` or `enable_external_access` off. A table or view of the
+    name always wins. Made where the caller enters duckanon (in the caller's thread)."""
+
+    def __init__(self):
+        frame = sys._getframe(1)
+        while frame is not None and _is_duckanon(frame):
+            frame = frame.f_back
+        self.frame = frame
+
+    def run(self, con, method: str, text: str, values=None):
+        """`con.execute(text[, values])` or `con.sql(...)` (`method`) for plain SQL, run by DuckDB
+        from a frame holding the caller's locals and globals: DuckDB's replacement scans look at
+        the innermost Python frame, which would otherwise be duckanon's. DuckDB resolves every
+        name itself (tables first, its settings, its types, a relation's lazy reads in DuckDB 2)."""
+        names = {"__duckanon_con": con, "__duckanon_text": text, "__duckanon_values": values}
+        if self.frame is None:
+            return eval(_CALLS[method, values is not None], {}, names)  # noqa: S307 (our own code, never text)
+        return eval(_CALLS[method, values is not None], self.frame.f_globals,  # noqa: S307
+                    {**self.frame.f_locals, **names})
+
+    def _frames(self, con):
+        try:
+            enabled, all_frames, external = con.execute(
+                "SELECT current_setting('python_enable_replacements'), current_setting('python_scan_all_frames'), "
+                "current_setting('enable_external_access')").fetchone()
+        except duckdb.Error:  # e.g. an aborted transaction: the statement then gets DuckDB's error
+            return
+        frame = self.frame
+        while enabled and external and frame is not None:
+            yield frame
+            if not all_frames:
+                return
+            frame = frame.f_back
+
+    def find(self, con, name: str):
+        """The Python object DuckDB's replacement scan would read for `name` on `con` (None if none);
+        whether a table or view carries the name is for the caller to check first."""
+        for frame in self._frames(con):
+            for scope in (frame.f_locals, frame.f_globals):
+                if name in scope:
+                    value = scope[name]
+                    return value if is_python_table(value) else None
+        return None
+
+    @staticmethod
+    def readable(value):
+        """`value` in a form that can be read more than once, as our statements read their source
+        (the histogram, the join back, the checks): a stream (an Arrow RecordBatchReader or
+        Scanner) is read once into an Arrow table, a polars LazyFrame collected once, so that every
+        read of one statement sees the same rows; a table or a DataFrame as it is."""
+        pyarrow, dataset, polars = (sys.modules.get(m) for m in ("pyarrow", "pyarrow.dataset", "polars"))
+        if pyarrow is not None and isinstance(value, pyarrow.RecordBatchReader):
+            return value.read_all()
+        if dataset is not None and isinstance(value, dataset.Scanner):
+            return value.to_table()
+        if polars is not None and isinstance(value, polars.LazyFrame):
+            return value.collect()
+        return value
+
+
+def _run_script(con, text: str, parameters, run_plain, run_ours, progress=None, caller: Caller | None = None):
     """Run a script piece by piece: our statements through the engine, plain ones through DuckDB.
 
     As in DuckDB, parameters bind to the last statement of a script; a placeholder in an earlier
@@ -228,7 +329,7 @@ def _run_script(con, text: str, parameters, run_plain, run_ours, progress=None):
     result = None
     for piece, ours, values in bound:
         if ours:
-            query, row = run_statement(con, piece, progress).as_sql()
+            query, row = run_statement(con, piece, progress, caller).as_sql()
             result = run_ours(query, row)
         else:
             _refuse_in_transaction(con, piece)
@@ -263,29 +364,35 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress
     would commit on its own; the ANONYMIZE statement instead joins the caller's transaction).
 
     `progress`, a callable (phase, info), hears the phases of our statements as they run.
+
+    A statement may name a pandas or polars DataFrame or an Arrow table of the caller's by its
+    variable, as in DuckDB (`SELECT count(*) FROM df`, `ANONYMIZE df INTO df_anon WITH (...)`):
+    see `Caller`.
     """
+    caller = Caller()
     _list_publications_for(con, text)
     if not _needs_us(text):
-        return con.execute(text, parameters) if parameters is not None else con.execute(text)
+        return caller.run(con, "execute", text, parameters)
 
     def run_plain(piece, values):
-        return con.execute(piece, values) if values is not None else con.execute(piece)
+        return caller.run(con, "execute", piece, values)
 
-    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row), progress)
+    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row), progress, caller)
     return con if result is None else result
 
 
 def sql(con: duckdb.DuckDBPyConnection, text: str, params=None):
     """Like `duckdb.sql`: a relation for the last statement (ANONYMIZE: its summary). `params` as in
-    `execute`."""
+    `execute`; the caller's DataFrames are seen as there."""
+    caller = Caller()
     _list_publications_for(con, text)
     if not _needs_us(text):
-        return con.sql(text, params=params) if params is not None else con.sql(text)
+        return caller.run(con, "sql", text, params)
 
     def run_plain(piece, values):
-        return con.sql(piece, params=values) if values is not None else con.sql(piece)
+        return caller.run(con, "sql", piece, values)
 
-    return _run_script(con, text, params, run_plain, lambda query, row: con.sql(query, params=row))
+    return _run_script(con, text, params, run_plain, lambda query, row: con.sql(query, params=row), caller=caller)
 
 
 # --- the SQL function ----------------------------------------------------------------------------
@@ -421,7 +528,7 @@ class Connection:
         pieces = split_statements(text)
         if len(pieces) != 1 or not pieces[0][1]:
             raise AnonymizeError("anonymize() takes exactly one ANONYMIZE statement")
-        return run_anonymize(self._current(), pieces[0][0], progress)
+        return run_anonymize(self._current(), pieces[0][0], progress, Caller())
 
     def cursor(self) -> "Connection":
         """A new Connection on a new cursor (same database), for the calling thread."""

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, parse_type
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.sql.statement import TableName
@@ -66,15 +67,23 @@ FINGERPRINT, FINGERPRINT_SHARE = "fingerprint_rows", "fingerprint"
 #
 #   VALUE   types whose `=` is equality of their text (integers, DECIMAL of one scale, DATE, TIME,
 #           TIMESTAMP, UUID, BLOB, BIT, ENUM, ..., and VARCHAR compared byte by byte: no collation
-#           of its own and no default_collation): the value itself (the fastest GROUP BY and join);
+#           of its own and no default_collation), and TIMESTAMPTZ (`=` is the instant's, and its
+#           canonical text tells every instant apart): the value itself (the fastest GROUP BY and join);
 #   STRING  VARCHAR under a collation, JSON: the string with the binary collation; one spelling of
 #           the class is kept as its value, with the column's own collation (kept by the output);
 #   TYPED   types with a coarser `=` whose text still determines the value (FLOAT, DOUBLE, INTERVAL,
-#           TIMESTAMPTZ, TIMETZ): the text with the binary collation; one value of the class is
+#           TIMETZ): the text with the binary collation; one value of the class is
 #           kept to order the codes (Mondrian's ranges stay numeric), and its text to publish;
 #   TEXT    everything else (LIST, ARRAY, STRUCT, MAP, UNION, types of extensions): the text with
 #           the binary collation, and the text as the class's value (MAP{'a=b': 'c'} and
 #           MAP{'a': 'b=c'} print alike: one published string, one class).
+#
+# The text published is a value's canonical text (canonical.canonical_text): DuckDB's own text,
+# except for a TIMESTAMPTZ (alone or inside a LIST, STRUCT, MAP, UNION), which a session prints in
+# its TimeZone: it is published, and hashed for the published order, as its instant in UTC (a
+# TIMESTAMPTZ by value), so two sessions publish the same release. A TEXT column's key stays its
+# session's text (the population's classes are keyed alike, population.py): within one session
+# that text and the canonical one tell the same values apart, so the classes are the same.
 #
 # What is published is never the key itself: its collation (c) would clash with the collations
 # of other columns wherever DuckDB combines them (a UNPIVOT, a join, hash()).
@@ -94,9 +103,12 @@ VALUE_TYPES = {
     "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
     "UHUGEINT", "DATE", "TIME", "TIME_NS", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "UUID", "BLOB",
     "BIT", "BIGNUM", "VARINT",
+    # an instant: `=` is the instant's, and a session prints every instant apart (its offset included);
+    # hashed by value, the published order does not follow the session's TimeZone
+    "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ_NS",
 }
 STRING_TYPES = {"VARCHAR", "JSON"}
-TYPED_TYPES = {"FLOAT", "DOUBLE", "INTERVAL", "TIMESTAMP WITH TIME ZONE", "TIME WITH TIME ZONE"}
+TYPED_TYPES = {"FLOAT", "DOUBLE", "INTERVAL", "TIME WITH TIME ZONE"}
 BINARY_COLLATION = "c"  # DuckDB's name for byte-wise comparison (also "binary", "posix")
 
 
@@ -110,6 +122,54 @@ def type_kind(type_name: str) -> str:
     if name in TYPED_TYPES:
         return TYPED
     return TEXT
+
+
+class SessionKind(str):
+    """The kind of a column whose type a session prints in its settings (a TIMESTAMPTZ, alone or
+    inside a container): equal to its kind (VALUE or TEXT), and carrying the type, from which its
+    published text is made (published_text)."""
+
+    type_name: str
+
+    def __new__(cls, kind: str, type_name: str) -> "SessionKind":
+        made = super().__new__(cls, kind)
+        made.type_name = type_name
+        return made
+
+
+def _kind_with_type(kind: str, type_name: str) -> str:
+    """`kind`, as a SessionKind where the type's text depends on the session's settings and has a
+    canonical text. A type the parser does not read (an extension's) and a VARIANT (no canonical
+    text: canonical.NoCanonicalText) keep DuckDB's own text, as before."""
+    try:
+        if not parse_type(type_name).session_dependent:
+            return kind
+        canonical_text(exp.column("v", quoted=True), type_name)
+    except NoCanonicalText:
+        return kind
+    return SessionKind(kind, type_name)
+
+
+def session_type(plan: Plan, column: str) -> str | None:
+    """The type of `column` where a session prints it in its settings, else None."""
+    return getattr(kinds_of(plan).get(column.lower()), "type_name", None)
+
+
+def published_text(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
+    """The text a value of `column` is published as: its canonical text (the instant in UTC of a
+    TIMESTAMPTZ, inside a container too), which is CAST(value AS VARCHAR) for every type whose text
+    no setting changes."""
+    type_name = session_type(plan, column)
+    if type_name is None:
+        return exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
+    return canonical_text(value, type_name)
+
+
+def shows_own_text(plan: Plan, j: int) -> bool:
+    """Whether QI j's cells hold its published text beside its value (p{j}): a TYPED column, or a
+    VALUE one whose text follows the session (a TIMESTAMPTZ)."""
+    column = plan.qi[j]
+    return kind_of(plan, column) == TYPED or (kind_of(plan, column) == VALUE and session_type(plan, column) is not None)
 
 
 def text_of(value: exp.Expr) -> exp.Expr:
@@ -144,11 +204,20 @@ def binary_text(plan: Plan, value: exp.Expr) -> exp.Expr:
 
 def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
     """A published value of `column` as it enters a hash() of the published order: by value where
-    equal values print alike (a VARCHAR byte by byte), else by its text byte by byte (a collation
-    would hash 'Ann' and 'ann' alike)."""
+    equal values print alike (a VARCHAR byte by byte, a TIMESTAMPTZ's instant), else by its
+    published text byte by byte (a collation would hash 'Ann' and 'ann' alike; a LIST of
+    TIMESTAMPTZ by its canonical text, never the session's)."""
+    if kind_of(plan, column) == TEXT and session_type(plan, column) is not None:
+        return exp.Collate(this=published_text(plan, column, value), expression=exp.Var(this=BINARY_COLLATION))
+    return key_hashable(plan, column, value)
+
+
+def key_hashable(plan: Plan, column: str, key: exp.Expr) -> exp.Expr:
+    """A class key of `column` (key_of), or a value of a column whose text no setting changes, as
+    it enters a hash(): the value, a string byte by byte, or its text byte by byte."""
     if kind_of(plan, column) != VALUE:
-        return text_of(value)
-    return binary_text(plan, value) if column.lower() in plan.string_columns else value
+        return text_of(key)
+    return binary_text(plan, key) if column.lower() in plan.string_columns else key
 
 
 BINARY_COLLATIONS = {"", "binary", "c", "posix"}
@@ -165,7 +234,7 @@ def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str]
         return {c.lower(): VALUE for c in columns}, set(), declared  # e.g. Spark: its `=` on these types is the text's
     probe = exp.select(*[qcol(c) for c in columns]).from_(plan.source.table.copy()).limit(0)
     types = backend.column_types(probe)
-    kinds = {c.lower(): type_kind(t) for c, t in zip(columns, types)}
+    kinds = {c.lower(): _kind_with_type(type_kind(t), t) for c, t in zip(columns, types)}
     string_columns = {c.lower() for c, t in zip(columns, types) if t.strip().upper() in STRING_TYPES}
     strings = [c for c, t in zip(columns, types) if t.strip().upper() == "VARCHAR"]
     if strings:
@@ -236,7 +305,7 @@ def qi_key(plan: Plan, j: int) -> str:
 def qi_shown(plan: Plan, j: int) -> str:
     """The cells-table column whose text QI j publishes: the class's text, with the column's own
     collation (a string) or none, and never a window's sort column (see above)."""
-    return shown_alias(j) if kind_of(plan, plan.qi[j]) == TYPED else qi_alias(j)
+    return shown_alias(j) if shows_own_text(plan, j) else qi_alias(j)
 
 
 def sa_key(plan: Plan) -> str:
@@ -247,6 +316,8 @@ def sa_key(plan: Plan) -> str:
 def _sa_code_order(plan: Plan) -> list[str]:
     """What orders the sensitive codes (by `=`: ties are one value) and, with the key, the cells."""
     kind = kind_of(plan, plan.sensitive)
+    if kind == TEXT and session_type(plan, plan.sensitive) is not None:
+        return [SA_ORDER]  # its canonical text, not the session's
     return {VALUE: [SA_ALIAS], STRING: [SA_ALIAS], TYPED: [SA_ORDER], TEXT: [SA_KEY]}[kind]
 
 
@@ -256,16 +327,18 @@ def cells_select(plan: Plan) -> exp.Select:
     above): q{j} is its QI j value (the key itself for a VALUE column), k{j} the key of the others,
     p{j} the text of a TYPED column; s the sensitive value published, sk its key where it is not
     the value, so a copy of a TYPED value that its codes sort."""
-    keys, values = [], []
+    keys, values, shown = [], [], []
     for j, column in enumerate(plan.qi):
         kind = kind_of(plan, column)
         if kind == VALUE:
             keys.append(exp.alias_(qcol(column), qi_alias(j), quoted=True))
+            if shows_own_text(plan, j):  # a TIMESTAMPTZ: its canonical text, once per cell
+                shown.append(exp.alias_(published_text(plan, column, qcol(qi_alias(j))), shown_alias(j), quoted=True))
             continue
         # the key; one value of the class: its spelling (STRING), its value for the order of the
         # codes (TYPED, beside its text), or its text (TEXT); the texts with no collation of ours
         keys.append(exp.alias_(key_of(kind, qcol(column)), key_alias(j), quoted=True))
-        text = exp.Cast(this=qcol(column), to=exp.DataType.build("VARCHAR"))
+        text = published_text(plan, column, qcol(column))
         values.append(exp.alias_(_any_value(text if kind == TEXT else qcol(column)), qi_alias(j), quoted=True))
         if kind == TYPED:
             values.append(exp.alias_(_any_value(text), shown_alias(j), quoted=True))
@@ -278,6 +351,9 @@ def cells_select(plan: Plan) -> exp.Select:
             values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ALIAS, quoted=True))
             if kind == TYPED:
                 values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ORDER, quoted=True))
+            elif _sa_code_order(plan) == [SA_ORDER]:  # a TEXT value a session prints in its settings
+                values.append(exp.alias_(_any_value(hashable(plan, plan.sensitive, qcol(plan.sensitive))), SA_ORDER,
+                                         quoted=True))
     group_by = [exp.Literal.number(i + 1) for i in range(len(keys))]
     summed, shares = _fingerprint(plan)
     grouped = (
@@ -285,7 +361,7 @@ def cells_select(plan: Plan) -> exp.Select:
         .from_(plan.source.table.copy())
         .group_by(*group_by)
     )
-    outer = [exp.Star(), *shares]
+    outer = [exp.Star(), *shown, *shares]
     outer += [exp.alias_(_dense_code(*qi_order(plan, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, j)]
     if plan.sensitive:

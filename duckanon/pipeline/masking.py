@@ -5,11 +5,13 @@ The masked values are computed once, in the engine, into a temp copy of the publ
 histogram never sees an identifier, and the published row order (materialize) depends on the
 masked values only.
 
-`pseudonym` is HMAC-SHA-256 (RFC 2104) of the value's text (UTF-8), keyed by a secret that comes
-from an environment variable or a DuckDB variable, truncated to PSEUDONYM_HEX hex digits: the
-same value gets the same pseudonym in every table and run under the same key, so releases join
-on it, and without the key nobody can recompute it from candidate values (an unkeyed hash can:
-refused). The key is XORed into HMAC's two pads in Python and handed to the engine as query
+`pseudonym` is HMAC-SHA-256 (RFC 2104) of the value's canonical text (UTF-8; canonical.py: the
+text no session setting changes, a TIMESTAMP WITH TIME ZONE as its instant in UTC), keyed by a
+secret that comes from an environment variable or a DuckDB variable, truncated to PSEUDONYM_HEX
+hex digits: the same value gets the same pseudonym in every table, run and session under the same
+key, so releases join on it, and without the key nobody can recompute it from candidate values (an
+unkeyed hash can: refused). `partial` and `domain` read the same text; `year` and `month` of a
+zoned timestamp are those of its UTC date. The key is XORed into HMAC's two pads in Python and handed to the engine as query
 parameters of a temp table that is dropped right after the copy: it is never in SQL text, the
 database file, the provenance, the report or a message.
 """
@@ -24,6 +26,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, utc_wall_clock
 from duckanon.pipeline.histogram import duckdb_sql, qcol, temp_table
 from duckanon.pipeline.plan import Plan
 from duckanon.sql.statement import MaskRule
@@ -78,11 +81,23 @@ def hmac_pads(key: bytes) -> tuple[bytes, bytes]:
     return bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
 
 
+TEXT_RULES = ("pseudonym", "partial", "domain")  # the rules that read the value's text
+
+
+def _text(rule: MaskRule, column: str, type_name: str) -> str:
+    """The canonical text of `column` (DuckDB text, for the rules' templates); one line when its
+    type has none."""
+    try:
+        return canonical_text(exp.column(column, quoted=True), type_name).sql("duckdb")
+    except NoCanonicalText as reason:
+        raise AnonymizeError(f"mask rule '{rule.kind}' on column {column} cannot read its values' text: {reason}") from None
+
+
 def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) -> exp.Expr:
     """The engine's expression of `rule` on `column` (of type `type_name`); `pads`: the alias of the
     temp table holding HMAC's pads (pseudonym)."""
     value = exp.to_identifier(column, quoted=True).sql("duckdb")
-    text = f"CAST({value} AS VARCHAR)"
+    text = _text(rule, column, type_name) if rule.kind in TEXT_RULES else None
     if rule.kind == "pseudonym":
         inner = f"sha256({pads}.ipad || encode({text}))"
         return duckdb_sql(f"left(sha256({pads}.opad || unhex({inner})), {PSEUDONYM_HEX})")
@@ -99,9 +114,12 @@ def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) 
         if not type_name.upper().startswith(("DATE", "TIMESTAMP")):
             raise AnonymizeError(f"mask rule '{rule.kind}' on column {column} needs a DATE or TIMESTAMP column, "
                                  f"not {type_name}")
-        return duckdb_sql(f"year({value})" if rule.kind == "year" else f"strftime({value}, '%Y-%m')")
+        # a zoned timestamp's year and month are those of its instant in UTC, whatever the session's
+        # TimeZone and Calendar (year() follows both)
+        date = utc_wall_clock(exp.column(column, quoted=True), type_name).sql("duckdb")
+        return duckdb_sql(f"year({date})" if rule.kind == "year" else f"strftime({date}, '%Y-%m')")
     if rule.kind == "null":
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb"))
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb", udt=True))
     if rule.kind == "constant":
         return exp.Cast(this=exp.Literal.string(rule.arguments[0]), to=exp.DataType.build("VARCHAR"))
     raise AnonymizeError(f"unknown mask rule '{rule.kind}'")

@@ -44,8 +44,8 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend
 from duckanon.pipeline.histogram import (
-    CELL_ID, SA_ALIAS, SA_KEY, STAR, TEXT, Cells, binary_text, hashable, kind_of, key_of, qcol, qi_alias, qi_key,
-    qi_shown, sa_key,
+    CELL_ID, SA_ALIAS, SA_KEY, STAR, TEXT, Cells, binary_text, hashable, key_hashable, kind_of, key_of, qcol, qi_alias,
+    qi_key, qi_shown, sa_key, session_type,
 )
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan
@@ -167,8 +167,9 @@ def _key_aliases(plan: Plan) -> list[str]:
 
 def _sa_text(plan: Plan, table: str | None = None) -> exp.Expr:
     """The published sensitive value of a keyed row, as something that differs exactly when the
-    published values do (the value, or its text where spellings differ)."""
-    if sa_key(plan) == SA_ALIAS:
+    published values do (the value, or its text where spellings differ: its canonical text where a
+    session prints it in its settings, a LIST of TIMESTAMPTZ)."""
+    if sa_key(plan) == SA_ALIAS or session_type(plan, plan.sensitive) is not None:
         return hashable(plan, plan.sensitive, qcol(SA_ALIAS, table))
     return qcol(SA_KEY, table)
 
@@ -216,9 +217,9 @@ def _keyed_columns(plan: Plan) -> list[str]:
 
 def _key_hash(plan: Plan, keys: list[exp.Expr]) -> exp.Expr:
     """hash() of a row's class keys (in _key_aliases' order), each as the published order hashes
-    it (histogram.hashable: strings and keys of text byte by byte): equal keys (histogram.key_of's
+    it (histogram.key_hashable: strings and keys of text byte by byte): equal keys (histogram.key_of's
     equality) hash alike, whether computed on a source row or read from the cells table."""
-    return exp.func("hash", *[hashable(plan, col, key) for col, key in zip(_keyed_columns(plan), keys)])
+    return exp.func("hash", *[key_hashable(plan, col, key) for col, key in zip(_keyed_columns(plan), keys)])
 
 
 def key_hashes_distinct(backend: Backend, plan: Plan, cells_table: str) -> bool:

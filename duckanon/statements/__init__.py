@@ -2,20 +2,28 @@
 
 `run_statement(con, text)` binds the text (the front end, duckanon.sql), picks the backend the
 statement runs on (duckanon.backends) and hands both to the statement's runner, from one table.
+A table the statement reads by a lone name that no table or view carries may be a Python object
+of the caller's (a pandas DataFrame, an Arrow table: `caller`, duckanon.connection.Caller): it is
+registered on the connection under that name for the statement, as DuckDB's replacement scan
+would read it, and unregistered after.
 """
 
 from __future__ import annotations
 
 import time
 
+import duckdb
+from sqlglot import exp
+
 from duckanon import extras
-from duckanon.backends import Backend, backend_for
+from duckanon.backends import Backend, DuckDBBackend, backend_for
+from duckanon.backends.duckdb_names import _Session
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
 from duckanon.pipeline import registry
 from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
-from duckanon.sql.statement import RefreshStatement
+from duckanon.sql.statement import RefreshStatement, TableName
 from duckanon.statements.anonymize import publish
 from duckanon.statements.explain import run_explain
 from duckanon.statements.refresh import run_refresh
@@ -50,25 +58,76 @@ def _runner(statement):
     return _explain if statement.explain else _anonymize
 
 
-def run_statement(con, text: str, progress=None):
+def _lone_names_read(statement) -> list[str]:
+    """The tables the statement reads that are written as a lone name (no schema or database): only
+    those can be a Python variable, as in DuckDB. Never the target, which the statement writes."""
+    if isinstance(statement, RefreshStatement):
+        return []
+    if isinstance(statement, ReportStatement):
+        tables = [statement.published, statement.original, statement.population]
+    else:
+        tables = [statement.source, statement.population]
+    return list(dict.fromkeys(t.name for t in tables if t is not None and len(t.table.parts) == 1))
+
+
+def _in_catalog(con, name: str) -> bool:
+    """Whether a table or view on DuckDB's search path carries the lone name (DuckDB's binder finds
+    it before any replacement scan is tried: the table wins)."""
+    session = _Session(con)
+    return any(session.rank(found.catalog, found.schema) < len(session.path)
+               for found in session.candidates(TableName(exp.Table(this=exp.to_identifier(name, quoted=True)))))
+
+
+def _register_python_objects(backend: Backend, statement, caller) -> list[str]:
+    """Register on the statement's DuckDB connection the caller's Python objects (DataFrames, Arrow
+    tables) that the statement reads by a name no table or view carries; returns their names."""
+    if caller is None or not isinstance(backend, DuckDBBackend):
+        return []
+    registered = []
+    try:
+        for name in _lone_names_read(statement):
+            value = caller.find(backend.con, name)
+            if value is not None and not _in_catalog(backend.con, name):
+                backend.con.register(name, caller.readable(value))
+                registered.append(name)
+    except BaseException:
+        _unregister(backend, registered)
+        raise
+    return registered
+
+
+def _unregister(backend: Backend, names: list[str]) -> None:
+    for name in names:
+        try:
+            backend.con.unregister(name)
+        except duckdb.Error:  # e.g. the caller's transaction was aborted: DuckDB drops it with the connection
+            pass
+
+
+def run_statement(con, text: str, progress=None, caller=None):
     """Run ANONYMIZE (returns its Summary), EXPLAIN ANONYMIZE or REPORT (return a Table) on `con`
-    (a DuckDB connection, or a Backend). `progress(phase, info)`, if given, hears the phases."""
+    (a DuckDB connection, or a Backend). `progress(phase, info)`, if given, hears the phases;
+    `caller` (duckanon.connection.Caller), if given, finds the Python objects read by name."""
     started = time.perf_counter()
     statement = statement_for(text)
     if isinstance(statement, ReportStatement) or getattr(statement, "report", None):
         extras.require("matplotlib")  # before anything runs, so nothing is published without its report
     backend = backend_for(con, statement)
     try:
-        result = _runner(statement)(backend, statement, started, progress)
-        if backend.keeps_registry:  # duckanon_publications() lists what the registries hold now
-            registry.install_listing(backend.con)
-        return result
+        registered = _register_python_objects(backend, statement, caller)
+        try:
+            result = _runner(statement)(backend, statement, started, progress)
+            if backend.keeps_registry:  # duckanon_publications() lists what the registries hold now
+                registry.install_listing(backend.con)
+            return result
+        finally:
+            _unregister(backend, registered)
     finally:
         backend.close()
 
 
-def run_anonymize(con, text: str, progress=None) -> Summary:
-    result = run_statement(con, text, progress)
+def run_anonymize(con, text: str, progress=None, caller=None) -> Summary:
+    result = run_statement(con, text, progress, caller)
     if not isinstance(result, Summary):
         raise AnonymizeError("expected ANONYMIZE, got EXPLAIN ANONYMIZE")
     return result
