@@ -19,7 +19,8 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, qcol, qi_alias, quoted
+from duckanon.pipeline.histogram import (TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, published_text, qcol,
+                                         qi_alias, quoted)
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.solver.models import rejects_unreached
@@ -197,7 +198,10 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
     for j, (column, level) in enumerate(zip(plan.qi, levels)):
         published.append(f"CAST({quoted(column)} AS VARCHAR) AS l{j}")
         if level == 0:
-            labels.append(f"CAST(g.k{j} AS VARCHAR) AS l{j}")
+            # the text the sample's value of this key is published as (a TIMESTAMPTZ's UTC instant)
+            key = exp.column(f"k{j}", table="g", quoted=True)
+            text = published_text(plan, column, key) if kind_of(plan, column) == VALUE else exp.cast(key, "VARCHAR")
+            labels.append(f"{text.sql('duckdb')} AS l{j}")
             continue
         bound = hierarchies[j]
         names = bound.labels[level]

@@ -10,6 +10,7 @@ import decimal
 import math
 import uuid
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 
 import numpy as np
 from sqlglot import exp
@@ -104,6 +105,17 @@ def _declared_ranks(order: list, sa_values: list, column: str | None = None, sou
     return tuple(dense[position[None if v is None else str(v)]] for v in sa_values)
 
 
+def _in_utc(value):
+    """A zoned timestamp as its instant in UTC (DuckDB hands it over in the session's TimeZone), so
+    labels and dates() read the same date whatever the session; anything else as it is."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError:  # 'infinity' comes as datetime.max / min
+            return value
+    return value
+
+
 def column_domains(backend: Backend, plan: Plan, cells, population: PopulationClasses | None = None) -> Domains:
     """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice); with
     a population, the values only it has follow the sample's (their codes) and the hierarchies
@@ -113,7 +125,7 @@ def column_domains(backend: Backend, plan: Plan, cells, population: PopulationCl
     for j in range(len(plan.qi)):
         rows = backend.rows(exp.select(qcol(code_alias(j)), qcol(qi_alias(j))).distinct().from_(
             exp.to_table(cells.table, quoted=True)).order_by(exp.Literal.number(1)))
-        column = [v for _, v in rows] + (population.extra_values[j] if population is not None else [])
+        column = [_in_utc(v) for _, v in rows] + [_in_utc(v) for v in (population.extra_values[j] if population is not None else [])]
         values.append(column)
         sample = next((v for v in column if v is not None), None)
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))

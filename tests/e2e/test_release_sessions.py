@@ -195,22 +195,15 @@ def test_releases_without_timestamptz_are_the_rows_they_were(statement):
     assert hashlib.sha256(repr(rows).encode()).hexdigest()[:32] == UNCHANGED[statement]
 
 
-# ---------------------------------------------------------------------------- still open (problem.py)
-#
 # The solver's labels are made in Python from the QI values fetched from the cells table
-# (problem.column_domains), which DuckDB hands over as datetimes in the session's TimeZone: a
-# Mondrian set prints them with the session's offset, and dates() cuts an instant at the
-# session's midnight. The fix (converting those values to UTC) is in problem.py, not owned here.
+# (problem.column_domains), which DuckDB hands over as datetimes in the session's TimeZone: they
+# are converted to UTC there, so a Mondrian set and dates() read an instant's UTC date.
 
-@pytest.mark.xfail(strict=True, reason="Mondrian's set labels print the QI values Python fetched in the session's "
-                                       "TimeZone (problem.column_domains); diff in the issue 35 report")
 def test_mondrian_labels_of_a_timestamptz_are_the_same_in_every_session():
     found = releases("ANONYMIZE visits INTO out WITH (k = 40, qi = (seen, ward), method = mondrian, seed = 7)", "out")
     assert found[1] == found[0] and found[2] == found[0]
 
 
-@pytest.mark.xfail(strict=True, reason="dates() reads the wall-clock date of the datetimes Python fetched in the "
-                                       "session's TimeZone (problem.column_domains); diff in the issue 35 report")
 def test_a_dates_hierarchy_cuts_an_instant_at_its_utc_date_in_every_session():
     # 20 rows per instant, k = 30: in UTC the months 2023-12 (80 rows) and 2024-01 (40) suffice; New
     # York's 2024-01 holds only the instant 2024-01-01 06:00 UTC (01:00 there): 20 rows
@@ -238,9 +231,6 @@ def test_a_timestamptz_ns_qi_and_kept_value_are_the_same_in_every_session():
                                                                    for suffix in ("+00", ".000001+00")}
 
 
-@pytest.mark.xfail(strict=True, reason="population.published_matches labels level 0 by the session's text of the "
-                                       "population's key (CAST(g.k AS VARCHAR)), the release by the UTC instant: outside "
-                                       "UTC the check refuses the release (nothing published); diff in the issue 35 report")
 def test_a_population_table_matches_a_timestamptz_qi_in_every_session():
     """k_map: the population's classes are keyed as the sample's (by value), in every session."""
     found = []
