@@ -793,7 +793,7 @@ HEURISTIC_SHARE = 0.4
 PATTERN_MILP_SHARE = 0.6
 # Without a time limit, the published-star bound under patterns runs under this work budget
 # (deterministic: WorkBudget), on a model of at most max(4 x the main model, this) pairs.
-PUBLISHED_BOUND_BUDGET = WorkBudget(nodes=2_000, lp_iterations=50_000)
+PUBLISHED_BOUND_BUDGET = WorkBudget(nodes=2_000, lp_iterations=50_000, max_int_vars=5_000)
 PUBLISHED_BOUND_MIN_PAIRS = 200_000
 
 
