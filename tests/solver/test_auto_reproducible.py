@@ -1,7 +1,7 @@
 """`auto` without a time_limit reads no clock: the same statement, seed and data publish the same
 release byte for byte however loaded the machine is (issue 35, item 11).
 
-Each case runs five times while busy subprocesses (started here, bounded in time and always
+Each case runs five times while two busy subprocesses (started here, bounded in time and always
 killed) compete for the CPU, and every run must publish the same rows in the same order and the
 same `details` except the fields that are durations: DURATIONS (exact's `seconds`, the lattice's
 and gensup's `search_seconds`; the summary's own `seconds` column is left out as well). The
@@ -26,7 +26,7 @@ from tests.conftest import SHARED
 
 DURATIONS = ("seconds", "search_seconds")
 RUNS = 5
-BURNERS = 3
+BURNERS = 2
 BURNER_SECONDS = 600  # each burner ends by itself after this, should the test's kill be missed
 
 ADULT_HIERARCHIES = f"{SHARED / 'adult'}/adult_hierarchy_{{column}}.csv"
@@ -60,7 +60,7 @@ def _connection():
     con.execute("CREATE TABLE hard AS SELECT hash(i, 1) % 10 AS a, hash(i, 2) % 10 AS b, hash(i, 3) % 10 AS c, "
                 "hash(i, 4) % 6 AS d, 's' || (hash(i, 5) % 4) AS s FROM range(400) r(i)")
     con.execute("CREATE TABLE mixed AS SELECT hash(i, 1) % 4 AS a, hash(i, 2) % 4 AS b, hash(i, 3) % 3 AS c, "
-                "'s' || (hash(i, 5) % 5) AS s FROM range(150) r(i)")
+                "'s' || (hash(i, 5) % 5) AS s FROM range(80) r(i)")
     con.execute("CREATE TABLE small (a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER)")
     con.executemany("INSERT INTO small VALUES (?, ?, ?, ?, ?)", _milp_rows())
     con.execute(f"CREATE TABLE adult AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';') "
@@ -79,7 +79,7 @@ def _reaches_the_milp(details, method):
 
 
 def _reaches_the_row_search_and_the_milp(details, method):
-    # 150 rows: the portfolio's carve restarts and row-level search (heuristics.row_search) run,
+    # 80 rows: the portfolio's carve restarts and row-level search (heuristics.row_search) run,
     # then exact's MILP improves on them
     _reaches_the_milp(details, method)
 
