@@ -21,7 +21,7 @@ from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.dp import dp
 from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
-from duckanon.solver.exact import HEURISTIC_SHARE, ExactTimeout, ExactTooLarge, exact, prepare, solve_model
+from duckanon.solver.exact import ExactTimeout, ExactTooLarge, WorkBudget, exact, prepare, solve_model
 from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic, whole_table
 from duckanon.solver.hierarchical import hierarchical_solution
 from duckanon.solver.hilbert import hilbert_solution
@@ -37,14 +37,14 @@ from duckanon.solver.tp import tp_solution
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "l_diversity", "t_closeness", "Request",
            "SolveContext", "Domains", "Solution", "solve", "METHODS"]
 
-# `auto` tries `exact` when the pruned model has at most this many integer variables, until the
-# statement's deadline (time_limit) or for AUTO_TIME_LIMIT seconds when none is given; not when
-# less than AUTO_EXACT_MIN_SECONDS are left.
+# `auto` tries `exact` when the pruned model has at most this many integer variables, under
+# AUTO_MILP_BUDGET (counts, not seconds: the same release whatever the load; exact.WorkBudget),
+# and, with a time_limit, until the statement's deadline; not when less than
+# AUTO_EXACT_MIN_SECONDS are left of it.
 AUTO_EXACT_MAX_INT_VARS = 20_000
-AUTO_TIME_LIMIT = 3.0
-# `auto` with hierarchies: after the lattice, the local recodings get this long when the statement
-# has no time_limit (with one, what is left of it).
-AUTO_RECODE_SECONDS = 10.0
+# (chosen so that on an idle machine it costs about what the 3 s wall-clock limit it replaces did:
+# the MILP's root alone took 5-13 s of CPU on models of 2,000-9,600 integer variables)
+AUTO_MILP_BUDGET = WorkBudget(nodes=200, lp_iterations=5_000, max_int_vars=1_500)
 AUTO_EXACT_MIN_SECONDS = 0.05
 # Under a time_limit, a HiGHS run that overruns the time left is stopped this long after it.
 AUTO_MILP_GRACE = 0.2
@@ -79,6 +79,7 @@ def _enumeration_too_costly(hist: Histogram, context: SolveContext) -> bool:
         if start * n > AUTO_MEET_PAIRS:
             return False
         if context.expired():
+            context.cut("exact (not started)")
             return True  # undecided, and no time left for exact anyway
         block = codes[start:start + chunk]
         meets = np.where(block[:, None, :] == codes[None, :, :], codes[None, :, :] + 1, 0)  # 0: star
@@ -168,23 +169,23 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     """`auto` with hierarchies: every method that publishes the hierarchies' labels (the optimal
     full-domain node, the top-down local recoding, gensup), and the one of lowest ARX Loss; among
     equal losses the first in that order. A method that finds no valid output within the
-    suppression limit is left out. The lattice runs first; the others share what is left of the
-    time_limit, or AUTO_RECODE_SECONDS without one (each stops at it with a valid output; one
-    not started by then is skipped)."""
+    suppression limit is left out. Without a time_limit each runs to the end of its count
+    bounds (lattice: every node decided; mondrian: its splits and REFINE_PASSES passes of class
+    moves; gensup: its limits' lattice searches and cell suppressions, which run `auto` under its
+    work budgets). With one they run in that order until the deadline: each stops at it with a
+    valid output, and one not started by then is skipped ("time limit reached")."""
     domains = problem.domains
     candidates = []
     losses = {}
-    full = context
     for name, run, loss_of in (
             ("lattice", lambda: lattice_solution(problem.hist, domains.hierarchies, problem.request,
                                                  domains.suppression_limit, "loss", context, weights=problem.weights),
              lambda solution: solution.notes["metric_value"]),
             ("mondrian", lambda: _mondrian(problem, context), lambda solution: solution.notes["metric_value"]),
             ("gensup", lambda: _gensup(problem, context), lambda solution: solution.notes["loss"])):
-        if name != "lattice" and context is full and full.deadline is None:
-            context = full.narrowed(time.perf_counter() + AUTO_RECODE_SECONDS)
         if candidates and context.expired():
             losses[name] = "time limit reached"
+            context.cut(f"candidate {name} (not started)")
             continue
         try:
             solution = run()
@@ -262,20 +263,19 @@ BOUNDED = methods.names(time_bounded=True)
 
 def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     """A polynomial optimum when one applies; else the best heuristic, improved on or proven by
-    `exact` when its pruned model is small enough to be proven within the time limit.
+    `exact` when its pruned model is small enough (AUTO_EXACT_MAX_INT_VARS), under
+    AUTO_MILP_BUDGET.
 
-    With a deadline every step stops at it (the heuristics as heuristics.py says, exact gets
-    what is left), so the limit bounds the whole call; without one, exact gets AUTO_TIME_LIMIT
-    seconds."""
+    Without a deadline nothing here reads the clock: the heuristics run to their ends and their
+    searches to their count bounds, exact to its work budget. With one (time_limit) every step
+    also stops at it (the heuristics as heuristics.py says, exact gets what is left), and what it
+    stopped is recorded in the context's cuts."""
     hist, request, patterns = problem.hist, problem.request, problem.patterns
     weights = _stars(problem)  # (None: unweighted stars, or all weights equal)
     if matching_not_applicable(hist, request, patterns) is None:
         return matching(hist, request, patterns, weights)
     too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
-    left = context.seconds_left()
-    # under a time limit the heuristics get HEURISTIC_SHARE of it when exact may run after them
-    share = None if left is None or too_costly else time.perf_counter() + HEURISTIC_SHARE * left
-    best = best_heuristic(hist, request, patterns, context.narrowed(share), weights)
+    best = best_heuristic(hist, request, patterns, context, weights)
     if best.stars == 0:
         return best
     if request.k_anonymity and _within(best.cost(weights), k_bound()):
@@ -286,6 +286,7 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     left = context.seconds_left()
     if left is not None and left < AUTO_EXACT_MIN_SECONDS:
         best.notes["exact_skipped"] = "time limit reached"
+        context.cut("exact (not started)")
         return best
     deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
@@ -295,16 +296,15 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
         return best
     except ExactTimeout:
         best.notes["exact_skipped"] = "time limit reached while building the model"
+        context.cut("exact model")
         return best
     except AnonymizeError:  # a model exact does not support
         return best
     if model.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
         best.notes["exact_skipped"] = f"{model.n_int_vars} integer variables"
         return best
-    if deadline is None:  # no time_limit: the MILP gets AUTO_TIME_LIMIT seconds
-        deadline = time.perf_counter() + AUTO_TIME_LIMIT
     proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
-                         max_grace=None if left is None else AUTO_MILP_GRACE, context=context)
+                         max_grace=None if left is None else AUTO_MILP_GRACE, context=context, budget=AUTO_MILP_BUDGET)
     if proven.optimal or proven.cost(weights) < best.cost(weights):
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
@@ -313,7 +313,10 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
         best.lower_bound = proven.lower_bound
     if proven.notes.get("weighted_lower_bound") is not None and not model.pattern_guided:
         best.notes["weighted_lower_bound"] = proven.notes["weighted_lower_bound"]
-    best.notes["exact"] = "time limit reached"
+    message = str(proven.notes.get("milp_message", ""))
+    best.notes["exact"] = "time limit reached" if "time limit" in message.lower() else message
+    if proven.notes.get("milp_budget") is not None:
+        best.notes["milp_budget"] = proven.notes["milp_budget"]
     return best
 
 
@@ -324,12 +327,15 @@ def solve(
 ) -> Solution:
     """Anonymize `hist` under all `models`; the result satisfies every model (checked here).
 
-    `time_limit` (seconds from this call) and/or `deadline` (a time.perf_counter() value, e.g.
-    the statement's start plus its time_limit) bound the whole call for `auto` (its heuristics,
-    local search and exact attempt; exact gets AUTO_TIME_LIMIT seconds when neither is given),
-    `exact`, `lattice` and `gensup` (the lattice search stops with the best node found): the best
-    valid solution found by then is returned, with optimal=False (and, for exact, a proven
-    lower_bound when one is known). The other methods are single polynomial heuristics and run
+    Without `time_limit` and `deadline` nothing reads the clock: every method is bounded by
+    counts (auto's exact by AUTO_MILP_BUDGET), so the same input gives the same solution
+    whatever the load. `time_limit` (seconds from this call) and/or `deadline` (a
+    time.perf_counter() value, e.g. the statement's start plus its time_limit) also bound the
+    whole call for `auto` (its heuristics, local search, exact attempt and, with hierarchies,
+    its candidates), `exact`, `lattice`, `gensup` and `mondrian` (the searches stop with the
+    best valid state found): the best valid solution found by then is returned, with
+    optimal=False unless proven (and, for exact, a proven lower_bound when one is known), and
+    notes["time_limit_cut"] lists the phases the deadline stopped or skipped. The other methods are single polynomial heuristics and run
     to completion. `progress(phase, info)`, when given, hears the long phases (the lattice's
     nodes, exact's bounds). `weights` (one positive number per QI, None: all 1) are ARX's attribute
     weights: how much a column's information loss or stars count (see the README's `weights`).
@@ -349,6 +355,8 @@ def solve(
             raise AnonymizeError(f"weights: one positive number per quasi-identifier ({hist.m}), "
                                  f"got {weights.tolist()}")
     solution = _solve(Instance(hist, Request.of(models), patterns, domains, weights), method, context)
+    if context.cuts:  # what the time_limit stopped or skipped (context.py); never without one
+        solution.notes["time_limit_cut"] = list(context.cuts)
     if weights is not None:
         names = hist.columns if len(hist.columns) == hist.m else [str(j) for j in range(hist.m)]
         solution.notes["weights"] = {name: float(w) for name, w in zip(names, weights.tolist())}
@@ -410,6 +418,7 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
         else:
             solution = _run(method, problem, context)
     except DeadlineExpired:  # (the deadline reached a heuristic run on its own)
+        context.cut(f"method {method}")
         solution = whole_table(hist)
 
     if request.global_models or not request.closed_under_merging:

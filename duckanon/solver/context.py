@@ -12,13 +12,19 @@ found. Searches whose every state is valid (local search, the lattice) test `con
 instead and return the best state reached. A part of a solve that gets less time than the whole
 (exact's incumbent heuristics) runs under `context.narrowed(earlier)`.
 
+A deadline exists only when the statement set `time_limit`: without one every search is bounded
+by counts (passes, rounds, moves, HiGHS's nodes and simplex iterations), so the same input gives
+the same solution whatever the machine's load. Whatever stops at the deadline says so with
+`context.cut(phase)`; solve() publishes the phases in notes["time_limit_cut"], so a release that
+depends on the clock says which of its parts did.
+
 Progress: `context.report(phase, **counters)` calls the caller's `progress(phase, info)`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 
@@ -31,6 +37,8 @@ class DeadlineExpired(Exception):
 class SolveContext:
     deadline: float | None = None
     progress: Callable[[str, dict], None] | None = None
+    # the phases the deadline stopped, in order (shared by every narrowed copy of this context)
+    cuts: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def expired(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
@@ -51,10 +59,16 @@ class SolveContext:
             return self
         return replace(self, deadline=deadline)
 
+    def cut(self, phase: str) -> None:
+        """Record that the deadline stopped `phase` (or skipped it): its result, and so the
+        release, depends on how much work fitted in the time_limit."""
+        if phase not in self.cuts:
+            self.cuts.append(phase)
+
     def report(self, phase: str, **info) -> None:
         if self.progress is not None:
             self.progress(phase, info)
 
 
-# No deadline, nobody listening: what a pure call of an algorithm runs under.
+# No deadline, nobody listening: what a pure call of an algorithm runs under (it never cuts).
 UNBOUNDED = SolveContext()

@@ -64,6 +64,10 @@ objective in stars. It is solved after the pattern MILP, with that MILP's output
 its solution is published when it has fewer stars. So with patterns `stars`, `optimal` and
 `lower_bound` are about published stars, as for every other method, and exact and dp agree.
 
+Work budget (WorkBudget, what `auto` runs exact under): the LP relaxation within a number of
+simplex iterations, then at most a number of branch-and-bound nodes; no clock, so the answer is
+the same whatever the load.
+
 Time limit: one deadline for the whole call (time.perf_counter() + time_limit): the model's
 enumeration checks it (ExactTimeout: the heuristic answer is returned), the incumbent
 heuristics' local search stops at HEURISTIC_SHARE of it with the best partition so far (before,
@@ -97,7 +101,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_array
 
 from duckanon.errors import AnonymizeError
@@ -703,19 +707,98 @@ def _milp(c, integrality, bounds, constraint, options, max_grace: float | None =
     return SimpleNamespace(**message)
 
 
+@dataclass(frozen=True)
+class WorkBudget:
+    """A bound on HiGHS's work that does not depend on the clock, so a solve under it gives the
+    same answer whatever the machine's load (HiGHS's branch and bound is deterministic for given
+    options). The MILP's root node is not bounded by HiGHS's node limit (one root ran for 117 s
+    with node_limit = 1), so the LP relaxation is solved first by the dual simplex (linprog),
+    stopped after `lp_iterations` iterations: one that does not finish within them skips the
+    MILP; else its bound is a proven lower bound, the MILP is skipped when that bound already
+    proves the incumbent optimal, and otherwise the branch and bound stops after `nodes` nodes
+    with its best solution and dual bound. HiGHS's root node (cut rounds, its sub-MIP heuristic)
+    takes seconds of CPU from about 2,000 integer variables on our models and no option bounds
+    it, so above `max_int_vars` only the relaxation runs (its bound, and the proof when the
+    bound reaches the incumbent)."""
+    nodes: int
+    lp_iterations: int
+    max_int_vars: int | None = None
+
+
+def _relaxation(c, bounds, constraint, max_iterations: int, time_limit: float | None):
+    """The LP relaxation of a built MILP by HiGHS's dual simplex: (status, value), status 0
+    solved (value: its optimum), 1 stopped at `max_iterations` or `time_limit`, 2 infeasible."""
+    A = csr_array(constraint.A) if constraint is not None else csr_array((0, len(c)))
+    lower, upper = (np.asarray(constraint.lb, dtype=np.float64), np.asarray(constraint.ub, dtype=np.float64)) \
+        if constraint is not None else (np.zeros(0), np.zeros(0))
+    equal = lower == upper
+    above, below = np.isfinite(upper) & ~equal, np.isfinite(lower) & ~equal
+    from scipy.sparse import vstack
+    a_ub = vstack([A[np.flatnonzero(above)], -A[np.flatnonzero(below)]]).tocsr()
+    b_ub = np.concatenate([upper[above], -lower[below]])
+    options = {"maxiter": int(max_iterations), "presolve": PRESOLVE, "disp": False}
+    if time_limit is not None:
+        options["time_limit"] = max(float(time_limit), 0.05)
+    result = linprog(c, A_ub=a_ub if a_ub.shape[0] else None, b_ub=b_ub if a_ub.shape[0] else None,
+                     A_eq=A[np.flatnonzero(equal)] if equal.any() else None, b_eq=lower[equal] if equal.any() else None,
+                     bounds=np.column_stack([bounds.lb, bounds.ub]), method="highs-ds", options=options)
+    if result.status == 0:
+        return 0, float(result.fun), str(result.message)
+    return (2 if result.status == 2 else 1), None, str(result.message)
+
+
+def _budgeted_milp(model: ExactModel, c, integrality, bounds, constraint, options, budget: WorkBudget | None,
+                   cutoff, max_grace=None, context: SolveContext = UNBOUNDED):
+    """HiGHS on a built model under `options` and, when given, the work budget (WorkBudget):
+    the result's status, x, message and mip_dual_bound as milp's (the LP relaxation's bound when
+    the MILP is skipped or has none)."""
+    from types import SimpleNamespace
+
+    if budget is None:
+        return _milp(c, integrality, bounds, constraint, options, max_grace)
+    started = time.perf_counter()
+    status, value, message = _relaxation(c, bounds, constraint, budget.lp_iterations, options.get("time_limit"))
+    if status == 1:
+        if "time limit" in message.lower():
+            context.cut("exact LP relaxation")
+            message = "not started: the time limit was reached in its LP relaxation"
+        else:
+            message = f"not started: its LP relaxation needs more than {budget.lp_iterations} simplex iterations"
+        return SimpleNamespace(x=None, status=1, message=message, mip_dual_bound=None, budget=True)
+    if status == 2 or (cutoff is not None and model.at_least(model.bound(value), cutoff)):
+        # nothing (strictly better than the incumbent) exists: "infeasible", as milp says it
+        return SimpleNamespace(x=None, status=2, message="the LP relaxation's bound proves it", mip_dual_bound=value,
+                               budget=False)
+    if budget.max_int_vars is not None and model.n_int_vars > budget.max_int_vars:
+        return SimpleNamespace(x=None, status=1, mip_dual_bound=value, budget=True,
+                               message=f"not started: {model.n_int_vars} integer variables, more than its work budget "
+                                       f"of {budget.max_int_vars} (the LP relaxation's bound only)")
+    options = dict(options, node_limit=int(budget.nodes))
+    if options.get("time_limit") is not None:  # what the relaxation left of it
+        options["time_limit"] = max(options["time_limit"] - (time.perf_counter() - started), 0.05)
+    res = _milp(c, integrality, bounds, constraint, options, max_grace)
+    dual = getattr(res, "mip_dual_bound", None)
+    dual = value if dual is None or not np.isfinite(dual) else max(float(dual), value)
+    text = str(res.message)
+    stopped = res.status not in (0, 2) and "time limit" not in text.lower()
+    if stopped:
+        text = f"stopped at its work budget of {budget.nodes} branch-and-bound nodes ({text})"
+    return SimpleNamespace(x=res.x, status=res.status, message=text, mip_dual_bound=dual, budget=stopped)
+
+
 # Under a time limit: the share of the time left that the incumbent heuristics may use (their
 # local search stops there with the best partition so far), and, with user patterns, the share
 # of the rest that the main MILP gets before the published-star bound (_published_bound).
 HEURISTIC_SHARE = 0.4
 PATTERN_MILP_SHARE = 0.6
-# Without a time limit, the published-star bound under patterns gets at least this many seconds
-# (or twice the main solve), and a model of at most max(4 x the main model, this) pairs.
-PUBLISHED_BOUND_SECONDS = 10.0
+# Without a time limit, the published-star bound under patterns runs under this work budget
+# (deterministic: WorkBudget), on a model of at most max(4 x the main model, this) pairs.
+PUBLISHED_BOUND_BUDGET = WorkBudget(nodes=2_000, lp_iterations=50_000, max_int_vars=5_000)
 PUBLISHED_BOUND_MIN_PAIRS = 200_000
 
 
 def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_form: str, patterns,
-                       spent: float, context: SolveContext = UNBOUNDED):
+                       budget: WorkBudget | None, context: SolveContext = UNBOUNDED):
     """The fewest *published* stars of an output that honours the user patterns (module
     docstring, "Published stars under patterns"). `upper`: the published stars of a known such
     output (HiGHS looks only for strictly better ones). Returns (lower bound or None, proven,
@@ -728,9 +811,9 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
     m = hist.m
     user = user_star_masks(patterns, m) | {0}
     full = (1 << m) - 1
-    if deadline is None:
-        deadline = time.perf_counter() + max(PUBLISHED_BOUND_SECONDS, 2.0 * spent)
-    if deadline - time.perf_counter() < 0.05:
+    budget = PUBLISHED_BOUND_BUDGET if budget is None else budget
+    if deadline is not None and deadline - time.perf_counter() < 0.05:
+        context.cut("exact published-star bound (not started)")
         notes["published_bound"] = "skipped: no time left"
         return None, False, None, notes
     max_pairs = min(MAX_PAIRS, max(PUBLISHED_BOUND_MIN_PAIRS, 4 * len(model.pair_p)))
@@ -738,6 +821,8 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         # the kernel holds here too: its proof bounds the starred groups holding a row by 2^m - 1
         published = prepare(hist, model.models, None, max_pairs=max_pairs, deadline=deadline, weights=model.weights)
     except (ExactTooLarge, ExactTimeout) as error:
+        if isinstance(error, ExactTimeout):
+            context.cut("exact published-star model")
         notes["published_bound"] = f"skipped: {error}"
         return None, False, None, notes
     if full not in user:
@@ -749,9 +834,12 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         published.leftover = ~inside
     context.report("exact: published-star bound (HiGHS)", upper=upper)
     c, integrality, bounds, constraint = _build_milp(published, t_form)
-    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": published.better_than(upper),
-               "time_limit": max(deadline - time.perf_counter(), 0.05)}
-    res = _milp(c, integrality, bounds, constraint, options)
+    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE, "objective_bound": published.better_than(upper)}
+    if deadline is not None:
+        options["time_limit"] = max(deadline - time.perf_counter(), 0.05)
+    res = _budgeted_milp(published, c, integrality, bounds, constraint, options, budget, upper, context=context)
+    if "time limit" in str(res.message).lower():
+        context.cut("exact published-star bound")
     n_x = len(published.pair_p)
     objective, better = None, None
     if res.x is not None:
@@ -775,12 +863,14 @@ def _published_optimum(model: ExactModel, upper: int, deadline: float | None, t_
         bound = None
     notes["published_bound"] = bound
     notes["published_milp_status"] = int(res.status)
+    notes["published_milp_message"] = str(res.message)
     return bound, proven, better, notes
 
 
 def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: Solution | None = None,
                 t_form: str = "closed", patterns=None, deadline: float | None = None,
-                max_grace: float | None = None, context: SolveContext = UNBOUNDED) -> Solution:
+                max_grace: float | None = None, context: SolveContext = UNBOUNDED,
+                budget: WorkBudget | None = None) -> Solution:
     """Solve a prepared model with HiGHS; see the module docstring for the result's fields.
 
     `incumbent` (a valid solution of model.hist; by default the best heuristic) gives HiGHS an
@@ -791,6 +881,8 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     published-star bound. The context also hears the phases and their bounds.
     `max_grace` caps how long a HiGHS run that overruns its limit is waited for (auto under a
     statement's time_limit: the incumbent is kept, only the MILP's answer is lost).
+    `budget` (WorkBudget; None: none) bounds HiGHS's work by counts, whatever the deadline; with
+    patterns the published-star bound runs under it too (PUBLISHED_BOUND_BUDGET without one).
     """
     started = time.perf_counter()
     if deadline is None and time_limit is not None:
@@ -815,7 +907,9 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         if model.pattern_guided:
             left *= PATTERN_MILP_SHARE  # the rest is for the published-star bound
         options["time_limit"] = max(left, 0.05)
-    res = _milp(c, integrality, bounds, constraint, options, max_grace)
+    res = _budgeted_milp(model, c, integrality, bounds, constraint, options, budget, cutoff, max_grace, context)
+    if "time limit" in str(res.message).lower():
+        context.cut("exact MILP")
     x_values = res.x
     solution = None
     objective = None
@@ -858,7 +952,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         # proven optimal and bounded is the published stars (module docstring)
         solution.notes["pattern_milp_optimal"] = bool(proven)
         lower, proven, better, bound_notes = _published_optimum(model, model.cost_of(solution), deadline, t_form,
-                                                                patterns, time.perf_counter() - started, context)
+                                                                patterns, budget, context)
         if better is not None:
             notes = solution.notes
             solution = better
@@ -879,6 +973,9 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         "kernel_removed": sum(int(s.sum()) for _, s in model.kernel_emitted),
         "seconds": round(time.perf_counter() - started, 4),
     })
+    if getattr(res, "budget", False):
+        solution.notes["milp_budget"] = {"nodes": budget.nodes, "lp_iterations": budget.lp_iterations,
+                                         "max_int_vars": budget.max_int_vars}
     # the published stars and their bounds (with patterns, after the published-star bound)
     context.report("exact: MILP done", upper=int(solution.stars), lower=solution.lower_bound,
                     proven=bool(solution.optimal))
@@ -928,6 +1025,7 @@ def exact(hist: Histogram, models, patterns=None, time_limit: float | None = Non
     try:
         model = prepare(hist, models, patterns, use_kernel=use_kernel, deadline=deadline, weights=weights)
     except ExactTimeout as error:
+        context.cut("exact model")
         if incumbent is None:
             incumbent = _heuristic(hist, models, patterns, context, weights)
         solution = build_solution(hist, incumbent.part_class, incumbent.part_sa, incumbent.part_group,

@@ -82,6 +82,8 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     lattice = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population, weights=weights)
     kept = lattice.node_at(stable_levels) if stable_levels is not None else None
     search = lattice.result_at(kept) if kept is not None else lattice.search(context)
+    if kept is None and context.expired():
+        context.cut("lattice search")
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)
@@ -237,7 +239,7 @@ def mondrian_solution(hist: Histogram, models, values: list[list], numeric: list
     """`values[j]` are QI j's values in code order. A group publishes per column its single value,
     the range "[min, max]" of a numeric column, or the set "{a, b}" of a categorical one; '*'
     where it spans every value of the column. The groups are Mondrian's, then refined by class
-    moves (solver/refine.py) until the context's deadline. `weights`: ARX's attribute weights
+    moves (solver/refine.py), up to its passes or the context's deadline. `weights`: ARX's attribute weights
     per QI, in the loss the cuts and moves lower."""
     group_of = mondrian_groups(hist, models, numeric, weights)
     refined = refine_groups(hist, group_of, models, numeric, context, weights)
@@ -362,6 +364,8 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
             continue
         optimum[limit] = lattice.search(context)
         evaluated += optimum[limit].evaluated
+        if context.expired():
+            context.cut("gensup lattice search")
     search_seconds = time.perf_counter() - started
     costs = loss_row_costs(hist, hierarchies)
     first_limit = {}  # node levels -> the smallest limit whose optimum it is

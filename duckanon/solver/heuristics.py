@@ -4,7 +4,9 @@ Under a deadline (the context's: a statement's `time_limit`, or exact's share fo
 incumbent) every heuristic's loops check it; one interrupted is dropped (its partial state is no
 solution), the ones that finished compete, and the local search stops with the best valid
 partition it reached. When the deadline passes before any heuristic finished, the answer is the
-whole table as one group: valid whenever the request is feasible (solve checked that).
+whole table as one group: valid whenever the request is feasible (solve checked that). What the
+deadline stopped or skipped is recorded with context.cut (context.py). Without a deadline every
+heuristic runs to its end and the searches to their count bounds (local.py's passes and rounds).
 
 Attribute weights (`weights`, partition.star_weights: a star's cost per column; None: 1 each)
 reach every heuristic and the portfolio's choice: the best is the one of fewest weighted stars.
@@ -99,13 +101,14 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
     models = Request.of(models)
     candidates: list[Solution] = []
 
-    def attempt(run) -> None:
+    def attempt(name: str, run) -> None:
         if context.expired():
+            context.cut(f"heuristic {name} (not started)")
             return
         try:
             candidates.append(run())
-        except DeadlineExpired:
-            pass  # interrupted: no valid solution from it
+        except DeadlineExpired:  # interrupted: no valid solution from it
+            context.cut(f"heuristic {name}")
 
     def best() -> Solution:
         if not candidates:
@@ -114,12 +117,12 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
 
     diversity = patterns is None and bool(models.diversity)
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
-        attempt(lambda: tp_solution(hist, models, True, context))
+        attempt("tp+", lambda: tp_solution(hist, models, True, context))
         return best()
     closeness = patterns is None and bool(models.closeness)
     if closeness and hist.n_classes > T_FAST_CLASS_LIMIT:
         for name in ("carve", "topdown"):
-            attempt(lambda name=name: run_heuristic(name, hist, models, None, context, weights))
+            attempt(name, lambda name=name: run_heuristic(name, hist, models, None, context, weights))
         return best()
     names = ["greedy"] if patterns is not None else ["mapprox", "greedy"]
     if patterns is None and hist.n_classes <= MERGE_CLASS_LIMIT and not wide(hist):
@@ -129,16 +132,19 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
     elif patterns is None and wide(hist):
         names.append("topdown")
     if diversity:  # first: linear, with the (l*d) bound
-        attempt(lambda: tp_solution(hist, models, True, context))
+        attempt("tp+", lambda: tp_solution(hist, models, True, context))
     for name in names:
-        attempt(lambda name=name: run_heuristic(name, hist, models, patterns, context, weights))
+        attempt(name, lambda name=name: run_heuristic(name, hist, models, patterns, context, weights))
     if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
         # improve the best few starts by local moves (never worse than the start); on wide
         # tables the best only (the runner-up is far behind there and costs seconds to improve)
         for start in sorted(candidates, key=lambda s: s.cost(weights))[:1 if wide(hist) else 2]:
             if context.expired():
+                context.cut("local search (not started)")
                 break
             improved = local_search(hist, start, models, context, weights)  # stops at the deadline with a valid partition
+            if context.expired():
+                context.cut("local search")
             if improved is not None:
                 candidates.append(improved)
     if closeness and row_search(hist):
@@ -146,15 +152,21 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
         # cell_lns) reach what moves of whole classes cannot; more carve starts to improve
         rng = np.random.default_rng(0)
         for _ in range(CARVE_RESTARTS):
-            attempt(lambda: repair(hist, carving_greedy(hist, models, context, rng, weights), models, context, weights))
+            attempt("carve restarts", lambda: repair(hist, carving_greedy(hist, models, context, rng, weights), models,
+                                                     context, weights))
         starts: list[Solution] = []
         for start in sorted(candidates, key=lambda s: s.cost(weights)):
-            if len(starts) == 2 or context.expired():
+            if len(starts) == 2:
                 break
             if all(start.cost(weights) != other.cost(weights) for other in starts):
                 starts.append(start)
         for start in starts:
+            if context.expired():
+                context.cut("cell search (not started)")
+                break
             improved = cell_lns(hist, start, models, context, weights=weights)  # valid at every step, stops at the deadline
+            if context.expired():
+                context.cut("cell search")
             if improved is not None:
                 candidates.append(improved)
     return best()

@@ -259,6 +259,7 @@ class HierarchicalRecoding:
                 push(group)  # the budget went to better splits since: decide again
                 continue
             if context.expired():
+                context.cut("mondrian specialization")
                 final.append(group)
                 final.extend(item[2] for item in heap)
                 break

@@ -13,7 +13,8 @@ One pass: the best move of every class is computed at once (groups x classes mat
 chunks of classes), then the moves that lower the loss are made one by one from the best, each
 recomputed on the current groups and made only if it still lowers the loss and keeps both
 groups valid. Every state is a valid partition no worse than the one before, so the context's
-deadline can stop it anywhere. Above REFINE_CELLS (groups x classes) a pass costs too much and
+deadline (a statement's time_limit; it records the cut) can stop it anywhere; without one it runs
+its REFINE_PASSES passes or until no move lowers the loss. Above REFINE_CELLS (groups x classes) a pass costs too much and
 the groups are left as Mondrian made them.
 """
 
@@ -116,12 +117,14 @@ def refine_groups(hist: Histogram, group_of: np.ndarray, models, numeric: list[b
     user = np.ones(hist.m) if user is None else user
     for _ in range(REFINE_PASSES):
         if context.expired():
+            context.cut("mondrian refinement")
             break
         weights = user / (rows + user * state.totals())  # d/dT_j of sum_j log(1 + w_j T_j / rows)
         candidates = _best_moves(state, models, weights, alone_ok, context)
         moved = 0
         for c, b, _ in candidates:
             if context.expired():
+                context.cut("mondrian refinement")
                 break
             if _still_better(state, models, c, b, weights):
                 state.move(c, state.used if b < 0 else b)
@@ -143,6 +146,7 @@ def _best_moves(state: _Groups, models, weights: np.ndarray, alone_ok: np.ndarra
     out = []
     for start in range(0, len(state.sizes), chunk):
         if context.expired():
+            context.cut("mondrian refinement")
             break
         classes = np.arange(start, min(start + chunk, len(state.sizes)))
         codes = state.codes[classes]

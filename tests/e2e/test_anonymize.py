@@ -185,7 +185,7 @@ def test_file_opens_in_plain_duckdb_cli(tmp_path):
         c.execute("DETACH pub")
     out = subprocess.run(["duckdb", "-readonly", "-csv", str(path), "-c",
                           "SELECT count(*) AS n, count(DISTINCT education) AS e FROM hospital_anon"],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith("10,")
 

@@ -61,7 +61,7 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE), stdin)
     results = {}
     for name, (process, stdin) in started.items():
-        out, err = process.communicate(stdin, timeout=60)
+        out, err = process.communicate(stdin, timeout=600)
         results[name] = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     return results
 

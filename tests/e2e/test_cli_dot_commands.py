@@ -277,6 +277,6 @@ def test_dot_commands_in_piped_shell_input(capsys, monkeypatch):
 def test_several_c_options_in_a_real_process():
     result = subprocess.run([sys.executable, "-m", "duckanon.cli", "-c", ".mode csv", "-c", "SELECT 1 AS one",
                              "-c", ".mode line", "-c", "SELECT 2 AS two"],
-                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == "one\n1\n  two = 2\n"

@@ -25,7 +25,7 @@ def duckdb_15_cli() -> str:
     cli = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
     if cli is None:
         pytest.skip("the duckdb command-line client (pip install duckdb-cli) is not installed")
-    version = subprocess.run([cli, "-version"], capture_output=True, text=True, timeout=60).stdout
+    version = subprocess.run([cli, "-version"], capture_output=True, text=True, timeout=600).stdout
     if not version.startswith("v1.5"):
         pytest.skip(f"the duckdb CLI found is not the 1.5 line: {version.strip()}")
     return cli
@@ -33,7 +33,7 @@ def duckdb_15_cli() -> str:
 
 def cli_query(path: Path, sql: str) -> subprocess.CompletedProcess:
     return subprocess.run([duckdb_15_cli(), "-readonly", "-csv", str(path), "-c", sql],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_a_file_of_the_running_duckdb_opens_and_anonymizes(tmp_path):

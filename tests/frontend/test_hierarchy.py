@@ -2,7 +2,6 @@
 
 import csv
 import datetime
-import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -398,15 +397,13 @@ def test_non_monotone_deeper_level():
 # --------------------------------------------------------------------------- scale
 
 
-def test_bind_a_million_values_quickly():
+def test_bind_a_million_values():
+    """(How long it takes: benchmarks/bench_time_limits.py; labels are made lazily.)"""
     values = list(range(10**6))
-    start = time.perf_counter()
     bound = H.intervals(10, 100, 1000).bind(values)
     zips = H.prefix().bind(values)
-    elapsed = time.perf_counter() - start
     assert bound.n_groups(1) == 10**5 and bound.n_groups(3) == 10**3
     assert zips.n_groups(1) == 10**5  # '*' (0..9), '1*'..'9*', '10*'..'99*', ..., '10000*'..'99999*'
-    assert elapsed < 15  # a few seconds on a loaded 2-core machine; labels are made lazily
 
 
 def test_empty_and_all_null_columns():

@@ -594,7 +594,7 @@ def test_cli_reads_the_file():
         input=script,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,
     )
     assert res.returncode == 0, res.stderr
     assert "Error" not in res.stderr, res.stderr

@@ -404,12 +404,11 @@ def _valid(hist, solution, models) -> bool:
 
 
 @pytest.mark.parametrize("m, rows", [(16, 300), (40, 300), (198, 120)])
-def test_greedy_is_fast_and_valid_on_many_quasi_identifiers(m, rows):
+def test_greedy_is_valid_on_many_quasi_identifiers(m, rows):
+    """(Its speed there: benchmarks/bench_time_limits.py.)"""
     hist = _wide_histogram(m, rows)
     models = [KAnonymity(3)]
-    start = time.perf_counter()
     solution = repair(hist, greedy(hist, 3), models)
-    assert time.perf_counter() - start < 5
     assert _valid(hist, solution, models)
     assert solution.stars <= solve(hist, models, "topdown").stars < rows * m
 
@@ -447,20 +446,16 @@ def test_carve_and_greedy_with_l_or_t_on_many_quasi_identifiers(model):
         models = [KAnonymity(3), LDiversity(2)]
     else:
         models = [KAnonymity(2), TCloseness(0.3, tuple(hist.sa_counts.sum(axis=0).tolist()))]
-    start = time.perf_counter()
     for solution in (repair(hist, carving_greedy(hist, models), models),
                      repair(hist, greedy(hist, 3, models=models), models)):
         assert _valid(hist, solution, models)
-    assert time.perf_counter() - start < 10
 
 
 @pytest.mark.parametrize("m, rows", [(40, 300), (16, 1000)])
-def test_auto_on_many_quasi_identifiers_is_fast_and_no_worse_than_mapprox_or_topdown(m, rows):
+def test_auto_on_many_quasi_identifiers_skips_exact_and_is_no_worse_than_mapprox_or_topdown(m, rows):
     hist = _wide_histogram(m, rows)
     models = [KAnonymity(3)]
-    start = time.perf_counter()
     solution = solve(hist, models, "auto")
-    assert time.perf_counter() - start < 4
     assert "exact_skipped" in solution.notes
     for method in ("mapprox", "topdown"):
         assert solution.stars <= solve(hist, models, method).stars
