@@ -81,9 +81,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
     started = time.perf_counter()
     lattice = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population, weights=weights)
     kept = lattice.node_at(stable_levels) if stable_levels is not None else None
-    search = lattice.result_at(kept) if kept is not None else lattice.search(context)
-    if kept is None and context.expired():
-        context.cut("lattice search")
+    search = lattice.result_at(kept) if kept is not None else lattice.search(context)  # records a cut itself
     search_seconds = time.perf_counter() - started
     node = search.node
     n_groups = len(node.sa_counts)

@@ -891,6 +891,7 @@ class Lattice:
         for pick in order.tolist():
             best = state["value"]  # (inf while only empty publications were found)
             if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
+                context.cut("lattice search")  # the release depends on how far the search got
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
                 optimal = not ((status == 0) & (self.aggregate(columns + floor)
