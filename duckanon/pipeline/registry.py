@@ -196,8 +196,9 @@ def _placement(con, plan: Plan) -> Placement:
                                "anywhere else")
     catalog = parts[0]
     if catalog.lower() == "temp":
-        return Placement(None, "not recorded: the source is a temporary table (the registry lives in the source's "
-                               "database, and this one ends with the connection)")
+        return Placement(None, "not recorded: the source is temporary (a TEMP table or view, or a registered "
+                               "DataFrame): the registry lives in the source's database, and this one ends with the "
+                               "connection")
     readonly, database_type = con.execute("SELECT readonly, type FROM duckdb_databases() WHERE database_name = ?",
                                           [catalog]).fetchone()
     if readonly:
