@@ -448,7 +448,7 @@ def _entry(registry: str, row: dict) -> Entry:
         target = (target_database or registry, names[0], names[1])
         source = (registry, names[2], names[3])
         rebuild(statement, registry, table_of(*source), table_of(*target))  # a statement ANONYMIZE's binder accepts
-    except (Corrupt, KeyError, TypeError):
+    except Exception:  # noqa: BLE001 - whatever a row holds, it is listed as corrupt, never breaks the listing
         parts = (row.get("target_database") or registry, row.get("target_schema"), row.get("target_name"))
         guessed = parts if all(isinstance(part, str) and part for part in parts) else None
         return Entry(registry, CORRUPT, shown_target=TableName(table_of(*guessed)).sql() if guessed else None,
@@ -482,7 +482,7 @@ def _read_registries(con) -> list[Entry]:
         query = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(table)
         try:
             cursor = con.execute(query.sql("duckdb"))
-        except duckdb.CatalogException:
+        except duckdb.Error:  # dropped since it was listed (or unreadable): nothing of it is listed
             continue
         for values in cursor.fetchall():
             row = dict(zip(columns, values))

@@ -521,3 +521,39 @@ def test_the_entry_holds_the_bound_statement_and_refresh_rebuilds_it(tmp_path):
     assert con.execute('SELECT * FROM "pub""x"').fetchall() == before  # same seed, same data: the same release
     assert row["source_rows_after"] == 30
     con.close()
+
+
+def test_refresh_refuses_a_target_database_that_is_detached_or_read_only(tmp_path):
+    clinic, release = tmp_path / "clinic.duckdb", tmp_path / "release.duckdb"
+    con = duckanon.connect(str(clinic))
+    con.execute(SETUP[0])
+    con.execute(f"ATTACH '{release}' AS release")
+    con.execute("ANONYMIZE t INTO release.pub WITH (k = 3, qi = (a, b))")
+    con.execute(APPEND)
+    con.execute("DETACH release")
+    assert_refused_and_unchanged(con, "REFRESH ALL", r"^REFRESH release\.main\.pub: its target's database release is "
+                                                     r"not attached \(ATTACH it AS release\); nothing was changed$")
+    con.execute(f"ATTACH '{release}' AS release (READ_ONLY)")
+    with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH release\.pub: its target's database release is "
+                                                      r"read-only; nothing was changed$"):
+        con.execute("REFRESH release.pub")
+    assert count(con, "release.pub") == 30
+    con.close()
+    reader = duckanon.connect(str(release))  # the registry is in clinic, attached read-only
+    reader.execute(f"ATTACH '{clinic}' AS clinic (READ_ONLY)")
+    assert listing(reader)['"release"."main"."pub"']["status"] == "stale"
+    with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH pub: its registry entry is in database clinic, which "
+                                                      r"is read-only; nothing was changed$"):
+        reader.execute("REFRESH pub")
+    assert count(reader, "pub") == 30
+    reader.close()
+
+
+def test_anonymize_across_databases_inside_a_transaction_says_it_was_not_recorded(two_files):
+    con = two_files
+    con.execute("BEGIN")
+    note = summary_details(con, "ANONYMIZE t INTO release.pub WITH (k = 3, qi = (a, b))")["registry"]
+    con.execute("COMMIT")
+    assert note == ("not recorded: the target is in another database than the source, and the caller's transaction "
+                    "may write one database only")
+    assert count(con, "release.pub") == 30 and listing(con) == {}
