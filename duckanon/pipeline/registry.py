@@ -236,6 +236,15 @@ def given_options(text: str) -> list[str]:
     return [option.name for option in parse_statement(text).args["options"]]
 
 
+def _options_set(statement: AnonymizeStatement) -> list[str]:
+    """The options of a statement built without a text (from Python): those that differ from
+    ANONYMIZE's defaults, the seed always (it orders the published rows)."""
+    default = AnonymizeStatement(source=statement.source, target=statement.target)
+    differ = [name for name in OPTION_NAMES if name != "sensitive" and getattr(statement, name, None) !=
+              getattr(default, name, None)]
+    return differ + (["sensitive"] if statement.sensitives else []) + ([] if "seed" in differ else ["seed"])
+
+
 def statement_data(plan: Plan, database: str, given: list[str]) -> dict:
     """The bound statement's options `given`, as typed JSON values (no SQL)."""
     statement = plan.statement
@@ -634,7 +643,12 @@ class Recording:
         return self.placement.database is not None
 
     def _given(self, plan: Plan) -> list[str]:
-        return self.given if self.given is not None else given_options(plan.statement.text)
+        if self.given is not None:
+            return self.given
+        try:
+            return given_options(plan.statement.text)
+        except AnonymizeError:  # no text to read (a statement built in Python)
+            return _options_set(plan.statement)
 
     def begin(self, backend: Backend, plan: Plan) -> None:
         if self.records and self.placement.with_release:
