@@ -58,8 +58,9 @@ class _Refreshed:
         before, after, entry = self.before, self.after, self.entry
         (highest_before, average_before), (highest_after, average_after) = release_risks(before), release_risks(after)
         updated = "updated" if self.recording.recorded else f"not updated: {self.recording.note}"
+        source_rows = self.recording.source_rows if self.recording.recorded else after.get("rows")
         return (entry.target_name().sql(), self.mode, self.mode_used, entry.row["source_rows"],
-                self.recording.source_rows, before.get("published_rows"), after.get("published_rows"),
+                source_rows, before.get("published_rows"), after.get("published_rows"),
                 before.get("classes"), after.get("classes"), before.get("stars"), after.get("stars"),
                 highest_before, highest_after, average_before, average_after, entry.target[0], updated,
                 round(time.perf_counter() - self.started, 6))
