@@ -428,6 +428,14 @@ class Entry:
         return shown(*self.source)
 
 
+@lru_cache(maxsize=4096)
+def _statement_checked(text: str, database: str, source: tuple, target: tuple) -> bool:
+    """rebuild() accepts the entry's statement (raises Corrupt otherwise): checked once per
+    statement and names (the listing reads every entry after every statement)."""
+    rebuild(_loads(text), database, table_of(*source), table_of(*target))
+    return True
+
+
 def _entry(registry: str, row: dict) -> Entry:
     """The row as an Entry, or an Entry whose problem is `corrupt`."""
     try:
@@ -456,7 +464,7 @@ def _entry(registry: str, row: dict) -> Entry:
             raise Corrupt("source_rows")
         target = (target_database or registry, names[0], names[1])
         source = (registry, names[2], names[3])
-        rebuild(statement, registry, table_of(*source), table_of(*target))  # a statement ANONYMIZE's binder accepts
+        _statement_checked(row["statement"], registry, source, target)  # a statement ANONYMIZE's binder accepts
     except Exception:  # noqa: BLE001 - whatever a row holds, it is listed as corrupt, never breaks the listing
         parts = (row.get("target_database") or registry, row.get("target_schema"), row.get("target_name"))
         guessed = parts if all(isinstance(part, str) and part for part in parts) else None
@@ -480,12 +488,12 @@ def registries(con) -> list[tuple[str, str]]:
     return found
 
 
-def _read_registries(con) -> list[Entry]:
+def _read_registries(con, kinds=None) -> list[Entry]:
     """Every entry of every registry that still exists when read. One listed a moment before can
     be gone: a release on another cursor that created the registry and then failed drops it
     again while it is empty (unprepare)."""
     read = []
-    for database, kind in registries(con):
+    for database, kind in (registries(con) if kinds is None else kinds):
         table = registry_table(database)
         columns = COLUMNS if kind == "ours" else PREVIOUS_COLUMNS
         query = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(table)
@@ -802,61 +810,87 @@ LISTED = {
 }
 
 
-def _literal(value, kind: str) -> exp.Expr:
-    """A value of an entry as a typed SQL literal (data, never SQL text)."""
-    if value is None:
-        literal = exp.Null()
-    elif isinstance(value, bool):
-        literal = exp.Boolean(this=value)
-    elif isinstance(value, int):
-        literal = exp.Literal.number(value)
-    elif isinstance(value, datetime):
-        literal = exp.Literal.string(value.isoformat(sep=" "))
-    elif isinstance(value, list):
-        return exp.cast(exp.Array(expressions=[exp.Literal.string(v) for v in value]),
-                        exp.DataType.build(kind, dialect="duckdb"))
-    else:
-        literal = exp.Literal.string(str(value))
-    return exp.cast(literal, exp.DataType.build(kind, dialect="duckdb"))
+def _sql_literal(value) -> str:
+    return exp.Literal.string(value).sql("duckdb")
 
 
-def _listed_row(entry: Entry, columns_of: dict) -> exp.Select:
-    values = dict.fromkeys(LISTED)
-    values["registry"] = entry.registry
-    if entry.problem:
-        values["target"], values["status"], values["stale"] = entry.shown_target, entry.problem, False
-        return exp.select(*[exp.alias_(_literal(values[c], kind), c, quoted=True) for c, kind in LISTED.items()])
-    row = entry.row
-    values.update({"target": entry.target_name().sql(), "source": entry.source_name().sql(),
-                   "statement": row["statement_text"], "source_rows": row["source_rows"]})
-    for column in ("parameters", "published_at", "duckanon_version", "duckdb_version", "source_columns", "summary",
-                   "transformation"):
-        values[column] = row[column]
-    problem = _problem(columns_of[entry.source], row["source_columns"])
-    fixed = [exp.alias_(_literal(values[c], kind), c, quoted=True) for c, kind in LISTED.items()
-             if c not in ("current_rows", "status", "stale", "registry")]
-    registry = exp.alias_(_literal(entry.registry, "VARCHAR"), "registry", quoted=True)
-    if problem is not None:
-        return exp.select(*fixed, exp.alias_(_literal(None, "BIGINT"), "current_rows", quoted=True),
-                          exp.alias_(_literal(problem, "VARCHAR"), "status", quoted=True),
-                          exp.alias_(_literal(False, "BOOLEAN"), "stale", quoted=True), registry)
-    same = exp.and_(exp.EQ(this=exp.column("n", "f"), expression=exp.Literal.number(row["source_rows"])),
-                    exp.EQ(this=exp.column("checksum", "f"), expression=exp.Literal.number(int(row["source_checksum"]))))
-    return exp.select(*fixed, exp.alias_(exp.column("n", "f"), "current_rows", quoted=True),
-                      exp.alias_(exp.Case(ifs=[exp.If(this=same, true=exp.Literal.string("current"))],
-                                          default=exp.Literal.string("stale")), "status", quoted=True),
-                      exp.alias_(exp.Not(this=exp.paren(same)), "stale", quoted=True), registry
-                      ).from_(fingerprint_select(table_of(*entry.source), row["source_columns"]).subquery("f"))
+def _sql_identifier(name: str) -> str:
+    return _identifier(name).sql("duckdb")
 
 
-def _listing_sql(con, read: list[Entry]) -> str:
-    """The CREATE MACRO statement of duckanon_publications() for the entries `read`: every value a
-    typed literal, every name a quoted identifier, one fingerprint per entry whose source exists."""
-    columns_of = _source_columns(con, sorted({entry.source for entry in read if not entry.problem}))
-    branches = [_listed_row(entry, columns_of).sql("duckdb") for entry in read]
+def _quoted_sql(expression: str) -> str:
+    """SQL of `expression` (a VARCHAR) as a quoted identifier's text: '"' || replace(x, '"', '""') || '"'."""
+    return f"""('"' || replace({expression}, '"', '""') || '"')"""
+
+
+@lru_cache(maxsize=1024)
+def _fingerprint_text(catalog: str, schema: str, name: str, columns: tuple[str, ...]) -> str:
+    return fingerprint_select(table_of(catalog, schema, name), columns).sql("duckdb")
+
+
+def _checks_sql(con, database: str, entries_of: list[Entry]) -> str:
+    """One row per distinct source and column list of the registry's valid entries: the source's
+    current fingerprint (computed when the listing is read), or why it cannot be compared."""
+    keys = sorted({(entry.source[1], entry.source[2], tuple(entry.row["source_columns"])) for entry in entries_of})
+    columns_of = _source_columns(con, [(database, schema, name) for schema, name, _ in keys])
+    branches = []
+    for schema, name, columns in keys:
+        key = (f"{_sql_literal(schema)} AS source_schema, {_sql_literal(name)} AS source_name, "
+               f"CAST([{', '.join(_sql_literal(c) for c in columns)}] AS VARCHAR[]) AS source_columns")
+        problem = _problem(columns_of[(database, schema, name)], columns)
+        if problem is None:
+            branches.append(f"SELECT {key}, f.n AS n, f.checksum AS checksum, CAST(NULL AS VARCHAR) AS problem "
+                            f"FROM ({_fingerprint_text(database, schema, name, columns)}) AS f")
+        else:
+            branches.append(f"SELECT {key}, CAST(NULL AS BIGINT) AS n, CAST(NULL AS HUGEINT) AS checksum, "
+                            f"{_sql_literal(problem)} AS problem")
     if not branches:
-        branches = [exp.select(*[exp.alias_(_literal(None, kind), c, quoted=True) for c, kind in LISTED.items()]
-                               ).where(exp.false()).sql("duckdb")]
+        branches.append("SELECT CAST(NULL AS VARCHAR) AS source_schema, CAST(NULL AS VARCHAR) AS source_name, "
+                        "CAST(NULL AS VARCHAR[]) AS source_columns, CAST(NULL AS BIGINT) AS n, "
+                        "CAST(NULL AS HUGEINT) AS checksum, CAST(NULL AS VARCHAR) AS problem WHERE false")
+    return " UNION ALL ".join(f"({branch})" for branch in branches)
+
+
+def _registry_listing(con, database: str, kind: str, read: list[Entry]) -> str:
+    """The listing's rows of one registry, read from the table when the listing is called: a row
+    is valid when its digest is one of those checked here (an entry edited or added by hand since
+    is corrupt), and only a valid row's values are shown; every name is a quoted identifier and
+    every value a literal."""
+    table = registry_table(database).sql("duckdb")
+    alias = _sql_literal(database)
+    if kind == "previous":
+        return (f"SELECT CAST(r.target AS VARCHAR) AS target, " + ", ".join(
+            f"CAST(NULL AS {LISTED[c]}) AS {_sql_identifier(c)}" for c in LISTED if c not in ("target", "status", "stale", "registry"))
+            + f", {_sql_literal(OUTDATED)} AS status, false AS stale, {alias} AS registry FROM {table} AS r")
+    valid = [entry for entry in read if not entry.problem]
+    digests = ", ".join(_sql_literal(entry.row["entry_digest"]) for entry in valid)
+    is_valid = f"coalesce(list_contains(CAST([{digests}] AS VARCHAR[]), r.entry_digest), false)"
+    target_catalog = f"coalesce(r.target_database, {alias})"
+    target = (f"CASE WHEN {target_catalog} <> '' AND r.target_schema <> '' AND r.target_name <> '' THEN "
+              f"{_quoted_sql(target_catalog)} || '.' || {_quoted_sql('r.target_schema')} || '.' || "
+              f"{_quoted_sql('r.target_name')} END")
+    source = (f"{_quoted_sql(alias)} || '.' || {_quoted_sql('r.source_schema')} || '.' || "
+              f"{_quoted_sql('r.source_name')}")
+    same = "(c.n = r.source_rows AND c.checksum = r.source_checksum)"
+    shown = {"statement": "r.statement_text", "source": source}
+    values = ", ".join(f"CASE WHEN r.valid THEN {shown.get(c, 'r.' + c)} END AS {_sql_identifier(c)}" for c in LISTED
+                       if c not in ("target", "current_rows", "status", "stale", "registry"))
+    return (f"SELECT {target} AS target, {values}, CASE WHEN r.valid AND c.problem IS NULL THEN c.n END AS current_rows, "
+            f"CASE WHEN NOT r.valid THEN {_sql_literal(CORRUPT)} WHEN c.problem IS NOT NULL THEN c.problem "
+            f"WHEN {same} THEN 'current' ELSE 'stale' END AS status, "
+            f"coalesce(r.valid AND c.problem IS NULL AND NOT {same}, false) AS stale, {alias} AS registry "
+            f"FROM (SELECT *, {is_valid} AS valid FROM {table} AS r) AS r "
+            f"LEFT JOIN ({_checks_sql(con, database, valid)}) AS c ON r.valid AND c.source_schema = r.source_schema "
+            f"AND c.source_name = r.source_name AND c.source_columns = r.source_columns")
+
+
+def _listing_sql(con, read: list[Entry], kinds: list[tuple[str, str]]) -> str:
+    """The CREATE MACRO statement of duckanon_publications() over the registries `kinds`, whose
+    entries as read and checked now are `read`."""
+    branches = [_registry_listing(con, database, kind, [e for e in read if e.registry == database])
+                for database, kind in kinds]
+    if not branches:
+        branches = ["SELECT " + ", ".join(f"CAST(NULL AS {kind}) AS {c}" for c, kind in LISTED.items()) + " WHERE false"]
     union = " UNION ALL ".join(f"({branch})" for branch in branches)
     return f"CREATE OR REPLACE TEMP MACRO duckanon_publications() AS TABLE SELECT * FROM ({union}) ORDER BY target, registry"
 
@@ -867,7 +901,8 @@ def install_listing(con, always: bool = False) -> None:
     lost a column when the macro is made is listed with that status. After a statement the macro
     is remade when what it lists changed; `always`: remade in any case (connect, and a script
     that calls it, so that a macro dropped or replaced meanwhile comes back)."""
-    text = _listing_sql(con, _read_registries(con))
+    kinds = registries(con)
+    text = _listing_sql(con, _read_registries(con, kinds), kinds)
     if not always and _installed_listing.get(con) == text:
         return
     undoable = in_explicit_transaction(con)
