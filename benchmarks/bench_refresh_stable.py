@@ -64,7 +64,7 @@ def main() -> None:
         con.execute(f"INSERT INTO src SELECT * EXCLUDE (batch) FROM batches WHERE batch = {month}")
         cursor = con.execute("REFRESH pub WITH (mode = 'stable')")
         refreshed = dict(zip([d[0] for d in cursor.description], cursor.fetchone()))
-        stable = json.loads(con.execute("SELECT summary FROM duckanon_publications WHERE target LIKE '%\"pub\"'"
+        stable = json.loads(con.execute("SELECT summary FROM duckanon_publications WHERE target_name = 'pub'"
                                         ).fetchone()[0])["details"]
         cursor = con.execute(f"ANONYMIZE src INTO fresh WITH ({options})")
         fresh = json.loads(dict(zip([d[0] for d in cursor.description], cursor.fetchone()))["details"])

@@ -270,3 +270,16 @@ def place(con, source: TableName, target: TableName, hierarchy_tables=()) -> tup
                 raise AnonymizeError(f"the target {written.shown()} is the hierarchy table of column {column} "
                                      f"(table({name})): choose another name with INTO")
     return (read.object.table_name() if read.object is not None else source), written.table_name()
+
+
+def named_object(con, table: TableName) -> CatalogObject:
+    """The table or view a statement naming `table` means (REFRESH): the object
+    `SELECT * FROM <table>` reads, as DuckDB resolves it (temp schema, search path, USE, attached
+    databases, `x.t` as a database or a schema); when it reads none (the table was dropped), the
+    table CREATE TABLE <table> would make."""
+    session = _Session(con)
+    try:
+        found = _resolve_read(con, session, table).object
+    except duckdb.Error:
+        found = None
+    return found if found is not None else session.create_location(table)

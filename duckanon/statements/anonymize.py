@@ -52,20 +52,22 @@ def _drop_replaced_counts(backend: Backend, plan: Plan) -> None:
             backend.drop_object(counts, "TABLE")
 
 
-def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summary:
+def publish(backend: Backend, plan: Plan, started: float, listener=None,
+            recording: registry.Recording | None = None) -> Summary:
+    """Publish the plan's release in one transaction. `recording` is the registry's part (where
+    the entry goes, registry.Recording); REFRESH passes its own, ANONYMIZE the default."""
     cells_table, parts_view, keyed_table, coded_table, blocks_table, source_table = (
         scratch_name(kind) for kind in ("cells", "parts", "keyed", "coded", "blocks", "source"))
     pending_report = None
     seed = plan.statement.seed  # orders the published rows (materialize)
-    release = None
-    if backend.keeps_registry and registry.with_the_release(plan):
-        release = registry.begin_release(backend, plan, may_create=not backend.in_explicit_transaction())
+    recording = recording or registry.Recording(backend, plan)
+    recording.begin(backend, plan)
     try:
         with work(backend) as statement_work:
             # a source that could read differently twice (a view with random() or USING SAMPLE) is
             # copied once; a base table reads the same within our transaction
             read_plan = snapshot_source(backend, plan, source_table)
-            if backend.keeps_registry:  # the histogram's GROUP BY fingerprints the source for the registry
+            if recording.records:  # the histogram's GROUP BY fingerprints the source for the registry
                 read_plan = replace(read_plan, fingerprint_of=(read_plan.source.sql(), tuple(plan.published)))
             solver_plan, cells, hist, solution, models, domains = solve_problem(backend, read_plan, cells_table, started,
                                                                            listener)
@@ -110,16 +112,16 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             check_published_rows(backend, plan, summary.published_rows, keyed_table if reread else None)
             describe_target(backend, plan, summary)
             transformation = {"method": solution.method, "levels": solution.notes.get("levels")}
-            recorded_with = backend.keeps_registry and registry.with_the_release(plan)
-            if recorded_with:  # the registry entry commits with the release
-                registry.record(backend, plan, read_plan.source, summary, transformation, cells.fingerprint)
+            # the registry entry commits with the release (or is kept for right after its commit)
+            recording.in_release(backend, plan, read_plan.source, summary, transformation, cells.fingerprint)
             backend.drop_temp(cells_table, keyed_table, coded_table, blocks_table)
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
             statement_work.commit()
-        if backend.keeps_registry and not recorded_with:
-            _record_elsewhere(backend, plan, summary, transformation, statement_work.own_transaction, cells.fingerprint)
+        recording.after_commit(backend, statement_work.own_transaction)
+        if recording.note:
+            _say_unrecorded(summary, recording.note)
     except BaseException as error:
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
@@ -138,27 +140,17 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None) -> Summ
             raise KeyboardInterrupt(f"{verb} interrupted; nothing was written") from None
         raise
     finally:  # committed or not, the release leaves the registry's count (registry.end_release)
-        if release is not None:
-            registry.end_release(backend, plan, release)
+        recording.end(backend)
     if pending_report is not None:
         summary.report = place_report(pending_report, plan.statement.report)
     return summary
 
 
-def _record_elsewhere(backend: Backend, plan: Plan, summary: Summary, transformation: dict,
-                      own_transaction: bool, source_fingerprint: tuple[int, int] | None) -> None:
-    """The registry entry of a release whose target is in another database than its source, once
-    the release committed (its own transaction; inside the caller's transaction it would write a
-    second database, which DuckDB refuses): the summary's details say when it was not written."""
-    if own_transaction:
-        problem = registry.record_after(backend, plan, plan.source, summary, transformation, source_fingerprint)
-    else:
-        problem = ("not recorded: the target is in another database than the source, and the caller's "
-                   "transaction may write one database only")
-    if problem:
-        details = json.loads(summary.details)
-        details["registry"] = problem
-        summary.details = json.dumps(details, default=str, sort_keys=True)
+def _say_unrecorded(summary: Summary, note: str) -> None:
+    """The release stands without a registry entry: its details say why (`details.registry`)."""
+    details = json.loads(summary.details)
+    details["registry"] = note
+    summary.details = json.dumps(details, default=str, sort_keys=True)
 
 
 def _conflict_message(backend: Backend, plan: Plan, conflict: WriteConflict, verb: str, own_transaction: bool) -> str:

@@ -1,11 +1,18 @@
 """REFRESH <published> | REFRESH ALL [WITH (mode = 'fresh' | 'stable')]: re-run registered
-ANONYMIZE statements against their sources' current rows, atomically.
+ANONYMIZE statements against their sources' current rows.
 
-Every refresh of one statement runs in one transaction (the caller's, or its own): REFRESH ALL
-refreshes every stale publication and either all of them commit with their registry entries, or
-none does. `fresh` re-solves with the registered options; `stable` keeps the published
-transformation where it still satisfies the request (the lattice's levels: the same value gets
-the same label month after month) and re-solves otherwise, saying so in `mode_used`.
+A registered statement is rebuilt from its entry's structure (registry.rebuild: identifier parts
+and typed option values, bound by ANONYMIZE's own binder), with the names resolved when it was
+published, never re-parsed from text and never re-bound in the current session (USE, search_path).
+
+DuckDB writes one database per transaction, so "all or none" holds per database written:
+REFRESH ALL groups the stale publications by the database their release is written into and runs
+one transaction per group, the groups in the order of their database names. A group's releases,
+and the entries of those whose source is in the same database, commit together or not at all;
+an entry kept in another database (the source's) is written right after its group commits, in a
+transaction of its own. A failure stops before the next group, with a message that names what
+committed and what was not refreshed. Inside the caller's transaction only what writes one
+database is run (anything else is refused up front).
 """
 
 from __future__ import annotations
@@ -13,15 +20,13 @@ from __future__ import annotations
 import json
 import time
 
-from sqlglot import exp
-
-from duckanon.backends import Backend, work
-from duckanon.backends.base import full_key
-from duckanon.errors import AnonymizeError
+from duckanon.backends import Backend, BackendError, work
+from duckanon.backends import duckdb_names
+from duckanon.errors import AnonymizeError, one_line
 from duckanon.pipeline import registry
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Table, release_risks
-from duckanon.sql.statement import AnonymizeStatement, RefreshStatement, TableName, shown_name, statement_for
+from duckanon.sql.statement import RefreshStatement, TableName, shown_name
 from duckanon.statements.anonymize import publish
 
 COLUMNS = [("target", "VARCHAR"), ("mode", "VARCHAR"), ("mode_used", "VARCHAR"),
@@ -29,41 +34,130 @@ COLUMNS = [("target", "VARCHAR"), ("mode", "VARCHAR"), ("mode_used", "VARCHAR"),
            ("published_rows_before", "BIGINT"), ("published_rows_after", "BIGINT"),
            ("classes_before", "BIGINT"), ("classes_after", "BIGINT"), ("stars_before", "BIGINT"),
            ("stars_after", "BIGINT"), ("highest_risk_before", "DOUBLE"), ("highest_risk_after", "DOUBLE"),
-           ("average_risk_before", "DOUBLE"), ("average_risk_after", "DOUBLE"), ("seconds", "DOUBLE")]
+           ("average_risk_before", "DOUBLE"), ("average_risk_after", "DOUBLE"),
+           ("committed_in", "VARCHAR"), ("entry", "VARCHAR"), ("seconds", "DOUBLE")]
 
 
-def _stable_levels(entry: dict) -> tuple[tuple[int, ...] | None, str | None]:
+def _stable_levels(entry: registry.Entry) -> tuple[tuple[int, ...] | None, str | None]:
     """The levels a stable refresh keeps, or why there are none."""
-    transformation = json.loads(entry["transformation"] or "{}")
-    levels, method = transformation.get("levels"), transformation.get("method") or ""
+    levels, method = entry.transformation.get("levels"), entry.transformation.get("method") or ""
     if levels is not None and method.split(": ")[-1] == "lattice":
         return tuple(int(level) for level in levels), None
     return None, (f"fresh: stable recoding keeps a full-domain generalization's levels, and this release was "
                   f"made by {method or 'an unknown method'} (its groups are re-solved)")
 
 
-def refresh_one(backend: Backend, entry: dict, mode: str, listener=None) -> tuple:
-    """Re-publish one registered target (inside the caller's work); its result row."""
+class _Refreshed:
+    """One refresh inside its group's transaction: its recording and what its result row needs."""
+
+    def __init__(self, entry, mode, mode_used, recording, before, after, started):
+        self.entry, self.mode, self.mode_used, self.recording = entry, mode, mode_used, recording
+        self.before, self.after, self.started = before, after, started
+
+    def row(self) -> tuple:
+        before, after, entry = self.before, self.after, self.entry
+        (highest_before, average_before), (highest_after, average_after) = release_risks(before), release_risks(after)
+        updated = "updated" if self.recording.recorded else f"not updated: {self.recording.note}"
+        source_rows = self.recording.source_rows if self.recording.recorded else after.get("rows")
+        return (entry.target_name().sql(), self.mode, self.mode_used, entry.row["source_rows"],
+                source_rows, before.get("published_rows"), after.get("published_rows"),
+                before.get("classes"), after.get("classes"), before.get("stars"), after.get("stars"),
+                highest_before, highest_after, average_before, average_after, entry.target[0], updated,
+                round(time.perf_counter() - self.started, 6))
+
+
+def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=None) -> _Refreshed:
+    """Re-publish one registered target inside the caller's work (its group's transaction)."""
     started = time.perf_counter()
-    statement = statement_for(entry["statement"])
-    if not isinstance(statement, AnonymizeStatement):  # the registry holds only ANONYMIZE texts
-        raise AnonymizeError(f"REFRESH: the entry of {entry['target']} does not hold an ANONYMIZE statement")
+    shown = entry.shown
+    try:
+        statement, given = registry.rebuild(entry.statement, entry.registry, registry.table_of(*entry.source),
+                                            registry.table_of(*entry.target))
+    except registry.Corrupt:  # checked when read: not expected
+        raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
     reason = None
     if mode == "stable":
         statement.stable_levels, reason = _stable_levels(entry)
-    before = json.loads(entry["summary"] or "{}")
-    statement.previous_release = {"summary": before, "source_rows": entry["source_rows"],
-                                  "published_at": str(entry["published_at"])}
+    before = entry.summary
+    statement.previous_release = {"summary": before, "source_rows": entry.row["source_rows"],
+                                  "published_at": str(entry.row["published_at"])}
     plan = bind(backend, statement)
-    summary = publish(backend, plan, started, listener)
+    recording = registry.Recording(backend, plan, given=given, deferred=True)
+    if (recording.placement.database or "").lower() != entry.registry.lower():
+        raise AnonymizeError(f"REFRESH {shown}: its registry entry cannot be updated "
+                             f"({recording.note or 'the source is no longer in the database of its entry'}); "
+                             "nothing was changed")
+    summary = publish(backend, plan, started, listener, recording)
     after = json.loads(summary.to_json())
     mode_used = "fresh" if mode == "fresh" else (reason or after["details"].get("mode_used", "fresh"))
-    current = registry.entry(backend.con, plan.target)
-    (highest_before, average_before), (highest_after, average_after) = release_risks(before), release_risks(after)
-    return (entry["target"], mode, mode_used, entry["source_rows"], current["source_rows"] if current else None,
-            before.get("published_rows"), after.get("published_rows"), before.get("classes"), after.get("classes"),
-            before.get("stars"), after.get("stars"), highest_before, highest_after, average_before, average_after,
-            round(time.perf_counter() - started, 6))
+    return _Refreshed(entry, mode, mode_used, recording, before, after, started)
+
+
+def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.Entry:
+    """The entry of the table REFRESH names, resolved as DuckDB resolves the name in a SELECT, then
+    matched to the entries' stored targets (the latest, if several registries name it)."""
+    key = duckdb_names.named_object(con, name).key()
+    valid = [e for e in known if not e.problem and e.target_key() == key]
+    if valid:
+        return max(valid, key=lambda e: e.row["published_at"])
+    broken = next((e for e in known if e.problem and e.guessed_key() == key), None)
+    if broken is not None and broken.problem == registry.CORRUPT:
+        raise AnonymizeError(f"REFRESH {shown_name(name)}: its registry entry in database {broken.registry} is corrupt "
+                             "(it does not read back as duckanon's structure, so it is never run); publish it again "
+                             "with ANONYMIZE")
+    if broken is not None:
+        raise AnonymizeError(f"REFRESH {shown_name(name)}: its registry entry in database {broken.registry} was "
+                             "written by an earlier duckanon and cannot be refreshed; publish it again with ANONYMIZE")
+    raise registry.refresh_refused(name)
+
+
+def _check_source(con, shown: str, entry: registry.Entry) -> None:
+    problem = registry.source_problem(con, entry)
+    source = entry.source_name().sql()
+    if problem == "source missing":
+        raise AnonymizeError(f"REFRESH {shown}: its source {source} no longer exists; nothing was changed")
+    if problem:
+        raise AnonymizeError(f"REFRESH {shown}: its source {source} {problem.removeprefix('source ')}; "
+                             "nothing was changed")
+
+
+def _check_writable(con, shown: str, entry: registry.Entry) -> None:
+    """The target's database and the entry's are attached and writable, before anything runs."""
+    databases = {name.lower(): readonly for name, readonly in
+                 con.execute("SELECT database_name, readonly FROM duckdb_databases()").fetchall()}
+    target = entry.target[0]
+    if target.lower() not in databases:
+        raise AnonymizeError(f"REFRESH {shown}: its target's database {target} is not attached (ATTACH it AS "
+                             f"{target}); nothing was changed")
+    if databases[target.lower()]:
+        raise AnonymizeError(f"REFRESH {shown}: its target's database {target} is read-only; nothing was changed")
+    if databases.get(entry.registry.lower()):
+        raise AnonymizeError(f"REFRESH {shown}: its registry entry is in database {entry.registry}, which is "
+                             "read-only; nothing was changed")
+
+
+def _groups(chosen: list[registry.Entry]) -> list[tuple[str, list[registry.Entry]]]:
+    """The entries by the database their release writes, in the order of the databases' names."""
+    grouped: dict[str, list] = {}
+    for entry in sorted(chosen, key=lambda e: e.target_key()):
+        grouped.setdefault(entry.target[0].lower(), []).append(entry)
+    return [(group[0].target[0], group) for _, group in sorted(grouped.items())]
+
+
+def _refresh_group(backend: Backend, group: list[registry.Entry], mode: str, listener) -> list[tuple]:
+    """One transaction: the group's releases (and the entries kept in the same database); then
+    each entry kept in another database, right after the commit."""
+    with work(backend) as group_work:
+        done = [refresh_one(backend, entry, mode, listener) for entry in group]
+        group_work.commit()
+    for refreshed in done:
+        if refreshed.recording.pending is not None:
+            refreshed.recording.write_pending(backend)
+    return [refreshed.row() for refreshed in done]
+
+
+def _names(entries) -> str:
+    return ", ".join(entry.shown for entry in entries) or "none"
 
 
 def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) -> Table:
@@ -72,25 +166,35 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
     con = backend.con
     known = registry.entries(con)
     if statement.target is not None:
-        defaults = backend.session_defaults()
-        key = full_key(statement.target, *defaults)
-        entry = next((row for row in known if full_key(TableName(exp.to_table(row["target"], dialect="duckdb")),
-                                                        *defaults) == key), None)
-        if entry is None:
-            raise registry.refresh_refused(statement.target)
-        problem = registry.source_problem(con, entry)
-        if problem == "source missing":
-            raise AnonymizeError(f"REFRESH {shown_name(statement.target)}: its source {entry['source']} no longer "
-                                 "exists; nothing was changed")
-        if problem:
-            raise AnonymizeError(f"REFRESH {shown_name(statement.target)}: its source {entry['source']} "
-                                 f"{problem.removeprefix('source ')}; nothing was changed")
+        shown = shown_name(statement.target)
+        entry = _the_entry(con, statement.target, known)
+        _check_source(con, shown, entry)
         chosen = [entry]
     else:  # every stale publication; those whose source cannot be read stay as they are
-        chosen = [row for row in known if registry.source_state(con, row)[0] == "stale"]
-    rows = []
-    with work(backend) as refresh_work:
-        for entry in chosen:
-            rows.append(refresh_one(backend, entry, statement.mode, listener))
-        refresh_work.commit()
+        chosen = [e for e in known if not e.problem and registry.source_state(con, e)[0] == "stale"]
+        shown = None
+    for entry in chosen:
+        _check_writable(con, shown or entry.shown, entry)
+    groups = _groups(chosen)
+    if backend.in_explicit_transaction():
+        crossing = next((e for e in chosen if e.target[0].lower() != e.registry.lower()), None)
+        if crossing is not None:
+            raise AnonymizeError(f"REFRESH {shown or 'ALL'}: {crossing.shown} is published into database "
+                                 f"{crossing.target[0]} and registered in database {crossing.registry}, and DuckDB "
+                                 "writes one database per transaction: run it outside BEGIN ... COMMIT")
+        if len(groups) > 1:
+            raise AnonymizeError(f"REFRESH ALL: the stale publications are in databases "
+                                 f"{', '.join(database for database, _ in groups)}, and DuckDB writes one database "
+                                 "per transaction: run it outside BEGIN ... COMMIT")
+    rows, committed = [], []
+    for position, (database, group) in enumerate(groups):
+        try:
+            rows += _refresh_group(backend, group, statement.mode, listener)
+        except (AnonymizeError, BackendError) as error:
+            if len(groups) == 1:
+                raise
+            left = [entry for _, later in groups[position:] for entry in later]
+            raise AnonymizeError(f"REFRESH ALL stopped in database {database}: {one_line(error)}; committed before "
+                                 f"it: {_names(committed)}; not refreshed: {_names(left)}") from None
+        committed += group
     return Table(COLUMNS, rows)

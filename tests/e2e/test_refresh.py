@@ -349,8 +349,9 @@ def test_a_dropped_listing_comes_back_when_a_script_calls_it_and_hand_made_rows_
     db.execute(small.format(target="first"))  # republished: the listing's text is the same as before
     assert listing(db) == listing(db.duckdb)  # a script naming it remade it first; DuckDB now sees it too
     assert listing(db)['"memory"."main"."first"']["status"] == "current"
-    db.duckdb.execute("""INSERT INTO duckanon_publications (target, source, source_columns)
-                         VALUES ('"memory"."main"."x"', NULL, ['a']), ('"memory"."main"."y"', '"memory"."main"."src"', NULL)""")
+    # rows made by hand (no digest, a NULL source) are corrupt: listed so, never run
+    db.duckdb.execute("""INSERT INTO duckanon_publications (target_schema, target_name, source_schema, source_name,
+                         source_columns) VALUES ('main', 'x', NULL, 'src', ['a']), ('main', 'y', 'main', 'src', NULL)""")
     status = {target: (entry["status"], entry["stale"]) for target, entry in listing(db).items()}
-    assert status == {'"memory"."main"."first"': ("current", False), '"memory"."main"."x"': ("source missing", False),
-                      '"memory"."main"."y"': ("source missing", False)}
+    assert status == {'"memory"."main"."first"': ("current", False), '"memory"."main"."x"': ("corrupt", False),
+                      '"memory"."main"."y"': ("corrupt", False)}
