@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 import duckanon
+from conftest import section, table_rows
 from duckanon.pipeline.provenance import HIERARCHY_FILE, HIERARCHY_TABLE
 
 SOURCE_ROWS = 2000
@@ -180,3 +181,50 @@ def test_no_secret_in_the_raw_bytes_of_the_file(release_file):
     raw = release.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
     assert [secret for secret in secrets if secret.encode() in raw] == []
     assert b"name 1" not in raw  # no value of a dropped identifier either
+
+
+def test_report_later_reads_the_rest_from_the_original(release_file, tmp_path):
+    """REPORT, given the release and its original, takes what the comment no longer holds from the
+    original: its dropped columns (as dropped) and its rows (so the removed rows)."""
+    release, results, *_, ro_file = release_file
+    con = duckanon.connect()
+    con.duckdb.execute(f"ATTACH '{ro_file}' AS src (READ_ONLY)")
+    con.duckdb.execute(f"ATTACH '{release}' AS rel (READ_ONLY)")
+    path = tmp_path / "later.html"
+    con.execute(f"REPORT rel.from_ro FROM src.secret_ro_src_zq WITH (file = '{path}')")
+    con.close()
+    page = path.read_text(encoding="utf-8")
+    roles = table_rows(section(page, "Column roles"))
+    assert {column: shown[0] for column, shown in roles.items()} == {
+        "patient_name_zq": "dropped", "ssn_zq": "identifier, masked: partial(0, 2)", "unmentioned_zq": "dropped",
+        "zipcode": "quasi-identifier", "age": "quasi-identifier", "education": "keep", "disease": "sensitive"}
+    removed = results["from_ro"]["removed_rows"]
+    assert f"{removed} rows ({removed / SOURCE_ROWS:.1%}) removed" in page
+
+
+def test_write_release_labels_takes_a_table_hierarchy_from_the_caller():
+    """The comment records a `table(name)` hierarchy as its kind: write_release_labels refuses in
+    one line without the caller's spec (nothing written), and with it writes the labels."""
+    from duckanon.report.population import write_release_labels
+
+    con = duckanon.connect()
+    db = con.duckdb
+    db.execute(f"CREATE TABLE s AS {_source_sql(400, 4)}")
+    db.execute(f"CREATE TABLE pop AS SELECT zipcode, age FROM s UNION ALL SELECT zipcode, age FROM "
+               f"({_source_sql(600, 5)})")
+    db.execute("CREATE TABLE zh AS SELECT DISTINCT zipcode AS v, left(zipcode, 3) || '**' AS l1, '*' AS l2 FROM pop")
+    con.execute("ANONYMIZE s INTO r WITH (k_map = 3, population = pop, qi = (zipcode, age), method = lattice, "
+                "hierarchies = (zipcode = 'table(zh)', age = 'intervals(5, 10, 20)'), suppression_limit = 0.05)")
+    levels = json.loads(con.fetchone()[-1])["levels"]
+    assert levels[0] > 0  # zipcode generalized: its labels are needed
+    with pytest.raises(duckanon.AnonymizeError) as error:
+        write_release_labels(con, "r", "pop", "r_labels")
+    assert str(error.value) == ("the provenance of r does not record which hierarchy table zipcode was generalized "
+                                "by (a file or table hierarchy is recorded as its kind only): give it as "
+                                "hierarchies = {'zipcode': '<spec>'}")
+    assert db.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'r_labels'").fetchone() == (0,)
+    written = write_release_labels(con, "r", "pop", "r_labels", hierarchies={"zipcode": "table(zh)"})
+    labels = db.execute("SELECT value, label FROM r_labels WHERE \"column\" = 'zipcode' ORDER BY ALL").fetchall()
+    expected = db.execute(f"SELECT v, l{levels[0]} FROM zh ORDER BY ALL").fetchall()
+    assert labels == expected and written >= len(expected)
+    con.close()
