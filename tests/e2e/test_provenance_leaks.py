@@ -77,6 +77,8 @@ def release_file(tmp_path_factory):
                       "population = secret_population_tbl_zq, qi = (zipcode, age), sensitive = disease, "
                       "method = 'lattice', hierarchies = (zipcode = 'table(secret_zip_hier_tbl_zq)', "
                       "age = 'intervals(5, 10, 20)'), suppression_limit = 0.05)",
+        "from_view": "ANONYMIZE secret_plain_src_zq INTO rel.from_view WITH (k = 5, qi = (zipcode, age), "
+                     "sensitive = disease, materialize = 'view')",
     }
     for name, statement in statements.items():
         cursor = con.execute(statement)
@@ -141,7 +143,8 @@ def test_no_secret_name_in_any_comment_view_or_macro(release_file):
     release, _, secret_dir, hierarchy_file, csv_path, ro_file = release_file
     secrets = SECRET_COLUMNS + SECRET_NAMES + (secret_dir, hierarchy_file, csv_path, ro_file)
     texts = _file_texts(release)
-    assert {f"table {name}" for name in ("from_csv", "from_temp", "from_ro", "from_plain")} <= set(texts)
+    assert {f"table {name}" for name in ("from_csv", "from_temp", "from_ro", "from_plain")} | {"view from_view"} \
+        <= set(texts)
     found = [(where, secret) for where, text in texts.items() for secret in secrets if secret.lower() in text.lower()]
     assert found == []
 
@@ -149,7 +152,8 @@ def test_no_secret_name_in_any_comment_view_or_macro(release_file):
 def test_the_comments_hold_no_source_or_population_count(release_file):
     release, results, *_ = release_file
     alone = duckdb.connect(str(release), read_only=True)
-    comments = dict(alone.execute("SELECT table_name, comment FROM duckdb_tables()").fetchall())
+    comments = dict(alone.execute("SELECT table_name, comment FROM duckdb_tables() UNION ALL "
+                                  "SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
     alone.close()
     for name, result in results.items():
         provenance = json.loads(comments[name][len("duckanon "):])
