@@ -62,7 +62,12 @@ def release_parameters(statement) -> dict:
 #     published rows it is the source's count), lower_bound (a bound on stars over every release of
 #     the source: a property of the source, not recountable from the release), dropped (source
 #     column names), seconds (how long the source took to read and solve: a measure of its size).
-# summary.details: an allow-list (RELEASE_DETAILS); every other key the solvers and the pipeline
+# summary.details: loss and column_loss only without removed rows (a removed row costs 1 over the
+#   source's rows: a QI at level 0 has column_loss = removed / source rows, which with the published
+#   rows gives the source's count); population_uniqueness only with the population_size option (else
+#   its size was the population table's rows, and the estimate over the published class sizes
+#   gives it back); k_map's estimate (options only) stays.
+#   Otherwise an allow-list (RELEASE_DETAILS); every other key the solvers and the pipeline
 #   write is a count of the source's rows, classes or search, or a population count, and is left out:
 #   removed_rows, residue_rows, groups, states, patterns, patterns_before_feasibility, integer_variables,
 #   kernel_removed, objective, dual_bound, milp_status, milp_message, published_bound,
@@ -108,13 +113,15 @@ def _released_parameters(statement, qi: list[str]) -> dict:
     return params
 
 
-def _released_details(details: dict, statement) -> dict:
+def _released_details(details: dict, statement, summary: Summary) -> dict:
     kept = {name: value for name, value in details.items() if name in RELEASE_DETAILS}
-    for name in ("population_uniqueness", "k_map"):  # their population_size: the option's, or the population's rows
-        if isinstance(kept.get(name), dict):
-            kept[name] = dict(kept[name])
-            if statement.population_size is None:
-                kept[name].pop("population_size", None)
+    if summary.removed_rows:  # a removed row costs 1 over the source's rows: a column at level 0 has
+        kept.pop("loss", None)  # loss removed / source rows, and so gives away the source's count
+        kept.pop("column_loss", None)
+    if statement.population_size is None:  # the population size was the population table's rows:
+        kept.pop("population_uniqueness", None)  # the estimate, with the published class sizes, gives it back
+    if isinstance(kept.get("k_map"), dict) and statement.population_size is None:
+        kept["k_map"] = {name: value for name, value in kept["k_map"].items() if name != "population_size"}
     return kept
 
 
@@ -131,7 +138,7 @@ def release_provenance(plan: Plan, summary: Summary) -> dict:
         provenance["materialize"] = "view"
     row = asdict(summary)
     provenance["summary"] = {name: row[name] for name in RELEASE_SUMMARY}
-    provenance["summary"]["details"] = _released_details(json.loads(summary.details), statement)
+    provenance["summary"]["details"] = _released_details(json.loads(summary.details), statement, summary)
     return provenance
 
 

@@ -161,6 +161,12 @@ def test_the_comments_hold_no_source_or_population_count(release_file):
         assert POPULATION_ROWS not in numbers, name
         if result["removed_rows"]:  # (without, the published rows are the source's: the release's own figure)
             assert SOURCE_ROWS not in numbers and result["removed_rows"] not in numbers, name
+            # nor a figure that gives them back: a column left at level 0 loses removed / source rows
+            assert {"loss", "column_loss"}.isdisjoint(provenance["summary"]["details"]), name
+            assert result["removed_rows"] / SOURCE_ROWS in json.loads(result["details"])["column_loss"].values() \
+                or name != "from_ro"
+        else:
+            assert provenance["summary"]["details"]["column_loss"] == json.loads(result["details"])["column_loss"]
         summary = provenance["summary"]
         assert summary["published_rows"] == result["published_rows"]
         assert summary["classes"] == result["classes"] and summary["stars"] == result["stars"]
