@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from duckanon import methods
+from duckanon import hierarchy, methods
 from duckanon._version import __version__
 from duckanon.backends import Backend
 from duckanon.pipeline.plan import COUNTS_COMMENT, Plan
@@ -38,21 +38,114 @@ def release_parameters(statement) -> dict:
     return params
 
 
-def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
-    """The published table's comment says how it was made (parameters and result, never the
-    source's name or values), so REPORT and a privacy officer can read its provenance later."""
+# What the comment holds (issue 35, item 2). The comment travels with the published table: into
+# another database, a file handed to someone who never sees the source. The rule is the
+# registry's: nothing derived from the source or the user's side (names, paths, counts,
+# checksums, statement text) is written where the source is not. So the comment holds only what
+# describes the release itself (its columns, its figures, which anyone holding the file could
+# recount) and the options' values that are no name or path of the user's side. The same rule
+# holds whether the target is in the source's database or not: one promise is easier to keep,
+# and a table copied out later (COPY, ATTACH, EXPORT) keeps its comment. The result row returned
+# to the caller and the registry entry beside the source keep everything.
+#
+# Top level: duckanon (version), qi, sensitive(s), materialize: the release's own columns.
+#   roles: published columns only (quasi-identifier, sensitive, keep, "identifier, masked: rule");
+#     dropped columns and dropped identifiers are source names that the file does not hold: left out.
+#   release_parameters: values of the options (k, l, t, method, risk models, population_size,
+#     weights (per published QI), suppression_limit, metric); `population` says only that a table was used.
+#   hierarchies: builders (prefix, intervals(5, 10), dates(...), ordered(...)) are parameters and stay;
+#     a file or `table(name)` spec becomes its kind (HIERARCHY_FILE, HIERARCHY_TABLE): its path or name is
+#     the user's side. sa_hierarchy (a file) likewise.
+# summary: kept: published_rows, classes, min_class_size, stars, suppressed_rows (rows published
+#     with a star), method, optimal, optimal_for (words from method and options).
+#   dropped: rows (the source's row count), removed_rows (source rows not published: with the
+#     published rows it is the source's count), lower_bound (a bound on stars over every release of
+#     the source: a property of the source, not recountable from the release), dropped (source
+#     column names), seconds (how long the source took to read and solve: a measure of its size).
+# summary.details: loss and column_loss only without removed rows (a removed row costs 1 over the
+#   source's rows: a QI at level 0 has column_loss = removed / source rows, which with the published
+#   rows gives the source's count); population_uniqueness only with the population_size option (else
+#   its size was the population table's rows, and the estimate over the published class sizes
+#   gives it back); k_map's estimate (options only) stays.
+#   Otherwise an allow-list (RELEASE_DETAILS); every other key the solvers and the pipeline
+#   write is a count of the source's rows, classes or search, or a population count, and is left out:
+#   removed_rows, residue_rows, groups, states, patterns, patterns_before_feasibility, integer_variables,
+#   kernel_removed, objective, dual_bound, milp_status, milp_message, published_bound,
+#   published_milp_status, pattern_milp_optimal, weighted_lower_bound, metric_value,
+#   generalization_metric_value, nodes_evaluated, lattice_nodes, search_seconds, seconds, candidates
+#   (losses of releases not published), exact_skipped (may count integer variables), registry;
+#   population (population_rows, population_only_*, unpublished_*, k_map_level and
+#   delta_presence_range all count the population's rows; classes_checked is `classes`).
+HIERARCHY_FILE = "<a hierarchy file: its path is not recorded>"
+HIERARCHY_TABLE = "<a hierarchy table: its name is not recorded>"
+SA_HIERARCHY_FILE = "<a hierarchy file of the sensitive column: its path is not recorded>"
+RELEASE_SUMMARY = ("published_rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",
+                   "optimal_for")
+# details that describe the release: its loss, levels and labels, the options the solver ran
+# with, the words of how it ran, and risk figures of the published classes
+RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "suppression_limit", "whole_domain_cells", "weights",
+                   "weighted_stars", "weights_ignored", "mode_used", "time_limit", "exact", "optimal_for",
+                   "sensitive_in_solver", "merged_for", "recoding", "cell_suppression", "algorithm", "bound",
+                   "tp_phase", "incumbent_from", "average_risk", "population_uniqueness", "k_map")
+
+
+def released_hierarchy_spec(spec):
+    """A hierarchy spec as the comment holds it: a builder as given, a file or table as its kind."""
+    if not isinstance(spec, str):
+        return spec
+    match = hierarchy._SPEC.match(spec)  # the parser's own test of a builder
+    if match is None:
+        return HIERARCHY_FILE
+    return HIERARCHY_TABLE if match.group(1).lower() == "table" else spec
+
+
+def _released_parameters(statement, qi: list[str]) -> dict:
+    params = release_parameters(statement)
+    hierarchies = params.get("hierarchies")
+    if isinstance(hierarchies, dict):  # only the published QIs' (names matched without case)
+        published = {c.lower() for c in qi}
+        params["hierarchies"] = {name: released_hierarchy_spec(spec) for name, spec in hierarchies.items()
+                                 if name.lower() in published}
+    elif hierarchies is not None:
+        params["hierarchies"] = released_hierarchy_spec(hierarchies)
+    if params.get("sa_hierarchy") is not None:
+        params["sa_hierarchy"] = SA_HIERARCHY_FILE
+    return params
+
+
+def _released_details(details: dict, statement, summary: Summary) -> dict:
+    kept = {name: value for name, value in details.items() if name in RELEASE_DETAILS}
+    if summary.removed_rows:  # a removed row costs 1 over the source's rows: a column at level 0 has
+        kept.pop("loss", None)  # loss removed / source rows, and so gives away the source's count
+        kept.pop("column_loss", None)
+    if statement.population_size is None:  # the population size was the population table's rows:
+        kept.pop("population_uniqueness", None)  # the estimate, with the published class sizes, gives it back
+    if isinstance(kept.get("k_map"), dict) and statement.population_size is None:
+        kept["k_map"] = {name: value for name, value in kept["k_map"].items() if name != "population_size"}
+    return kept
+
+
+def release_provenance(plan: Plan, summary: Summary) -> dict:
+    """What the published table's comment holds (see above): the release, never the source."""
     statement = plan.statement
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
     if len(plan.sensitives) > 1:
         provenance["sensitives"] = plan.sensitives
-    provenance["roles"] = plan.roles()  # every source column's role (names only, as qi)
-    provenance.update(release_parameters(statement))
+    provenance["roles"] = {column: role for column, role in plan.roles().items()
+                           if role not in ("dropped", "identifier, dropped")}
+    provenance.update(_released_parameters(statement, plan.qi))
     if plan.counts is not None:
         provenance["materialize"] = "view"
-    provenance["summary"] = {name: value for name, value in asdict(summary).items()
-                             if name not in ("details", "target", "report")}
-    provenance["summary"]["details"] = json.loads(summary.details)
-    text = "duckanon " + json.dumps(provenance, default=str, sort_keys=True)
+    row = asdict(summary)
+    provenance["summary"] = {name: row[name] for name in RELEASE_SUMMARY}
+    provenance["summary"]["details"] = _released_details(json.loads(summary.details), statement, summary)
+    return provenance
+
+
+def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
+    """The published table's comment says how it was made (release_provenance), so REPORT and a
+    privacy officer can read its provenance later."""
+    text = "duckanon " + json.dumps(release_provenance(plan, summary), default=str, sort_keys=True)
     if plan.counts is None:
         backend.set_comment(plan.target, text)
     else:

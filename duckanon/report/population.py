@@ -6,15 +6,17 @@ each figure with where it comes from, or why it is not available.
   a wildcard) and cannot map a raw population value to a hierarchy label (their _labeled forms
   can, given a table of the release's labels, which the report does not have), so the published
   table's are the ones ANONYMIZE counted in DuckDB through the hierarchies' labels while it
-  published the table (details.population); only a published table that holds nothing but
-  original values and '*' is measured by the macros.
+  published the table (details.population: in its result row and the report its `report` option
+  writes; the table's comment leaves them out, they count the population's rows); only a
+  published table that holds nothing but original values and '*' is measured by the macros.
 - The population-uniqueness estimate (anon_population_uniqueness) with the release's estimator
   (Dankar's rule by default) and population size.
 - The average risk (anon_risk: classes / rows), and the highest risk when it was requested.
 - The estimated k-map: the derived k every class needs (details.k_map) against the smallest class.
 
 A figure the report cannot compute is never guessed: it is `Figure(missing=why)`, and the page says
-why (a REPORT run later without the population table: the provenance never names it).
+why (a REPORT run later without the population table: the provenance never names it nor
+holds its counts).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ RISK_OPTIONS = ("k_map", "delta_presence", "average_risk", "highest_risk", "popu
 RISK_DETAILS = ("population", "k_map", "population_uniqueness", "average_risk")
 
 NO_TABLE = ("the population table is not known here (the provenance records that one was "
-            "used, never its name); give it to REPORT: WITH (population = <table>)")
+            "used, never its name or its counts); give it to REPORT: WITH (population = <table>)")
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,8 @@ def _kmap_rows(db, published, original, qi, params, details, columns, population
             "measure it exactly ('*' matches every population value).")
     else:
         why = ("the published values are hierarchy labels, ranges or sets, which the SQL macros cannot match "
-               "against raw population values, and ANONYMIZE recorded no population count"
+               "against raw population values, and the table's provenance holds no population count (ANONYMIZE's "
+               "result row and report have them)"
                if name is not None else NO_TABLE)
         published_figures = {key: Figure(missing=why) for key in keys}
     k_map, delta = params.get("k_map"), params.get("delta_presence")
@@ -326,14 +329,18 @@ def _estimated_kmap_rows(db, published, original, qi, params, details, counts, s
            "REPORT ... WITH (population = <table>)."))
 
 
-def write_release_labels(con, release: str, population: str, name: str) -> int:
+def write_release_labels(con, release: str, population: str, name: str, hierarchies=None) -> int:
     """Write the table `name` ("column", value, label) that the population macros' _labeled forms
     read (sql/risk_population.sql): for each QI the release `release` generalized (its
     provenance: `qi`, `hierarchies` and the lattice's `details.levels`), every value of the
     population table `population` (as VARCHAR) with the release's label at that level, from the
     same hierarchy spec bound to the population's values (a QI without one: '*'). For hierarchy
     files, anon_hierarchy_labels reads the same rows without duckanon's binding. Returns the rows
-    written; the release must be a lattice release (one level per QI)."""
+    written; the release must be a lattice release (one level per QI).
+    The provenance records a builder (`intervals(5, 10)`) as given, but a hierarchy file or
+    `table(name)` only as its kind (its path or name is the source side's): `hierarchies` gives
+    those, as ANONYMIZE's option does (column -> spec, or one spec with {column} for every QI);
+    a recorded builder is used as recorded."""
     import numpy as np
     import pyarrow as pa
     from sqlglot import exp
@@ -341,7 +348,7 @@ def write_release_labels(con, release: str, population: str, name: str) -> int:
     from duckanon import hierarchy
     from duckanon.backends import backend_for
     from duckanon.pipeline.plan import hierarchy_specs
-    from duckanon.pipeline.provenance import published_provenance
+    from duckanon.pipeline.provenance import HIERARCHY_FILE, HIERARCHY_TABLE, published_provenance
     from duckanon.sql.statement import TableName, shown_name
 
     raw = facts.duckdb_connection(con)
@@ -355,6 +362,16 @@ def write_release_labels(con, release: str, population: str, name: str) -> int:
         raise AnonymizeError(f"{shown_name(release_table)} is not a lattice release of duckanon (its provenance "
                              "gives no level per quasi-identifier)")
     specs = hierarchy_specs(provenance.get("hierarchies"), qi)
+    given = hierarchy_specs(hierarchies, qi)
+    for column, level in zip(qi, levels):
+        kind = {HIERARCHY_FILE: "file", HIERARCHY_TABLE: "table"}.get(specs.get(column))
+        if level and kind is not None:
+            if given.get(column) is None:
+                raise AnonymizeError(
+                    f"the provenance of {shown_name(release_table)} does not record which hierarchy {kind} "
+                    f"{column} was generalized by (a file or table hierarchy is recorded as its kind only): "
+                    f"give it as hierarchies = {{'{column}': '<spec>'}}")
+            specs[column] = given[column]
     columns, values, labels = [], [], []
     for column, level in zip(qi, levels):
         if level == 0:

@@ -64,7 +64,8 @@ def columns(qi, counts: dict[str, dict], column_loss: dict | None = None, loss: 
     elif any(generalized):
         section += ("<p class=\"note\">Generalized cells hold a value that is not one of the column's "
                     "original values; how much each lost is recorded by ANONYMIZE (column_loss), which "
-                    "this report was not given.</p>")
+                    "this report was not given (the table's comment leaves it out of a release with removed "
+                    "rows: it is counted over the source's rows).</p>")
     else:
         section += ("<p class=\"note\">Every published QI value is an original value or '*' (cell "
                     "suppression), so the information lost per column is exactly its '*' count.</p>")

@@ -85,7 +85,8 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                                    sensitives=sensitives, population=population and population.sql(),
                                    population_weight=getattr(written_as, "population_weight", None),
                                    population_shown=population and shown_name(written_as.population),
-                                   roles=provenance.get("roles"), profile_source=statement.original.sql())
+                                   roles=_roles(provenance.get("roles"), original_columns),
+                                   profile_source=statement.original.sql())
     except OSError as error:
         raise AnonymizeError(f"cannot write the report {path}: {error.strerror or error}") from None
     except BackendError as error:
@@ -100,6 +101,21 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
                ("average_risk", "DOUBLE"), ("records_at_risk", "BIGINT"), ("risk_threshold", "DOUBLE")]
     shown = [name.table.sql(dialect="duckdb") for name in (written_as.published, written_as.original)]  # quoted if needed
     return Table(columns, [(str(written), *shown, *risk, threshold)])
+
+
+def _roles(published: dict | None, original_columns: list[str]) -> dict | None:
+    """The original's columns with their roles: the provenance names only the published columns
+    (a dropped column's name is the source's), so REPORT, which reads the original, adds its
+    other columns as dropped, in the original's order."""
+    if not published:
+        return published
+    known = {name.lower(): (name, role) for name, role in published.items()}
+    roles = {}
+    for column in original_columns:
+        name, role = known.pop(column.lower(), (column, "dropped"))
+        roles[name] = role
+    roles.update(dict(known.values()))  # (a published column the original no longer has)
+    return roles
 
 
 def _population(backend: Backend, statement: ReportStatement, qi: list[str]):

@@ -113,8 +113,11 @@ def test_section_before_and_after_on_adult(adult):
 
 
 def test_report_later_without_the_population(adult):
-    """The provenance never names the population table: the original's k-map figures are said to
-    be unavailable, the published ones still come from the release's details, the estimates stay."""
+    """The provenance never names the population table nor holds its counts (issue 35, item 2):
+    the k-map and delta-presence figures, the original's and the published table's, and the
+    uniqueness estimate (it needs the population's size, which was the table's rows) are said to
+    be unavailable without it; the average risk stays, and REPORT's population_size brings the
+    estimate back."""
     con, result, _, folder = adult
     path = folder / "later.html"
     con.execute(f"REPORT released FROM sample WITH (file = '{path}')")
@@ -122,12 +125,17 @@ def test_report_later_without_the_population(adult):
     text = section(page, "Population risk")
     shown = table_rows(text)
     for measure in (KMAP, DELTA_MIN, DELTA_MAX):
-        assert shown[measure][1] == "not available"
-        assert shown[measure][2] != "not available"
-    assert shown[KMAP][2] == str(result["details"]["population"]["k_map_level"])
+        assert shown[measure][1:3] == ["not available", "not available"]
     assert "Not available (k-map level of the original" in text
     assert "the population table is not known here" in text and "WITH (population = &lt;table&gt;)" in text
-    for measure, (before, after) in expected_risk_rows(con).items():
+    expected = expected_risk_rows(con)
+    assert shown[AVERAGE][1:3] == list(expected[AVERAGE])
+    for measure in (UNIQUENESS, UNIQUES):
+        assert shown[measure][1:3] == ["not available", "not available"], measure
+    sized = folder / "later_sized.html"
+    con.execute(f"REPORT released FROM sample WITH (file = '{sized}', population_size = {POPULATION_ROWS})")
+    shown = table_rows(section(sized.read_text(encoding="utf-8"), "Population risk"))
+    for measure, (before, after) in expected.items():
         assert shown[measure][1:3] == [before, after], measure
 
 
@@ -141,8 +149,10 @@ def test_report_later_with_a_weighted_population(adult):
                 "population_weight = people)")
     shown = table_rows(section(path.read_text(encoding="utf-8"), "Population risk"))
     first = table_rows(section(page, "Population risk"))
-    for measure in (KMAP, DELTA_MIN, DELTA_MAX, AVERAGE, UNIQUENESS, UNIQUES):
+    for measure in (AVERAGE, UNIQUENESS, UNIQUES):
         assert shown[measure][:4] == first[measure][:4], measure
+    for measure in (KMAP, DELTA_MIN, DELTA_MAX):  # the published figures were counted by ANONYMIZE only
+        assert shown[measure][:2] == first[measure][:2], measure
     assert "adult_counted" in shown[KMAP][-1]
     assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name LIKE '__duckanon%'").fetchone()[0] == 0
 

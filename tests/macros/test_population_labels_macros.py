@@ -132,7 +132,8 @@ def test_write_release_labels_gives_the_hierarchy_files_rows(db):
     from duckanon.report.population import write_release_labels
 
     details = release(db, "k_map = 5, suppression_limit = 0.02", SOME_HIER, "rel_helper")
-    written = write_release_labels(db, "rel_helper", "adult", "helper_labels")
+    written = write_release_labels(db, "rel_helper", "adult", "helper_labels",
+                                   hierarchies={c: f"{ADULT}/adult_hierarchy_{c}.csv" for c in ("age", "education")})
     write_labels(db, details["levels"], SOME_HIER, "file_labels")
     helper = db.execute("SELECT * FROM helper_labels ORDER BY ALL").fetchall()
     assert len(helper) == written
@@ -171,7 +172,7 @@ def test_write_release_labels_for_other_specs(options, specs):
     row = dict(zip([c[0] for c in con.description], con.fetchone()))
     details = row["details"] if isinstance(row["details"], dict) else json.loads(row["details"])
     found = details["population"]
-    write_release_labels(con, "r", "pop", "r_labels")
+    write_release_labels(con, "r", "pop", "r_labels", hierarchies={"a": "table(a_levels)"})  # (the provenance: "a table")
     got = con.execute("SELECT * FROM anon_delta_presence_labeled('r', 'pop', ['a', 'b', 'c'], 'r_labels')").fetchone()
     low, high, contained, _, classes, rows, people, unpublished, unpublished_rows = got
     assert [round(low, 6), round(high, 6)] == found["delta_presence_range"] and contained
