@@ -38,11 +38,14 @@ def release_parameters(statement) -> dict:
     return params
 
 
-def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
+def describe_target(backend: Backend, plan: Plan, summary: Summary, release: str | None = None) -> None:
     """The published table's comment says how it was made (parameters and result, never the
-    source's name or values), so REPORT and a privacy officer can read its provenance later."""
+    source's name or values), so REPORT and a privacy officer can read its provenance later;
+    `release` is the release's random id (registry.Recording), which REFRESH checks."""
     statement = plan.statement
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
+    if release is not None:
+        provenance["release"] = release
     if len(plan.sensitives) > 1:
         provenance["sensitives"] = plan.sensitives
     provenance["roles"] = plan.roles()  # every source column's role (names only, as qi)
