@@ -120,6 +120,14 @@ def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.En
             key = detached if valid else key
     if valid:
         holding = [e for e in valid if registry.target_state(con, e) in (None, registry.UNRECORDED)]
+        if len(holding) > 1:  # a copied file attached beside its original: both record the same release
+            current = con.execute("SELECT current_database()").fetchone()[0].lower()
+            holding = [e for e in holding if e.registry.lower() == current] or holding
+            if len(holding) > 1:
+                raise AnonymizeError(f"REFRESH {shown_name(name)}: the registries of databases "
+                                     f"{', '.join(sorted(e.registry for e in holding))} all record its release (a "
+                                     "copied file?): detach all but one, or refresh from a connection to one of them; "
+                                     "nothing was changed")
         return max(holding or valid, key=lambda e: e.row["published_at"])
     broken = next((e for e in known if e.problem and e.guessed_key() == key), None)
     if broken is None:  # a corrupt row whose target fields were edited: known by the release the target carries
@@ -261,6 +269,17 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
                 chosen.append(entry)
             else:
                 unreachable.append(_not_refreshed_row(entry, statement.mode, why, current_rows))
+    if statement.target is None:  # one entry per target: several holding one release (a copied file) refresh it once
+        current = con.execute("SELECT current_database()").fetchone()[0].lower()
+        by_target: dict = {}
+        for entry in sorted(chosen, key=lambda e: (e.registry.lower() != current, e.registry.lower())):
+            by_target.setdefault(entry.target_key(), []).append(entry)
+        chosen = []
+        for first, *others in by_target.values():
+            chosen.append(first)
+            unreachable += [_not_refreshed_row(e, statement.mode, f"{first.shown} is refreshed from the entry in "
+                                               f"database {first.registry}, which records the same release",
+                                               registry.source_state(con, e)[1]) for e in others]
     groups = _groups(chosen)
     if backend.in_explicit_transaction():
         crossing = next((e for e in chosen if e.target[0].lower() != e.registry.lower()), None)
