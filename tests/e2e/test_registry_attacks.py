@@ -163,3 +163,29 @@ def test_refresh_all_names_the_publication_it_failed_at(work):
                                                       r"not refreshed: w\.main\.hospital_anon$") as raised:
         con.execute("REFRESH ALL")
     assert "SECRET" not in str(raised.value)
+
+
+def test_an_entry_that_could_not_be_updated_is_listed_unrecorded_and_refresh_repairs_it(work, monkeypatch):
+    con, tmp = work
+    con.execute(f"ATTACH '{tmp / 'rel.duckdb'}' AS release")
+    con.execute(f"ANONYMIZE hospital INTO release.pub {WITH}")
+    con.execute("INSERT INTO hospital SELECT * FROM hospital LIMIT 2")
+    real = registry.record
+
+    def conflicting(*args, **kwargs):
+        raise duckanon_conflict()
+
+    monkeypatch.setattr(registry, "record", conflicting)
+    [row] = result(con, "REFRESH release.pub")
+    assert row["entry"] == ("not updated: not recorded in the source's database: TransactionContext Error: Conflict "
+                            "on tuple deletion!")
+    monkeypatch.setattr(registry, "record", real)
+    assert listing(con)[('"release"."main"."pub"', "w")] == "unrecorded release"
+    [row] = result(con, "REFRESH ALL")
+    assert (row["source_rows_after"], row["entry"]) == (12, "updated")
+    assert listing(con)[('"release"."main"."pub"', "w")] == "current"
+
+
+def duckanon_conflict():
+    import duckdb
+    return duckdb.TransactionException("TransactionContext Error: Conflict on tuple deletion!")
