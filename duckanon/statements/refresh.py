@@ -297,9 +297,12 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
             rows += _refresh_group(backend, group, statement.mode, listener)
         except _Failed as failed:
             error = failed.error
-            if isinstance(error, WriteConflict):
-                error = AnonymizeError(f"another statement changed {error.object_name or 'rows this REFRESH writes'} at "
-                                       "the same time: nothing was written; run REFRESH again")
+            if isinstance(error, WriteConflict):  # at the group's commit: named as publish names its own conflicts
+                named = next((e for e in group if (error.object_name or "").lower() == e.target[2].lower()), None)
+                what = (f"the target {named.shown}" if named is not None else error.object_name
+                        or "rows this REFRESH writes")
+                error = AnonymizeError(f"another statement changed {what} at the same time: nothing was written; "
+                                       "run REFRESH again")
             elif isinstance(error, BackendError):
                 error = AnonymizeError(f"REFRESH failed: {error}")
             if statement.target is not None:

@@ -189,3 +189,24 @@ def test_an_entry_that_could_not_be_updated_is_listed_unrecorded_and_refresh_rep
 def duckanon_conflict():
     import duckdb
     return duckdb.TransactionException("TransactionContext Error: Conflict on tuple deletion!")
+
+
+def test_a_conflict_at_the_commit_of_a_refresh_gets_refreshs_own_message(work, monkeypatch):
+    from duckanon.backends import DuckDBBackend
+    from duckanon.backends.base import WriteConflict
+    con, tmp = work
+    con.execute(f"ATTACH '{tmp / 'rel.duckdb'}' AS release")
+    con.execute(f"ANONYMIZE hospital INTO release.pub {WITH}")
+    con.execute("INSERT INTO hospital SELECT * FROM hospital LIMIT 2")
+    real = DuckDBBackend.commit
+
+    def conflicting(self):
+        monkeypatch.setattr(DuckDBBackend, "commit", real)
+        raise WriteConflict("another statement changed pub at the same time", "pub")
+
+    monkeypatch.setattr(DuckDBBackend, "commit", conflicting)
+    with pytest.raises(duckanon.AnonymizeError, match=r"^another statement changed the target release\.main\.pub at the "
+                                                      r"same time: nothing was written; run REFRESH again$"):
+        con.execute("REFRESH release.pub")
+    assert con.execute("SELECT count(*) FROM release.pub").fetchone()[0] == 10
+    assert listing(con)[('"release"."main"."pub"', "w")] == "stale"
