@@ -22,6 +22,14 @@ of that name that is not duckanon's is never written, read or dropped.
 every attached database (install_listing): each entry with the source's current fingerprint and
 `status` current, stale (the fingerprint differs), source missing, source lost column x, corrupt,
 or (a registry of the previous format, whose sources were SQL text) outdated: publish again.
+
+Every release has a random id (Recording.release_id, a UUID: never derived from the source) on the
+target's comment and in its entry; the listing and REFRESH compare them (target_state): an entry
+whose target holds another release is `superseded` (or `target replaced` when the table there is
+not duckanon's), and REFRESH never writes it. DuckDB cannot commit two databases at once, so an
+entry kept in another database than its release is first marked with the new release as pending
+(mark_pending), then the release commits, then the entry is written: a split between the last two
+(a kill, a failed write) is listed as `unrecorded release`, which REFRESH brings up to date.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ an entry kept in another database (the source's) is written right after its grou
 transaction of its own. A failure stops before the next group, with a message that names what
 committed and what was not refreshed. Inside the caller's transaction only what writes one
 database is run (anything else is refused up front).
+
+REFRESH only replaces the release its entry recorded (registry.target_state: the target carries
+the entry's release id, or is gone from the file the entry recorded); REFRESH ALL skips superseded
+entries and returns a row, nothing committed, for each stale one whose target or entry it cannot
+write now (detached, read-only, another file).
 """
 
 from __future__ import annotations
