@@ -142,6 +142,8 @@ def test_detached_target_messages_and_refresh_all_refreshes_what_it_reaches(work
     con.execute(f"ATTACH '{tmp / 'rel.duckdb'}' AS release (READ_ONLY)")
     [row] = result(con, "REFRESH ALL")
     assert row["entry"] == "not refreshed: its target's database release is read-only"
+    assert listing(con)[('"release"."main"."pub"', "w")] == ("stale (not refreshable: its target's database release "
+                                                             "is read-only)")
 
 
 def test_refresh_of_an_entry_whose_target_was_edited_says_it_is_corrupt(work):

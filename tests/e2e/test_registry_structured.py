@@ -547,7 +547,8 @@ def test_refresh_refuses_a_target_database_that_is_detached_or_read_only(tmp_pat
     con.close()
     reader = duckanon.connect(str(release))  # the registry is in clinic, attached read-only
     reader.execute(f"ATTACH '{clinic}' AS clinic (READ_ONLY)")
-    assert listing(reader)['"release"."main"."pub"']["status"] == "stale"
+    assert listing(reader)['"release"."main"."pub"']["status"] == ("stale (not refreshable: its registry's database "
+                                                                   "clinic is read-only)")
     with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH pub: its registry entry is in database clinic, which "
                                                       r"is read-only; nothing was changed$"):
         reader.execute("REFRESH pub")
