@@ -125,10 +125,13 @@ def _released_details(details: dict, statement, summary: Summary) -> dict:
     return kept
 
 
-def release_provenance(plan: Plan, summary: Summary) -> dict:
-    """What the published table's comment holds (see above): the release, never the source."""
+def release_provenance(plan: Plan, summary: Summary, release: str | None = None) -> dict:
+    """What the published table's comment holds (see above): the release, never the source;
+    `release` is the release's random id (registry.Recording), which REFRESH checks."""
     statement = plan.statement
     provenance = {"duckanon": __version__, "qi": plan.qi, "sensitive": plan.sensitive}
+    if release is not None:
+        provenance["release"] = release
     if len(plan.sensitives) > 1:
         provenance["sensitives"] = plan.sensitives
     provenance["roles"] = {column: role for column, role in plan.roles().items()
@@ -142,10 +145,10 @@ def release_provenance(plan: Plan, summary: Summary) -> dict:
     return provenance
 
 
-def describe_target(backend: Backend, plan: Plan, summary: Summary) -> None:
+def describe_target(backend: Backend, plan: Plan, summary: Summary, release: str | None = None) -> None:
     """The published table's comment says how it was made (release_provenance), so REPORT and a
     privacy officer can read its provenance later."""
-    text = "duckanon " + json.dumps(release_provenance(plan, summary), default=str, sort_keys=True)
+    text = "duckanon " + json.dumps(release_provenance(plan, summary, release), default=str, sort_keys=True)
     if plan.counts is None:
         backend.set_comment(plan.target, text)
     else:

@@ -22,6 +22,14 @@ of that name that is not duckanon's is never written, read or dropped.
 every attached database (install_listing): each entry with the source's current fingerprint and
 `status` current, stale (the fingerprint differs), source missing, source lost column x, corrupt,
 or (a registry of the previous format, whose sources were SQL text) outdated: publish again.
+
+Every release has a random id (Recording.release_id, a UUID: never derived from the source) on the
+target's comment and in its entry; the listing and REFRESH compare them (target_state): an entry
+whose target holds another release is `superseded` (or `target replaced` when the table there is
+not duckanon's), and REFRESH never writes it. DuckDB cannot commit two databases at once, so an
+entry kept in another database than its release is first marked with the new release as pending
+(mark_pending), then the release commits, then the entry is written: a split between the last two
+(a kill, a failed write) is listed as `unrecorded release`, which REFRESH brings up to date.
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import secrets
+import sys
 import threading
+import uuid
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -427,6 +438,30 @@ class Entry:
     def source_shown(self) -> str:
         return shown(*self.source)
 
+    def _recorded(self, key: str):
+        return self.statement.get(key) if isinstance(self.statement, dict) else None
+
+    @property
+    def release(self) -> str | None:
+        """The random id of the release this entry describes (written on the target's comment too);
+        None for an entry written before release ids."""
+        return self._recorded("release")
+
+    @property
+    def pending_release(self) -> str | None:
+        """The id of a release into another database that was about to commit when this entry was
+        last written (the entry is updated in a second transaction, after the release's)."""
+        return self._recorded("pending_release")
+
+    def lenient_release(self) -> str | None:
+        """A corrupt row's release id, if its statement still reads as JSON (only to name it in REFRESH's refusal)."""
+        try:
+            data = json.loads(self.row.get("statement") or "")
+        except (TypeError, ValueError):
+            return None
+        value = data.get("release") if isinstance(data, dict) else None
+        return value if isinstance(value, str) else None
+
 
 @lru_cache(maxsize=4096)
 def _statement_checked(text: str, database: str, source: tuple, target: tuple) -> bool:
@@ -469,7 +504,7 @@ def _entry(registry: str, row: dict) -> Entry:
         parts = (row.get("target_database") or registry, row.get("target_schema"), row.get("target_name"))
         guessed = parts if all(isinstance(part, str) and part for part in parts) else None
         return Entry(registry, CORRUPT, shown_target=TableName(table_of(*guessed)).sql() if guessed else None,
-                     guessed=guessed)
+                     guessed=guessed, row=row)
     return Entry(registry, None, target, target_database, source, row, statement, summary, transformation)
 
 
@@ -573,6 +608,141 @@ def source_state(con, entry: Entry) -> tuple[str, int | None]:
     return ("current" if same else "stale"), int(rows)
 
 
+# ----------------------------------------------------------------------------- the state of a target
+
+# What the table at an entry's target is, against the release the entry recorded (its random id,
+# written on the target's comment): REFRESH only ever replaces the release its entry recorded.
+SUPERSEDED = "superseded"  # the target carries another release of duckanon: published again from elsewhere
+REPLACED = "target replaced"  # the target carries no release id: a table or view duckanon did not publish
+UNRECORDED = "unrecorded release"  # the target carries the release the entry was marked as pending
+NOT_ATTACHED = "not attached"
+OTHER_FILE = "another file"
+
+
+def database_file(con, alias: str) -> str | None:
+    found = con.execute("SELECT path FROM duckdb_databases() WHERE lower(database_name) = lower(?)", [alias]).fetchone()
+    return found[0] if found else None
+
+
+def carried_release(comment) -> str | None:
+    """The release id a published table's comment carries (provenance.describe_target), or None."""
+    if not isinstance(comment, str) or not comment.startswith("duckanon {"):
+        return None
+    try:
+        value = json.loads(comment[len("duckanon "):]).get("release")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def target_object(con, catalog: str, schema: str, name: str) -> tuple[bool, str | None]:
+    """Whether a table or view exists at the target, and the release id its comment carries."""
+    found = con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE lower(database_name) = lower($1) AND lower(schema_name) = lower($2) "
+        "AND lower(table_name) = lower($3) UNION ALL SELECT comment FROM duckdb_views() WHERE lower(database_name) = "
+        "lower($1) AND lower(schema_name) = lower($2) AND lower(view_name) = lower($3)", [catalog, schema, name]).fetchall()
+    return (True, carried_release(found[0][0])) if found else (False, None)
+
+
+def target_state(con, entry: Entry) -> str | None:
+    """None when REFRESH may replace the entry's target (it carries the entry's release, or it is
+    gone from the very database the entry recorded); UNRECORDED (may too: the release committed, its
+    entry was not updated); else SUPERSEDED, REPLACED, NOT_ATTACHED or OTHER_FILE. An entry written
+    before release ids is not checked."""
+    catalog = entry.target[0]
+    attached = con.execute("SELECT path FROM duckdb_databases() WHERE lower(database_name) = lower(?)",
+                           [catalog]).fetchone()
+    if attached is None:
+        return NOT_ATTACHED
+    if entry.release is None:
+        return None
+    exists, carried = target_object(con, *entry.target)
+    if exists:
+        if carried == entry.release:
+            return None
+        if carried is not None and carried == entry.pending_release:
+            return UNRECORDED
+        return SUPERSEDED if carried is not None else REPLACED
+    if entry.target_database is not None and "target_file" in entry.statement and \
+            attached[0] != entry.statement["target_file"]:
+        return OTHER_FILE
+    return None
+
+
+def target_refusal(state: str, entry: Entry) -> str:
+    """Why REFRESH does not write the entry's target, in the words of a result row or a refusal."""
+    catalog = entry.target[0]
+    if state == NOT_ATTACHED:
+        return f"its target's database {catalog} is not attached (ATTACH it AS {catalog})"
+    if state == OTHER_FILE:
+        return (f"its target's database {catalog} is another file than the one it was published into (attach that "
+                f"file AS {catalog})")
+    if state == SUPERSEDED:
+        return (f"{entry.shown} no longer holds the release its entry in database {entry.registry} recorded (it was "
+                "published again from elsewhere)")
+    return (f"{entry.shown} no longer holds the release its entry in database {entry.registry} recorded (a table "
+            "duckanon did not publish is there now)")
+
+
+# Tests set this to make a release into another database wait, between its commit and its entry's,
+# until a line arrives on stdin (a subprocess test kills it with SIGKILL there).
+WAIT_BETWEEN_COMMITS = "DUCKANON_TEST_WAIT_BETWEEN_COMMITS"
+
+
+def _between_commits() -> None:
+    if os.environ.get(WAIT_BETWEEN_COMMITS):
+        print("between commits", flush=True)
+        sys.stdin.readline()
+
+
+def mark_pending(con, database: str, target: tuple[str, str, str], release: str) -> None:
+    """Before a release into another database commits: its entry in `database` (if it has one)
+    records the release as pending, committed on a second cursor, so that a split between the two
+    commits (a kill -9, an entry that cannot be written) is listed as an unrecorded release. Raises
+    duckdb.Error when the entry cannot be written (another transaction holds it)."""
+    table = registry_table(database)
+    catalog, schema, name = target
+    target_database = None if catalog.lower() == database.lower() else catalog
+    cursor = con.cursor()
+    try:
+        if registry_kind(cursor, database) != "ours":
+            return
+        cursor.execute("BEGIN TRANSACTION")
+        query = exp.select(*[exp.column(c, quoted=True) for c in COLUMNS]).from_(table.copy()).where(_same_target())
+        for values in cursor.execute(query.sql("duckdb"), [target_database, schema, name]).fetchall():
+            row = dict(zip(COLUMNS, values))
+            if row["entry_digest"] != _digest(row):
+                continue  # corrupt: left as it is
+            data = _loads(row["statement"])
+            data["pending_release"] = release
+            changed = {**row, "statement": json.dumps(data, sort_keys=True)}
+            update = exp.Update(this=table.copy(), expressions=[
+                exp.EQ(this=exp.column("statement", quoted=True), expression=exp.cast(exp.Placeholder(), "JSON")),
+                exp.EQ(this=exp.column("entry_digest", quoted=True), expression=exp.Placeholder())],
+                where=exp.Where(this=exp.EQ(this=exp.column("entry_digest", quoted=True), expression=exp.Placeholder())))
+            cursor.execute(update.sql("duckdb"), [changed["statement"], _digest({**changed, "entry_digest": None}),
+                                                  row["entry_digest"]])
+        cursor.execute("COMMIT")
+    except BaseException:
+        try:
+            cursor.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        raise
+    finally:
+        cursor.close()
+
+
+def _same_target() -> exp.Expr:
+    return exp.and_(
+        exp.NullSafeEQ(this=exp.func("lower", exp.column("target_database", quoted=True)),
+                       expression=exp.func("lower", exp.Placeholder())),
+        exp.EQ(this=exp.func("lower", exp.column("target_schema", quoted=True)),
+               expression=exp.func("lower", exp.Placeholder())),
+        exp.EQ(this=exp.func("lower", exp.column("target_name", quoted=True)),
+               expression=exp.func("lower", exp.Placeholder())))
+
+
 # ----------------------------------------------------------------------------- writing an entry
 
 def _create(backend: Backend, database: str) -> None:
@@ -586,7 +756,8 @@ def _create(backend: Backend, database: str) -> None:
 
 
 def record(backend: Backend, plan: Plan, database: str, read_source: TableName, summary, transformation: dict,
-           given: list[str], source_fingerprint: tuple[int, int] | None = None) -> tuple[str | None, int | None]:
+           given: list[str], source_fingerprint: tuple[int, int] | None = None,
+           release: str | None = None) -> tuple[str | None, int | None]:
     """Write (or replace) the target's entry into `database`'s registry, inside the current
     transaction, with the source's fingerprint as the histogram's GROUP BY computed it (or read
     now). Returns (None, the source's rows), or (why it was not written, None): a table of that
@@ -601,12 +772,17 @@ def record(backend: Backend, plan: Plan, database: str, read_source: TableName, 
     target_catalog, target_schema, target_name = (part.name for part in plan.target.table.parts)
     _, source_schema, source_name = (part.name for part in plan.source.table.parts)
     target_database = None if target_catalog.lower() == database.lower() else target_catalog
+    data = statement_data(plan, database, given)
+    if release is not None:
+        data["release"] = release  # the id written on the target's comment too (provenance.describe_target)
+    if target_database is not None:  # which file the target's alias named: REFRESH never writes another one
+        data["target_file"] = database_file(backend.con, target_database)
     summary_row = {name: value for name, value in summary.__dict__.items() if name not in ("details", "report")}
     summary_row["details"] = json.loads(summary.details)
     values = {
         "target_database": target_database, "target_schema": target_schema, "target_name": target_name,
         "source_schema": source_schema, "source_name": source_name,
-        "statement": json.dumps(statement_data(plan, database, given), sort_keys=True),
+        "statement": json.dumps(data, sort_keys=True),
         "statement_text": plan.statement.text.strip(),
         "parameters": json.dumps(release_parameters(plan.statement), default=str, sort_keys=True),
         "published_at": datetime.now(timezone.utc).replace(tzinfo=None), "duckanon_version": __version__,
@@ -615,14 +791,7 @@ def record(backend: Backend, plan: Plan, database: str, read_source: TableName, 
         "transformation": json.dumps(transformation, default=str, sort_keys=True),
     }
     values["entry_digest"] = _digest({**values, "entry_digest": None})
-    same_target = exp.and_(
-        exp.NullSafeEQ(this=exp.func("lower", exp.column("target_database", quoted=True)),
-                       expression=exp.func("lower", exp.Placeholder())),
-        exp.EQ(this=exp.func("lower", exp.column("target_schema", quoted=True)),
-               expression=exp.func("lower", exp.Placeholder())),
-        exp.EQ(this=exp.func("lower", exp.column("target_name", quoted=True)),
-               expression=exp.func("lower", exp.Placeholder())))
-    backend.execute(exp.delete(table.copy(), where=same_target), [target_database, target_schema, target_name])
+    backend.execute(exp.delete(table.copy(), where=_same_target()), [target_database, target_schema, target_name])
     insert = exp.insert(exp.select(*[exp.cast(exp.Placeholder(), exp.DataType.build(kind, dialect="duckdb"))
                                      for kind in COLUMNS.values()]),
                         exp.Schema(this=table.copy(), expressions=[_identifier(c) for c in COLUMNS]))
@@ -645,6 +814,7 @@ class Recording:
         self.pending = None
         self.recorded = False
         self.source_rows = None
+        self.release_id = uuid.uuid4().hex  # random, never derived from the source: on the target and in the entry
 
     @property
     def records(self) -> bool:
@@ -669,7 +839,7 @@ class Recording:
         if not self.records:
             return
         arguments = (plan, self.placement.database, read_source, summary, transformation, self._given(plan),
-                     source_fingerprint)
+                     source_fingerprint, self.release_id)
         if self.placement.with_release:
             self._write(backend, arguments)
         else:
@@ -679,6 +849,21 @@ class Recording:
     def _write(self, backend: Backend, arguments) -> None:
         note, rows = record(backend, *arguments)
         self.note, self.source_rows, self.recorded = note, rows, note is None
+
+    def before_commit(self, backend: Backend) -> None:
+        """An entry kept in another database than the release's: marked as having this release
+        pending before the release commits (mark_pending), or the release is refused."""
+        if self.pending is None:
+            return
+        plan = self.pending[0]
+        target = tuple(part.name for part in plan.target.table.parts)
+        try:
+            mark_pending(backend.con, self.placement.database, target, self.release_id)
+        except duckdb.Error as error:
+            verb = "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE"
+            raise AnonymizeError(f"{verb} {shown_name(plan.target)}: its registry entry in database "
+                                 f"{self.placement.database} cannot be written now ({str(error).splitlines()[0][:200]}): "
+                                 f"nothing was written; run {verb} again") from None
 
     def after_commit(self, backend: Backend, own_transaction: bool) -> None:
         """The entry of a release committed in another database than its source's, in its own
@@ -693,6 +878,7 @@ class Recording:
         self.write_pending(backend)
 
     def write_pending(self, backend: Backend) -> None:
+        _between_commits()
         try:
             backend.begin()
             self._write(backend, self.pending)
@@ -875,11 +1061,38 @@ def _registry_listing(con, database: str, kind: str, read: list[Entry]) -> str:
     shown = {"statement": "r.statement_text", "source": source}
     values = ", ".join(f"CASE WHEN r.valid THEN {shown.get(c, 'r.' + c)} END AS {_sql_identifier(c)}" for c in LISTED
                        if c not in ("target", "current_rows", "status", "stale", "registry"))
+    # the target as it is when the listing is read (target_state in SQL): the release id its comment carries
+    carried = ("CASE WHEN starts_with(o.comment, 'duckanon {') AND json_valid(substr(o.comment, 10)) "
+               "THEN json_extract_string(substr(o.comment, 10), '$.release') END")
+    release, pending = "json_extract_string(r.statement, '$.release')", "json_extract_string(r.statement, '$.pending_release')"
+    target_state = (f"CASE WHEN d.database_name IS NULL THEN {_sql_literal(NOT_ATTACHED)} WHEN {release} IS NULL THEN NULL "
+                    f"WHEN o.name IS NOT NULL THEN CASE WHEN {carried} = {release} THEN NULL "
+                    f"WHEN {carried} = {pending} THEN {_sql_literal(UNRECORDED)} "
+                    f"WHEN {carried} IS NOT NULL THEN {_sql_literal(SUPERSEDED)} ELSE {_sql_literal(REPLACED)} END "
+                    f"WHEN r.target_database IS NOT NULL AND json_exists(r.statement, '$.target_file') AND "
+                    f"d.path IS DISTINCT FROM json_extract_string(r.statement, '$.target_file') "
+                    f"THEN {_sql_literal(OTHER_FILE)} END")
+    unreachable = (f"' (not refreshable: its target''s database ' || {target_catalog} || CASE WHEN "
+                   f"t.state = {_sql_literal(NOT_ATTACHED)} THEN ' is not attached)' ELSE "
+                   "' is another file than the one it was published into)' END")
+    objects = ("(SELECT database_name, schema_name, table_name AS name, comment FROM duckdb_tables() UNION ALL "
+               "SELECT database_name, schema_name, view_name, comment FROM duckdb_views())")
     return (f"SELECT {target} AS target, {values}, CASE WHEN r.valid AND c.problem IS NULL THEN c.n END AS current_rows, "
             f"CASE WHEN NOT r.valid THEN {_sql_literal(CORRUPT)} WHEN c.problem IS NOT NULL THEN c.problem "
-            f"WHEN {same} THEN 'current' ELSE 'stale' END AS status, "
-            f"coalesce(r.valid AND c.problem IS NULL AND NOT {same}, false) AS stale, {alias} AS registry "
+            f"WHEN t.state IN ({_sql_literal(SUPERSEDED)}, {_sql_literal(REPLACED)}, {_sql_literal(UNRECORDED)}) "
+            f"THEN t.state WHEN {same} THEN 'current' WHEN t.state IS NOT NULL THEN 'stale' || {unreachable} "
+            f"WHEN d.readonly THEN 'stale (not refreshable: its target''s database ' || {target_catalog} || "
+            f"' is read-only)' WHEN (SELECT bool_or(readonly) FROM duckdb_databases() WHERE database_name = {alias}) "
+            f"THEN 'stale (not refreshable: its registry''s database ' || {alias} || ' is read-only)' "
+            f"ELSE 'stale' END AS status, "
+            f"coalesce(r.valid AND c.problem IS NULL AND ((t.state IS DISTINCT FROM {_sql_literal(SUPERSEDED)} AND "
+            f"t.state IS DISTINCT FROM {_sql_literal(REPLACED)} AND NOT {same}) OR t.state = {_sql_literal(UNRECORDED)}), "
+            f"false) AS stale, {alias} AS registry "
             f"FROM (SELECT *, {is_valid} AS valid FROM {table} AS r) AS r "
+            f"LEFT JOIN duckdb_databases() AS d ON lower(d.database_name) = lower({target_catalog}) "
+            f"LEFT JOIN {objects} AS o ON lower(o.database_name) = lower({target_catalog}) AND "
+            f"lower(o.schema_name) = lower(r.target_schema) AND lower(o.name) = lower(r.target_name) "
+            f"CROSS JOIN LATERAL (SELECT CASE WHEN r.valid THEN {target_state} END AS state) AS t "
             f"LEFT JOIN ({_checks_sql(con, database, valid)}) AS c ON r.valid AND c.source_schema = r.source_schema "
             f"AND c.source_name = r.source_name AND c.source_columns = r.source_columns")
 

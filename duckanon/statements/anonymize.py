@@ -110,7 +110,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
             reread = solver_plan.keep and not (backend.reads_stably and backend.source_is_stable(
                 read_plan.source, read_plan.published))
             check_published_rows(backend, plan, summary.published_rows, keyed_table if reread else None)
-            describe_target(backend, plan, summary)
+            describe_target(backend, plan, summary, release=recording.release_id)
             transformation = {"method": solution.method, "levels": solution.notes.get("levels")}
             # the registry entry commits with the release (or is kept for right after its commit)
             recording.in_release(backend, plan, read_plan.source, summary, transformation, cells.fingerprint)
@@ -118,6 +118,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
             if plan.statement.report:
                 pending_report = render_report(backend, plan, summary, read_plan, listener)
                 summary.report = str(plan.statement.report)
+            recording.before_commit(backend)  # an entry kept in another database says a release is pending
             statement_work.commit()
         recording.after_commit(backend, statement_work.own_transaction)
         if recording.note:

@@ -13,6 +13,11 @@ an entry kept in another database (the source's) is written right after its grou
 transaction of its own. A failure stops before the next group, with a message that names what
 committed and what was not refreshed. Inside the caller's transaction only what writes one
 database is run (anything else is refused up front).
+
+REFRESH only replaces the release its entry recorded (registry.target_state: the target carries
+the entry's release id, or is gone from the file the entry recorded); REFRESH ALL skips superseded
+entries and returns a row, nothing committed, for each stale one whose target or entry it cannot
+write now (detached, read-only, another file).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import time
 
 from duckanon.backends import Backend, BackendError, work
+from duckanon.backends.base import WriteConflict
 from duckanon.backends import duckdb_names
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.pipeline import registry
@@ -93,14 +99,46 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
     return _Refreshed(entry, mode, mode_used, recording, before, after, started)
 
 
+def _detached_key(con, name: TableName) -> tuple[str, str, str] | None:
+    """`a.t` or `a.s.t` whose database `a` is not attached: the key it names when `a` is attached
+    (DuckDB would read `a.t` as a schema `a` of the default database meanwhile)."""
+    parts = [part.name.lower() for part in name.table.parts]
+    if len(parts) < 2:
+        return None
+    attached = {alias.lower() for (alias,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    if parts[-3 if len(parts) == 3 else 0] in attached:
+        return None
+    return (parts[0], "main", parts[1]) if len(parts) == 2 else tuple(parts)
+
+
 def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.Entry:
     """The entry of the table REFRESH names, resolved as DuckDB resolves the name in a SELECT, then
-    matched to the entries' stored targets (the latest, if several registries name it)."""
+    matched to the entries' stored targets. Of several entries naming it (several registries, a
+    copied file attached beside the original), the one whose release the target carries; else the
+    latest (whose refusal then says why)."""
     key = duckdb_names.named_object(con, name).key()
     valid = [e for e in known if not e.problem and e.target_key() == key]
+    if not valid:
+        detached = _detached_key(con, name)
+        if detached is not None:
+            valid = [e for e in known if not e.problem and e.target_key() == detached]
+            key = detached if valid else key
     if valid:
-        return max(valid, key=lambda e: e.row["published_at"])
+        holding = [e for e in valid if registry.target_state(con, e) in (None, registry.UNRECORDED)]
+        if len(holding) > 1:  # a copied file attached beside its original: both record the same release
+            current = con.execute("SELECT current_database()").fetchone()[0].lower()
+            holding = [e for e in holding if e.registry.lower() == current] or holding
+            if len(holding) > 1:
+                raise AnonymizeError(f"REFRESH {shown_name(name)}: the registries of databases "
+                                     f"{', '.join(sorted(e.registry for e in holding))} all record its release (a "
+                                     "copied file?): detach all but one, or refresh from a connection to one of them; "
+                                     "nothing was changed")
+        return max(holding or valid, key=lambda e: e.row["published_at"])
     broken = next((e for e in known if e.problem and e.guessed_key() == key), None)
+    if broken is None:  # a corrupt row whose target fields were edited: known by the release the target carries
+        exists, carried = registry.target_object(con, *key)
+        broken = next((e for e in known if e.problem == registry.CORRUPT and carried is not None
+                       and e.lenient_release() == carried), None) if exists else None
     if broken is not None and broken.problem == registry.CORRUPT:
         raise AnonymizeError(f"REFRESH {shown_name(name)}: its registry entry in database {broken.registry} is corrupt "
                              "(it does not read back as duckanon's structure, so it is never run); publish it again "
@@ -119,6 +157,36 @@ def _check_source(con, shown: str, entry: registry.Entry) -> None:
     if problem:
         raise AnonymizeError(f"REFRESH {shown}: its source {source} {problem.removeprefix('source ')}; "
                              "nothing was changed")
+
+
+def _check_target(con, shown: str, entry: registry.Entry) -> None:
+    """The table at the target is the release the entry recorded (or gone from the database it
+    recorded): REFRESH never replaces anything else."""
+    state = registry.target_state(con, entry)
+    if state not in (None, registry.UNRECORDED):
+        raise AnonymizeError(f"REFRESH {shown}: {registry.target_refusal(state, entry)}; nothing was changed")
+
+
+def _unreachable(con, entry: registry.Entry) -> str | None:
+    """Why REFRESH ALL cannot write the entry's target or its entry now, or None."""
+    state = registry.target_state(con, entry)
+    if state in (registry.NOT_ATTACHED, registry.OTHER_FILE):
+        return registry.target_refusal(state, entry)
+    readonly = dict(con.execute("SELECT lower(database_name), readonly FROM duckdb_databases()").fetchall())
+    if readonly.get(entry.target[0].lower()):
+        return f"its target's database {entry.target[0]} is read-only"
+    if readonly.get(entry.registry.lower()):
+        return f"its registry entry is in database {entry.registry}, which is read-only"
+    return None
+
+
+def _not_refreshed_row(entry: registry.Entry, mode: str, why: str, current_rows) -> tuple:
+    """REFRESH ALL's row for a stale publication it could not reach: nothing committed."""
+    before = entry.summary or {}
+    highest, average = release_risks(before)
+    return (entry.target_name().sql(), mode, None, entry.row["source_rows"], current_rows,
+            before.get("published_rows"), None, before.get("classes"), None, before.get("stars"), None,
+            highest, None, average, None, None, f"not refreshed: {why}", 0.0)
 
 
 def _check_writable(con, shown: str, entry: registry.Entry) -> None:
@@ -144,12 +212,28 @@ def _groups(chosen: list[registry.Entry]) -> list[tuple[str, list[registry.Entry
     return [(group[0].target[0], group) for _, group in sorted(grouped.items())]
 
 
+class _Failed(Exception):
+    """A group's failure, with the publication it failed at (None: at its commit)."""
+
+    def __init__(self, entry, error):
+        super().__init__(str(error))
+        self.entry, self.error = entry, error
+
+
 def _refresh_group(backend: Backend, group: list[registry.Entry], mode: str, listener) -> list[tuple]:
     """One transaction: the group's releases (and the entries kept in the same database); then
     each entry kept in another database, right after the commit."""
     with work(backend) as group_work:
-        done = [refresh_one(backend, entry, mode, listener) for entry in group]
-        group_work.commit()
+        done = []
+        for entry in group:
+            try:
+                done.append(refresh_one(backend, entry, mode, listener))
+            except (AnonymizeError, BackendError) as error:
+                raise _Failed(entry, error) from None
+        try:
+            group_work.commit()
+        except BackendError as error:
+            raise _Failed(None, error) from None
     for refreshed in done:
         if refreshed.recording.pending is not None:
             refreshed.recording.write_pending(backend)
@@ -165,16 +249,42 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
         raise AnonymizeError("REFRESH needs engine DuckDB (the publication registry is a DuckDB table)")
     con = backend.con
     known = registry.entries(con)
+    unreachable = []  # REFRESH ALL: stale publications whose target or entry cannot be written now
     if statement.target is not None:
         shown = shown_name(statement.target)
         entry = _the_entry(con, statement.target, known)
         _check_source(con, shown, entry)
+        if registry.target_state(con, entry) != registry.NOT_ATTACHED:
+            _check_target(con, shown, entry)
+        _check_writable(con, shown, entry)
         chosen = [entry]
-    else:  # every stale publication; those whose source cannot be read stay as they are
-        chosen = [e for e in known if not e.problem and registry.source_state(con, e)[0] == "stale"]
-        shown = None
-    for entry in chosen:
-        _check_writable(con, shown or entry.shown, entry)
+    else:  # every stale publication; those whose source cannot be read or whose target is no longer theirs stay
+        chosen, shown = [], None
+        for entry in known:
+            if entry.problem:
+                continue
+            state = registry.target_state(con, entry)
+            if state in (registry.SUPERSEDED, registry.REPLACED):
+                continue  # the target holds another release now: this entry is not stale, it is superseded
+            source, current_rows = registry.source_state(con, entry)
+            if not (source == "stale" or (source == "current" and state == registry.UNRECORDED)):
+                continue
+            why = _unreachable(con, entry)
+            if why is None:
+                chosen.append(entry)
+            else:
+                unreachable.append(_not_refreshed_row(entry, statement.mode, why, current_rows))
+    if statement.target is None:  # one entry per target: several holding one release (a copied file) refresh it once
+        current = con.execute("SELECT current_database()").fetchone()[0].lower()
+        by_target: dict = {}
+        for entry in sorted(chosen, key=lambda e: (e.registry.lower() != current, e.registry.lower())):
+            by_target.setdefault(entry.target_key(), []).append(entry)
+        chosen = []
+        for first, *others in by_target.values():
+            chosen.append(first)
+            unreachable += [_not_refreshed_row(e, statement.mode, f"{first.shown} is refreshed from the entry in "
+                                               f"database {first.registry}, which records the same release",
+                                               registry.source_state(con, e)[1]) for e in others]
     groups = _groups(chosen)
     if backend.in_explicit_transaction():
         crossing = next((e for e in chosen if e.target[0].lower() != e.registry.lower()), None)
@@ -190,11 +300,23 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
     for position, (database, group) in enumerate(groups):
         try:
             rows += _refresh_group(backend, group, statement.mode, listener)
-        except (AnonymizeError, BackendError) as error:
-            if len(groups) == 1:
-                raise
+        except _Failed as failed:
+            error = failed.error
+            if isinstance(error, WriteConflict):  # at the group's commit: named as publish names its own conflicts
+                named = next((e for e in group if (error.object_name or "").lower() == e.target[2].lower()), None)
+                what = (f"the target {named.shown}" if named is not None else error.object_name
+                        or "rows this REFRESH writes")
+                error = AnonymizeError(f"another statement changed {what} at the same time: nothing was written; "
+                                       "run REFRESH again")
+            elif isinstance(error, BackendError):
+                error = AnonymizeError(f"REFRESH failed: {error}")
+            if statement.target is not None:
+                message = one_line(error)
+                raise AnonymizeError(message if message.startswith("REFRESH") or message.startswith("another")
+                                     else f"REFRESH {shown}: {message}") from None
+            at = f" at {failed.entry.shown}" if failed.entry is not None else " at its commit"
             left = [entry for _, later in groups[position:] for entry in later]
-            raise AnonymizeError(f"REFRESH ALL stopped in database {database}: {one_line(error)}; committed before "
-                                 f"it: {_names(committed)}; not refreshed: {_names(left)}") from None
+            raise AnonymizeError(f"REFRESH ALL stopped in database {database}{at}: {one_line(error)}; committed "
+                                 f"before it: {_names(committed)}; not refreshed: {_names(left)}") from None
         committed += group
-    return Table(COLUMNS, rows)
+    return Table(COLUMNS, rows + unreachable)

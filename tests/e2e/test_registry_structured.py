@@ -122,12 +122,11 @@ def test_a_hostile_registry_row_is_listed_corrupt_and_never_runs(clinic, tmp_pat
     assert entry["source"] is None and entry["summary"] is None  # nothing of a corrupt row is shown as data
     if column not in ("target_database", "target_schema", "target_name"):
         assert entry["target"] == '"clinic"."main"."t_anon"'
-        assert_refused_and_unchanged(
-            con, "REFRESH t_anon", r"^REFRESH t_anon: its registry entry in database clinic is corrupt \(it does not "
-                                   r"read back as duckanon's structure, so it is never run\); publish it again with "
-                                   r"ANONYMIZE$")
-    else:
-        assert_refused_and_unchanged(con, "REFRESH t_anon", r"^REFRESH t_anon: it was not published by ANONYMIZE")
+    # an edited target name too: the row is known by the release id t_anon carries (issue 35 follow-up, D5)
+    assert_refused_and_unchanged(
+        con, "REFRESH t_anon", r"^REFRESH t_anon: its registry entry in database clinic is corrupt \(it does not "
+                               r"read back as duckanon's structure, so it is never run\); publish it again with "
+                               r"ANONYMIZE$")
     con.execute(APPEND)
     assert result(con, "REFRESH ALL") == []  # a corrupt entry is never stale: it stays as it is
     _assert_harmless(con, clinic, tmp_path)
@@ -376,7 +375,7 @@ def test_a_failure_in_the_second_database_keeps_the_first_and_says_so(two_files)
     with pytest.raises(duckanon.AnonymizeError) as caught:
         con.execute("REFRESH ALL")
     message = str(caught.value)
-    assert message.startswith("REFRESH ALL stopped in database release: ") and "\n" not in message
+    assert message.startswith("REFRESH ALL stopped in database release at release.main.pub: ") and "\n" not in message
     assert message.endswith("; committed before it: clinic.main.t_anon; not refreshed: release.main.pub")
     assert "k = 3 is greater than the number of rows" in message
     assert count(con, "t_anon") == 36  # committed, with its entry
@@ -392,7 +391,7 @@ def test_a_failure_in_the_first_database_changes_nothing(two_files):
     con.execute("DELETE FROM t WHERE b <> 'x0' OR a > 0")
     con.execute(APPEND.replace("INTO t", "INTO t2"))
     before = Counter(con.execute("SELECT * FROM t_anon").fetchall()), Counter(con.execute("SELECT * FROM release.pub").fetchall())
-    with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH ALL stopped in database clinic: .*k = 3 is greater "
+    with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH ALL stopped in database clinic at clinic\.main\.t_anon: .*k = 3 is greater "
                                                       r"than the number of rows.*; committed before it: none; not "
                                                       r"refreshed: clinic\.main\.t_anon, release\.main\.pub$"):
         con.execute("REFRESH ALL")
@@ -429,7 +428,8 @@ def test_an_entry_that_cannot_be_written_after_the_commit_leaves_the_release_and
     assert row["entry"] == "not updated: not recorded in the source's database: IO Error: disk full"
     assert row["source_rows_after"] == 36 and count(con, "release.pub") == 36  # the rows it was made from
     monkeypatch.setattr(registry, "record", real)
-    assert listing(con)['"release"."main"."pub"']["status"] == "stale"  # the old entry, against the new rows
+    # the old entry, marked with the release that committed without it: REFRESH brings both up to date
+    assert listing(con)['"release"."main"."pub"']["status"] == "unrecorded release"
 
 
 # ----------------------------------------------------------------------------- 9. copies and aliases
@@ -512,7 +512,9 @@ def test_the_entry_holds_the_bound_statement_and_refresh_rebuilds_it(tmp_path):
                  "weights = (a = 2), keep = (), seed = 3)").replace("keep = (), ", "")
     con.execute(statement)
     [stored] = con.execute("SELECT statement FROM duckanon_publications").fetchone()
-    assert json.loads(stored) == {"format": 2, "options": [
+    stored = json.loads(stored)
+    assert len(stored.pop("release")) == 32  # the release's random id, also on the target's comment
+    assert stored == {"format": 2, "options": [
         ["k", 2], ["l", 2], ["qi", ["a", "b"]], ["sensitive", ["s"]], ["method", "lattice"],
         ["hierarchies", {"a": "intervals(2, 4)", "b": "prefix"}], ["suppression_limit", 0.1], ["metric", "loss"],
         ["weights", {"a": 2.0}], ["seed", 3]]}
@@ -531,8 +533,12 @@ def test_refresh_refuses_a_target_database_that_is_detached_or_read_only(tmp_pat
     con.execute("ANONYMIZE t INTO release.pub WITH (k = 3, qi = (a, b))")
     con.execute(APPEND)
     con.execute("DETACH release")
-    assert_refused_and_unchanged(con, "REFRESH ALL", r"^REFRESH release\.main\.pub: its target's database release is "
-                                                     r"not attached \(ATTACH it AS release\); nothing was changed$")
+    # REFRESH ALL refreshes what it reaches and says what it could not (issue 35 follow-up, D6)
+    [row] = result(con, "REFRESH ALL")
+    assert (row["committed_in"], row["entry"]) == (None, "not refreshed: its target's database release is not attached "
+                                                         "(ATTACH it AS release)")
+    assert_refused_and_unchanged(con, "REFRESH release.pub", r"^REFRESH release\.pub: its target's database release is "
+                                                             r"not attached \(ATTACH it AS release\); nothing was changed$")
     con.execute(f"ATTACH '{release}' AS release (READ_ONLY)")
     with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH release\.pub: its target's database release is "
                                                       r"read-only; nothing was changed$"):
@@ -541,7 +547,8 @@ def test_refresh_refuses_a_target_database_that_is_detached_or_read_only(tmp_pat
     con.close()
     reader = duckanon.connect(str(release))  # the registry is in clinic, attached read-only
     reader.execute(f"ATTACH '{clinic}' AS clinic (READ_ONLY)")
-    assert listing(reader)['"release"."main"."pub"']["status"] == "stale"
+    assert listing(reader)['"release"."main"."pub"']["status"] == ("stale (not refreshable: its registry's database "
+                                                                   "clinic is read-only)")
     with pytest.raises(duckanon.AnonymizeError, match=r"^REFRESH pub: its registry entry is in database clinic, which "
                                                       r"is read-only; nothing was changed$"):
         reader.execute("REFRESH pub")
