@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 BURN = "while True: pass"
 
 
-def run_suite(burners: int, pytest_args: list[str]) -> dict:
+def run_suite(burners: int, pytest_args: list[str], log: Path | None = None) -> dict:
     spinning = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(burners)]
     loads: list[float] = []
     done = threading.Event()
@@ -43,6 +43,8 @@ def run_suite(burners: int, pytest_args: list[str]) -> dict:
     finally:
         wall = time.perf_counter() - started
         done.set()
+        if log is not None:
+            log.write_text(result.stdout + result.stderr)
         for process in spinning:
             process.kill()
             process.wait()
@@ -58,6 +60,7 @@ def main() -> None:
     parser.add_argument("--burners", default="0,2", help="comma-separated burner counts, the first is the yardstick")
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--pytest-args", default="-q -n auto")
+    parser.add_argument("--log-dir", type=Path, help="write each run's pytest output to DIR/suite_<rep>_<burners>.txt")
     args = parser.parse_args()
     counts = [int(n) for n in args.burners.split(",")]
     print(f"{os.cpu_count()} cores; python -m pytest {args.pytest_args}")
@@ -66,7 +69,8 @@ def main() -> None:
     for rep in range(1, args.reps + 1):
         base = None
         for burners in counts:
-            run = run_suite(burners, args.pytest_args.split())
+            log = None if args.log_dir is None else args.log_dir / f"suite_{rep}_{burners}.txt"
+            run = run_suite(burners, args.pytest_args.split(), log)
             base = base or run["wall"]
             print(f"| {rep} | {burners} | {run['wall']:.0f} | {run['wall'] / base:.2f} | {run['load_mean']:.1f} | "
                   f"{run['load_max']:.1f} | {run['code']} | {run['summary']} |", flush=True)
