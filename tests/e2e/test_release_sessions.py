@@ -180,6 +180,13 @@ UNCHANGED = {
         "67c96ac036b68eb7139f0ed89d52565d",
 }
 
+# DuckDB 1.5 publishes this Mondrian release apart from 2.x (another row order among equal-loss
+# cuts); measured on 1.5.6 from the code before and after the canonical text: the same hash
+UNCHANGED_ON_DUCKDB_1_5 = {
+    "ANONYMIZE typed INTO t_out WITH (k = 30, qi = (d, ts, l), keep = (iv, f), method = mondrian, seed = 9)":
+        "08de85cb71d5bc448b83d8b63ff33ad8",
+}
+
 
 @pytest.mark.parametrize("statement", list(UNCHANGED))
 def test_releases_without_timestamptz_are_the_rows_they_were(statement):
@@ -192,7 +199,8 @@ def test_releases_without_timestamptz_are_the_rows_they_were(statement):
     rows = con.execute("SELECT " + ", ".join(f'CAST("{c}" AS VARCHAR)' for c in columns) + f" FROM {target}").fetchall()
     con.close()
     assert len(rows) in (10, 600)
-    assert hashlib.sha256(repr(rows).encode()).hexdigest()[:32] == UNCHANGED[statement]
+    expected = UNCHANGED_ON_DUCKDB_1_5.get(statement) if duckdb.__version__.startswith("1.5") else None
+    assert hashlib.sha256(repr(rows).encode()).hexdigest()[:32] == (expected or UNCHANGED[statement])
 
 
 # The solver's labels are made in Python from the QI values fetched from the cells table
