@@ -81,6 +81,7 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
                                             registry.table_of(*entry.target))
     except registry.Corrupt:  # checked when read: not expected
         raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
+    _check_hierarchy_tables(backend.con, shown, entry)
     reason = None
     if mode == "stable":
         statement.stable_levels, reason = _stable_levels(entry)
@@ -157,6 +158,20 @@ def _check_source(con, shown: str, entry: registry.Entry) -> None:
     if problem:
         raise AnonymizeError(f"REFRESH {shown}: its source {source} {problem.removeprefix('source ')}; "
                              "nothing was changed")
+
+
+def _check_hierarchy_tables(con, shown: str, entry: registry.Entry) -> None:
+    """The hierarchy tables the release was made with (resolved at publish time) are still there:
+    REFRESH never reads another table of the same name instead."""
+    attached = {name.lower() for (name,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    for column, parts in sorted(registry.hierarchy_parts(entry).items()):
+        table = registry.shown(*parts)
+        if parts[0].lower() not in attached:
+            raise AnonymizeError(f"REFRESH {shown}: its hierarchy table {table} of column {column} is in database "
+                                 f"{parts[0]}, which is not attached; nothing was changed")
+        if not registry.target_object(con, *parts)[0]:
+            raise AnonymizeError(f"REFRESH {shown}: its hierarchy table {table} of column {column} no longer exists; "
+                                 "nothing was changed")
 
 
 def _check_target(con, shown: str, entry: registry.Entry) -> None:
