@@ -160,18 +160,23 @@ def _check_source(con, shown: str, entry: registry.Entry) -> None:
                              "nothing was changed")
 
 
-def _check_hierarchy_tables(con, shown: str, entry: registry.Entry) -> None:
-    """The hierarchy tables the release was made with (resolved at publish time) are still there:
-    REFRESH never reads another table of the same name instead."""
+def _hierarchy_problem(con, entry: registry.Entry) -> str | None:
+    """Why a hierarchy table the release was made with (resolved at publish time) cannot be read
+    now, or None: REFRESH never reads another table of the same name instead."""
     attached = {name.lower() for (name,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
     for column, parts in sorted(registry.hierarchy_parts(entry).items()):
         table = registry.shown(*parts)
         if parts[0].lower() not in attached:
-            raise AnonymizeError(f"REFRESH {shown}: its hierarchy table {table} of column {column} is in database "
-                                 f"{parts[0]}, which is not attached; nothing was changed")
+            return f"its hierarchy table {table} of column {column} is in database {parts[0]}, which is not attached"
         if not registry.target_object(con, *parts)[0]:
-            raise AnonymizeError(f"REFRESH {shown}: its hierarchy table {table} of column {column} no longer exists; "
-                                 "nothing was changed")
+            return f"its hierarchy table {table} of column {column} no longer exists"
+    return None
+
+
+def _check_hierarchy_tables(con, shown: str, entry: registry.Entry) -> None:
+    problem = _hierarchy_problem(con, entry)
+    if problem is not None:
+        raise AnonymizeError(f"REFRESH {shown}: {problem}; nothing was changed")
 
 
 def _check_target(con, shown: str, entry: registry.Entry) -> None:
@@ -183,10 +188,14 @@ def _check_target(con, shown: str, entry: registry.Entry) -> None:
 
 
 def _unreachable(con, entry: registry.Entry) -> str | None:
-    """Why REFRESH ALL cannot write the entry's target or its entry now, or None."""
+    """Why REFRESH ALL cannot write the entry's target or its entry, or read its hierarchy tables,
+    now; or None."""
     state = registry.target_state(con, entry)
     if state in (registry.NOT_ATTACHED, registry.OTHER_FILE):
         return registry.target_refusal(state, entry)
+    hierarchy_problem = _hierarchy_problem(con, entry)
+    if hierarchy_problem is not None:
+        return hierarchy_problem
     readonly = dict(con.execute("SELECT lower(database_name), readonly FROM duckdb_databases()").fetchall())
     if readonly.get(entry.target[0].lower()):
         return f"its target's database {entry.target[0]} is read-only"
