@@ -29,12 +29,13 @@ from duckanon.hierarchy.builders import STAR, ordered, ordered_groups, prefix
 from duckanon.hierarchy.missing import SOURCE_PLACEHOLDER, missing_query, sa_order_missing
 from duckanon.hierarchy.ranges import dates, intervals
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy, from_rows
-from duckanon.hierarchy.spec import _SPEC, _split, parse_spec
+from duckanon.hierarchy.spec import PLACEHOLDER_PATTERN, _SPEC, _split, parse_spec, table_spec, table_spec_name
 from duckanon.hierarchy.tables import from_table, to_table, write_hierarchy_table
 
 __all__ = [
     "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
-    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "sa_order_missing", "to_table",
+    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "sa_order_missing", "table_spec", "table_spec_name",
+    "to_table",
     "write_hierarchy_table",
 ]
 # Also importable from here: STAR, SOURCE_PLACEHOLDER, NULL_SPELLINGS, TableHierarchy, missing_query,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
 from duckanon.errors import AnonymizeError, nearest_name, unknown_name
 from duckanon.hierarchy.arx_csv import from_csv
 from duckanon.hierarchy.binding import Hierarchy
@@ -20,6 +23,7 @@ _CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", re.DOTALL)
 _WORD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 PLACEHOLDERS = ("{column}",)
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+PLACEHOLDER_PATTERN = _PLACEHOLDER
 
 
 def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
@@ -72,9 +76,46 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
         if len(parts) != 2:
             raise AnonymizeError("ordered needs categories and group sizes: ordered(a, b, c, d; 2, 4)")
         return ordered_groups(_split(parts[0], ","), [_integer(s, "ordered") for s in _split(parts[1], ",")])
-    if con is None or len(items) != 1:
+    name = _table_argument(arguments) if arguments is not None else None
+    if con is None or name is None:
         raise AnonymizeError("table(name) needs one table name and a connection")
-    return from_table(con, items[0])
+    return from_table(con, name)
+
+
+def table_spec_name(spec: str, column: str | None = None) -> str | None:
+    """The table name a `table(name)` spec reads (after `{column}`), or None for another spec."""
+    match = _SPEC.match(spec.replace("{column}", column) if column is not None else spec)
+    if not match or match.group(1).lower() != "table" or match.group(2) is None:
+        return None
+    try:
+        return _table_argument(match.group(2))
+    except AnonymizeError:
+        return None
+
+
+def table_spec(catalog: str, schema: str, name: str) -> str:
+    """The `table(name)` spec of a table given as identifier parts (REFRESH's hierarchy tables,
+    resolved at publish time): built by sqlglot, every part double-quoted, so that query_table()
+    reads exactly these parts back, whatever the session's USE, search_path or temp tables."""
+    table = exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier(schema, quoted=True),
+                      catalog=exp.to_identifier(catalog, quoted=True))
+    return f"table({table.sql(dialect='duckdb')})"
+
+
+def _table_argument(arguments: str) -> str | None:
+    """The one table name in `table(...)`: single-quoted or plain as written, or a name of
+    double-quoted identifiers (`"db"."s"."h,1"`, which may hold commas and single quotes)."""
+    text = arguments.strip()
+    if text.startswith('"'):
+        try:
+            table = exp.to_table(text, dialect="duckdb")
+        except SqlglotError:
+            table = None
+        if isinstance(table, exp.Table) and table.parts and all(
+                isinstance(part, exp.Identifier) and part.quoted for part in table.parts) and not table.alias:
+            return text
+    items = _split(arguments, ",")
+    return items[0] if len(items) == 1 else None
 
 
 def _check_placeholders(spec: str, column: str | None) -> None:

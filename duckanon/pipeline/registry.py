@@ -10,7 +10,8 @@ says why in `details.registry`.
 An entry holds the *bound* statement as data, never as SQL to run: the target and the source as
 identifier parts (the registry's own database is "this database": NULL in `target_database`, and
 the source is always in it; a target in another database is named by that database's alias), the
-options as typed JSON values, the published transformation, and a fingerprint of the source (its
+options as typed JSON values (with `hierarchy_tables`: each `table(name)` hierarchy as the table
+DuckDB resolved at publish time, in identifier parts like the target's), the published transformation, and a fingerprint of the source (its
 row count and an order-independent checksum of the columns the statement reads: fingerprint_sql).
 `entry_digest`, a SHA-256 of the other fields, tells an entry duckanon wrote from one edited by
 hand. Every query built from an entry is a sqlglot expression with quoted identifiers and literal
@@ -49,15 +50,18 @@ from functools import lru_cache
 
 import duckdb
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
+from duckanon import hierarchy
 from duckanon._version import __version__
+from duckanon.backends import duckdb_names
 from duckanon.backends.base import Backend
 from duckanon.backends.duckdb import in_explicit_transaction
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.histogram import (
     FINGERPRINT_LANES, duckdb_sql, fingerprint_checksum, fingerprint_factor, fingerprint_product,
 )
-from duckanon.pipeline.plan import Plan
+from duckanon.pipeline.plan import Plan, hierarchy_specs
 from duckanon.pipeline.provenance import release_parameters
 from duckanon.sql.parser import AnonDialect, Anonymize, AnonOption, parse_statement
 from duckanon.sql.statement import AnonymizeStatement, TableName, bind_statement, shown_name
@@ -220,10 +224,84 @@ def _placement(con, plan: Plan) -> Placement:
     target_catalog = plan.target.table.catalog
     if target_catalog.lower() == "temp":
         return Placement(None, "not recorded: the target is a temporary table (it ends with the connection)")
+    for column, parts in hierarchy_tables(con, plan).items():
+        if parts[0].lower() == "temp":
+            return Placement(None, f"not recorded: the hierarchy table of column {column} is temporary (a TEMP table "
+                                   "or view): it ends with the connection, and REFRESH reads the hierarchy tables "
+                                   "the release was made with")
     kind = registry_kind(con, catalog)
     if kind not in (None, "ours"):
         return Placement(None, _not_ours(catalog, kind))
     return Placement(catalog, None, with_release=target_catalog.lower() == catalog.lower())
+
+
+def hierarchy_tables(con, plan: Plan) -> dict[str, tuple[str, str, str]]:
+    """QI column -> the table or view its `table(name)` hierarchy reads, fully qualified as DuckDB
+    resolves the name now (parse_spec reads it with query_table(), in this session): kept in the
+    entry so that REFRESH reads the same object. A name that is no catalog object, or whose
+    reading by query_table() is not the object's, is left out (REFRESH reads the name again)."""
+    specs = plan.statement.hierarchies
+    if specs is None:
+        return {}
+    found = {}
+    for column, spec in hierarchy_specs(specs, plan.qi).items():
+        name = hierarchy.table_spec_name(spec, column)
+        if name is None:
+            continue
+        try:
+            table = TableName(exp.to_table(name, dialect="duckdb"))
+            parts = tuple(part.name for part in duckdb_names.resolved(con, table).table.parts)
+            if len(parts) != 3 or duckdb_names._plan_of(con, "query_table(?)", [name])[0] != \
+                    duckdb_names._plan_of(con, table_of(*parts).sql(dialect="duckdb"))[0]:
+                continue
+        except (SqlglotError, duckdb.Error):
+            continue
+        found[column] = parts
+    return found
+
+
+def _hierarchy_parts(data: dict, database: str) -> dict[str, tuple[str, str, str]]:
+    """The entry's `hierarchy_tables` (QI column -> [database or None for this one, schema,
+    name]) as table parts with this database's alias now; {} for an entry without them (an
+    older format-2 entry: its `table(name)` hierarchies are read by name)."""
+    stored = data.get("hierarchy_tables")
+    if stored is None:
+        return {}
+    if not isinstance(stored, dict) or not stored:
+        raise Corrupt("hierarchy_tables")
+    parts_of = {}
+    for column, parts in stored.items():
+        if not (isinstance(parts, list) and len(parts) == 3) or not column:
+            raise Corrupt("hierarchy_tables")
+        catalog = database if parts[0] is None else _text(parts[0], "hierarchy_tables")
+        resolved = (catalog, _text(parts[1], "hierarchy_tables"), _text(parts[2], "hierarchy_tables"))
+        if any(hierarchy.PLACEHOLDER_PATTERN.search(part) for part in resolved):
+            raise Corrupt("hierarchy_tables")  # parse_spec would read a `{word}` in a name as a placeholder
+        parts_of[column] = resolved
+    return parts_of
+
+
+def hierarchy_parts(entry: Entry) -> dict[str, tuple[str, str, str]]:
+    """The hierarchy tables an entry's release was made with, as table parts (see _hierarchy_parts)."""
+    return _hierarchy_parts(entry.statement, entry.registry)
+
+
+def _resolved_hierarchies(value, resolved: dict, options: list) -> dict:
+    """The `hierarchies` option with each resolved column's spec made `table("db"."schema"."name")`."""
+    if isinstance(value, str):
+        qi = next((item[1] for item in options if isinstance(item, list) and len(item) == 2 and item[0] == "qi"), None)
+        if not isinstance(qi, list) or not all(isinstance(c, str) and c for c in qi):
+            raise Corrupt("hierarchy_tables")
+        value = {column: value for column in qi}
+    if not isinstance(value, dict):
+        raise Corrupt("hierarchies")
+    value = dict(value)
+    for column, parts in resolved.items():
+        key = next((name for name in value if isinstance(name, str) and name.lower() == column.lower()), None)
+        if key is None:
+            raise Corrupt("hierarchy_tables")  # a table for a column the statement gives no hierarchy
+        value[key] = hierarchy.table_spec(*parts)
+    return value
 
 
 # ----------------------------------------------------------------------------- the statement as data
@@ -345,11 +423,16 @@ def rebuild(data, database: str, source: exp.Table, target: exp.Table) -> tuple[
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("options"), list):
         raise Corrupt("statement")
     options, given = [], []
+    resolved = _hierarchy_parts(data, database)
+    if resolved and not any(isinstance(item, list) and item[:1] == ["hierarchies"] for item in data["options"]):
+        raise Corrupt("hierarchy_tables")
     for item in data["options"]:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)) or item[0] not in OPTION_NAMES \
                 or item[0] in given:
             raise Corrupt("statement")
         name, value = item
+        if name == "hierarchies" and resolved:  # the tables resolved at publish time, never the session's
+            value = _resolved_hierarchies(value, resolved, data["options"])
         expression = _option_expression(name, value)
         if name == "population":
             parts = [database if part is None and i == 0 and len(value) == 3 else _text(part, name)
@@ -773,6 +856,10 @@ def record(backend: Backend, plan: Plan, database: str, read_source: TableName, 
     _, source_schema, source_name = (part.name for part in plan.source.table.parts)
     target_database = None if target_catalog.lower() == database.lower() else target_catalog
     data = statement_data(plan, database, given)
+    tables = hierarchy_tables(backend.con, plan)
+    if tables:  # as the target is stored: None for this database, else its alias
+        data["hierarchy_tables"] = {column: [None if catalog.lower() == database.lower() else catalog, schema, name]
+                                    for column, (catalog, schema, name) in tables.items()}
     if release is not None:
         data["release"] = release  # the id written on the target's comment too (provenance.describe_target)
     if target_database is not None:  # which file the target's alias named: REFRESH never writes another one

@@ -81,6 +81,7 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
                                             registry.table_of(*entry.target))
     except registry.Corrupt:  # checked when read: not expected
         raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
+    _check_hierarchy_tables(backend.con, shown, entry)
     reason = None
     if mode == "stable":
         statement.stable_levels, reason = _stable_levels(entry)
@@ -159,6 +160,25 @@ def _check_source(con, shown: str, entry: registry.Entry) -> None:
                              "nothing was changed")
 
 
+def _hierarchy_problem(con, entry: registry.Entry) -> str | None:
+    """Why a hierarchy table the release was made with (resolved at publish time) cannot be read
+    now, or None: REFRESH never reads another table of the same name instead."""
+    attached = {name.lower() for (name,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    for column, parts in sorted(registry.hierarchy_parts(entry).items()):
+        table = registry.shown(*parts)
+        if parts[0].lower() not in attached:
+            return f"its hierarchy table {table} of column {column} is in database {parts[0]}, which is not attached"
+        if not registry.target_object(con, *parts)[0]:
+            return f"its hierarchy table {table} of column {column} no longer exists"
+    return None
+
+
+def _check_hierarchy_tables(con, shown: str, entry: registry.Entry) -> None:
+    problem = _hierarchy_problem(con, entry)
+    if problem is not None:
+        raise AnonymizeError(f"REFRESH {shown}: {problem}; nothing was changed")
+
+
 def _check_target(con, shown: str, entry: registry.Entry) -> None:
     """The table at the target is the release the entry recorded (or gone from the database it
     recorded): REFRESH never replaces anything else."""
@@ -168,10 +188,14 @@ def _check_target(con, shown: str, entry: registry.Entry) -> None:
 
 
 def _unreachable(con, entry: registry.Entry) -> str | None:
-    """Why REFRESH ALL cannot write the entry's target or its entry now, or None."""
+    """Why REFRESH ALL cannot write the entry's target or its entry, or read its hierarchy tables,
+    now; or None."""
     state = registry.target_state(con, entry)
     if state in (registry.NOT_ATTACHED, registry.OTHER_FILE):
         return registry.target_refusal(state, entry)
+    hierarchy_problem = _hierarchy_problem(con, entry)
+    if hierarchy_problem is not None:
+        return hierarchy_problem
     readonly = dict(con.execute("SELECT lower(database_name), readonly FROM duckdb_databases()").fetchall())
     if readonly.get(entry.target[0].lower()):
         return f"its target's database {entry.target[0]} is read-only"

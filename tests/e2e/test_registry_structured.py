@@ -71,7 +71,15 @@ HOSTILE = {
     "target_database": ["TEXT", "NULL_OK"], "target_schema": ["TEXT", "NULL"], "target_name": ["TEXT", "NULL"],
     "source_schema": ["TEXT", "NULL"], "source_name": ["TEXT", "NULL"],
     "statement": ["JSON", "NULL", """'{"format": 2, "options": [["k", "3); DROP TABLE victim; --"]]}'""",
-                  """'{"format": 2, "options": [["qi", "a"], ["k", 3]]}'""", """'"not an object"'"""],
+                  """'{"format": 2, "options": [["qi", "a"], ["k", 3]]}'""", """'"not an object"'""",
+                  # the hierarchy tables resolved at publish time (issue 35, item 6): parts, never SQL
+                  """'{"format": 2, "options": [["qi", ["a", "b"]], ["k", 3], ["method", "lattice"], """
+                  """["hierarchies", {"a": "table(h)"}]], "hierarchy_tables": {"a": [null, "main", """
+                  """"h\\"; DROP TABLE victim; --"]}}'""",
+                  """'{"format": 2, "options": [["qi", ["a", "b"]], ["k", 3]], "hierarchy_tables": """
+                  """{"a": [null, "main", "t"]}}'""",
+                  """'{"format": 2, "options": [["qi", ["a", "b"]], ["k", 3], ["method", "lattice"], """
+                  """["hierarchies", {"a": "table(h)"}]], "hierarchy_tables": {"a": "table(t); DROP TABLE victim"}}'"""],
     "statement_text": ["TEXT", "NULL"], "parameters": ["JSON", "NULL", "'[1, 2]'"],
     "published_at": ["NULL", "TIMESTAMP '2001-01-01 00:00:00'"],
     "duckanon_version": ["TEXT", "NULL"], "duckdb_version": ["TEXT", "NULL"],
