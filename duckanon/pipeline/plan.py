@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from duckanon import hierarchy, methods
+from duckanon import hierarchy
 from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
 from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
@@ -134,8 +134,10 @@ def hierarchy_specs(specs, qi: list[str]) -> dict[str, str]:
 
 
 def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
-    """(QI column, table name) of every `table(name)` hierarchy the statement names."""
-    if not methods.spec(statement.method).takes_hierarchies or statement.hierarchies is None:
+    """(QI column, table name) of every `table(name)` hierarchy the statement names: whatever the
+    method (mondrian reads them for its local recoding without taking them as `lattice` does), so
+    the target can never replace one."""
+    if statement.hierarchies is None:
         return []
     by_column = hierarchy_specs(statement.hierarchies, qi)
     tables = []

@@ -89,3 +89,18 @@ def test_another_target_publishes(con):
     con.execute("ANONYMIZE s INTO release WITH (k_map = 2, population = census_view, qi = (a, b), method = lattice)")
     assert con.execute("SELECT count(*) FROM release").fetchone() == (200,)
     assert con.execute("SELECT count(*) FROM census").fetchone() == (2000,)
+
+
+@pytest.mark.parametrize("method", ["mondrian", "lattice", "gensup", "auto"])
+def test_the_target_never_replaces_a_hierarchy_table_whatever_the_method(method):
+    """mondrian reads the hierarchies for its local recoding without taking them as the lattice
+    does: its target was not compared with them and replaced the hierarchy table."""
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 20)::VARCHAR AS z, i % 50 AS a FROM range(200) r(i)")
+    con.execute("CREATE TABLE zh AS SELECT (i)::VARCHAR AS c0, (i // 10)::VARCHAR AS c1, '*' AS c2 FROM range(20) r(i)")
+    with pytest.raises(duckanon.AnonymizeError) as caught:
+        con.execute(f"ANONYMIZE t INTO zh WITH (k = 5, qi = (z), hierarchies = (z = 'table(zh)'), method = {method})")
+    assert str(caught.value) == ("the target memory.main.zh is the hierarchy table of column z (table(zh)): choose "
+                                 "another name with INTO")
+    assert con.execute("SELECT count(*), count(DISTINCT c1) FROM zh").fetchone() == (20, 2)
+    con.close()
