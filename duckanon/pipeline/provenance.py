@@ -83,10 +83,12 @@ RELEASE_SUMMARY = ("published_rows", "classes", "min_class_size", "stars", "supp
                    "optimal_for")
 # details that describe the release: its loss, levels and labels, the options the solver ran
 # with, the words of how it ran, and risk figures of the published classes
+# (not the solver's diagnostics: `exact` can count the integer variables of the source's histogram,
+# `sensitive_in_solver` says the histogram was too large, and `time_limit`, `merged_for`, `bound`,
+# `tp_phase`, `incumbent_from`, `algorithm` say how the search over the source's classes went)
 RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "suppression_limit", "whole_domain_cells", "weights",
-                   "weighted_stars", "weights_ignored", "mode_used", "time_limit", "exact", "optimal_for",
-                   "sensitive_in_solver", "merged_for", "recoding", "cell_suppression", "algorithm", "bound",
-                   "tp_phase", "incumbent_from", "average_risk", "population_uniqueness", "k_map")
+                   "weighted_stars", "weights_ignored", "mode_used", "optimal_for", "recoding", "cell_suppression",
+                   "average_risk", "population_uniqueness", "k_map")
 
 
 def released_hierarchy_spec(spec):

@@ -762,7 +762,7 @@ def target_refusal(state: str, entry: Entry) -> str:
                 f"file AS {catalog})")
     if state == SUPERSEDED:
         return (f"{entry.shown} no longer holds the release its entry in database {entry.registry} recorded (it was "
-                "published again from elsewhere)")
+                "published again from elsewhere, or its comment was changed)")
     return (f"{entry.shown} no longer holds the release its entry in database {entry.registry} recorded (a table "
             "duckanon did not publish is there now)")
 

@@ -11,7 +11,8 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import section, table_rows
+from conftest import SHARED, section, table_rows
+from duckanon.pipeline import provenance
 from duckanon.pipeline.provenance import HIERARCHY_FILE, HIERARCHY_TABLE
 
 SOURCE_ROWS = 2000
@@ -237,4 +238,26 @@ def test_write_release_labels_takes_a_table_hierarchy_from_the_caller():
     labels = db.execute("SELECT value, label FROM r_labels WHERE \"column\" = 'zipcode' ORDER BY ALL").fetchall()
     expected = db.execute(f"SELECT v, l{levels[0]} FROM zh ORDER BY ALL").fetchall()
     assert labels == expected and written >= len(expected)
+    con.close()
+
+
+@pytest.mark.parametrize("options", [
+    "k = 3, t = 0.4, qi = (age, sex), sensitive = occupation",  # auto: exact's refusal counts integer variables
+    "k = 3, qi = (age, sex), sensitive = occupation, keep = (education)",
+    "l = 2, qi = (age, sex), sensitive = occupation, method = 'tp'",  # tp_phase, bound
+    "average_risk = 0.2, qi = (age, sex, education), method = 'greedy'",  # merged_for
+])
+def test_the_comment_holds_no_solver_diagnostic(options):
+    """The solver's notes say how the search over the source's classes went (exact's integer
+    variables, TP's phase, the merges for a global model): none of them is in the comment."""
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE src AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim = ';') LIMIT 800")
+    con.execute(f"ANONYMIZE src INTO o WITH ({options}, seed = 1)")
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'o'").fetchone()[0]
+    details = json.loads(comment[len("duckanon "):])["summary"]["details"]
+    assert set(details) <= set(provenance.RELEASE_DETAILS), sorted(set(details) - set(provenance.RELEASE_DETAILS))
+    for diagnostic in ("exact", "tp_phase", "bound", "merged_for", "incumbent_from", "time_limit",
+                       "sensitive_in_solver", "algorithm"):
+        assert diagnostic not in details
+    assert "integer variables" not in comment
     con.close()
