@@ -466,3 +466,48 @@ def stored_files(spark, table: str) -> dict[str, list[tuple]]:
     for row in spark.table(table).withColumn("file", F.input_file_name()).collect():
         files.setdefault(row["file"].rsplit("/", 1)[-1].split("-")[1], []).append(tuple(row)[:-1])
     return files
+
+
+def database_state(con) -> tuple:
+    """Every table and view of every attached database (temp ones too) with its rows: what a
+    refused statement must leave as it was (a registry table made on the way would show here)."""
+    tables = con.execute("SELECT database_name, schema_name, table_name FROM duckdb_tables() ORDER BY ALL").fetchall()
+    views = con.execute("SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal "
+                        "ORDER BY ALL").fetchall()
+    rows = {t: sorted(map(repr, con.execute("SELECT * FROM " + ".".join('"' + p.replace('"', '""') + '"' for p in t))
+                          .fetchall())) for t in tables}
+    return tables, views, rows
+
+
+def refused_unchanged(con, statement: str, message: str, kind=None) -> None:
+    """`statement` is refused with exactly `message` (an AnonymizeError unless `kind`), and every
+    database is as it was."""
+    import duckanon
+    before = database_state(con)
+    with pytest.raises(kind or duckanon.AnonymizeError) as caught:
+        con.execute(statement)
+    assert str(caught.value) == message
+    assert database_state(con) == before  # also: no registry table where there was none
+
+
+@pytest.fixture
+def hospital_and_people():
+    """An in-memory duckanon connection with the hospital table and a small table `people`
+    (id, name, age, sex) whose names are direct identifiers."""
+    import duckanon
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    con.execute("CREATE TABLE people AS SELECT i AS id, 'person ' || i AS name, i % 3 AS age, i % 2 AS sex "
+                "FROM range(12) r(i)")
+    yield con
+    con.close()
+
+
+def database_file(path, statements) -> "Path":
+    """A database file at `path` made by running `statements` through duckanon, then closed."""
+    import duckanon
+    con = duckanon.connect(str(path))
+    for statement in statements:
+        con.execute(statement)
+    con.close()
+    return path

@@ -15,35 +15,16 @@ from duckanon.backends import DuckDBBackend
 from duckanon.backends.base import BackendError, ReadOnlyDatabase, WriteConflict
 from duckanon.backends.duckdb import _translated
 
-from conftest import HOSPITAL
+from conftest import HOSPITAL, database_state as state, refused_unchanged as refused
 
 
-def state(con) -> tuple:
-    """Every table and view of every attached database (temp ones too) with its rows."""
-    tables = con.execute("SELECT database_name, schema_name, table_name FROM duckdb_tables() ORDER BY ALL").fetchall()
-    views = con.execute("SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal "
-                        "ORDER BY ALL").fetchall()
-    rows = {t: sorted(map(repr, con.execute("SELECT * FROM " + ".".join('"' + p.replace('"', '""') + '"' for p in t))
-                          .fetchall())) for t in tables}
-    return tables, views, rows
 
 
-def refused(con, statement: str, message: str, kind=duckanon.AnonymizeError) -> None:
-    before = state(con)
-    with pytest.raises(kind) as caught:
-        con.execute(statement)
-    assert str(caught.value) == message
-    assert state(con) == before  # also: no registry table where there was none
 
 
 @pytest.fixture
-def db():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    con.execute("CREATE TABLE people AS SELECT i AS id, 'person ' || i AS name, i % 3 AS age, i % 2 AS sex "
-                "FROM range(12) r(i)")
-    yield con
-    con.close()
+def db(hospital_and_people):
+    return hospital_and_people
 
 
 # -- a mask rule's arguments: integers in a range the engine takes, checked before the engine sees them

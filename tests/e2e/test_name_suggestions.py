@@ -11,36 +11,16 @@ import pytest
 import duckanon
 from duckanon.errors import nearest_name, unknown_name
 
-from conftest import HOSPITAL
+from conftest import HOSPITAL, database_state as state, refused_unchanged as refused
 
 
-def state(con) -> tuple:
-    """Every table and view of every attached database (temp ones too) with its rows: what a
-    refused statement must leave as it was (a registry table made on the way would show here)."""
-    tables = con.execute("SELECT database_name, schema_name, table_name FROM duckdb_tables() ORDER BY ALL").fetchall()
-    views = con.execute("SELECT database_name, schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal "
-                        "ORDER BY ALL").fetchall()
-    rows = {t: sorted(map(repr, con.execute("SELECT * FROM " + ".".join('"' + p.replace('"', '""') + '"' for p in t))
-                          .fetchall())) for t in tables}
-    return tables, views, rows
 
 
-def refused(con, statement: str, message: str) -> None:
-    before = state(con)
-    with pytest.raises(duckanon.AnonymizeError) as caught:
-        con.execute(statement)
-    assert str(caught.value) == message
-    assert state(con) == before
 
 
 @pytest.fixture
-def db():
-    con = duckanon.connect()
-    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
-    con.execute("CREATE TABLE people AS SELECT i AS id, 'person ' || i AS name, i % 3 AS age, i % 2 AS sex "
-                "FROM range(12) r(i)")
-    yield con
-    con.close()
+def db(hospital_and_people):
+    return hospital_and_people
 
 
 def test_nearest_name_is_close_or_nothing():

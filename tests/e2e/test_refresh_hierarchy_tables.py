@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_table
+from conftest import assert_refused_and_unchanged, check_table, database_file
 from duckanon.pipeline import registry
 
 SETUP = ("CREATE TABLE p AS SELECT (13050 + i % 6)::VARCHAR AS zipcode, ['flu', 'cold', 'hiv'][1 + i % 3] AS disease "
@@ -196,13 +196,7 @@ def _forge(path, tmp_path, hierarchy_tables) -> None:
 
 @pytest.fixture
 def clinic(tmp_path):
-    path = tmp_path / "clinic.duckdb"
-    con = duckanon.connect(str(path))
-    for statement in SETUP:
-        con.execute(statement)
-    con.execute(PUBLISH)
-    con.close()
-    return path
+    return database_file(tmp_path / "clinic.duckdb", [*SETUP, PUBLISH])
 
 
 INJECTION = f"zh\"; COPY (SELECT 42) TO '{LEAK}'; DROP TABLE victim; --"

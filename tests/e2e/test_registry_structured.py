@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_table
+from conftest import assert_refused_and_unchanged, check_table, database_file
 from duckanon.pipeline import registry
 
 SETUP = ("CREATE TABLE t AS SELECT i % 5 AS a, 'x' || (i % 3) AS b, 'd' || (i % 2) AS s FROM range(30) r(i)",
@@ -47,13 +47,7 @@ def count(con, table: str) -> int:
 @pytest.fixture
 def clinic(tmp_path):
     """clinic.duckdb with the source t, the victim table and t_anon published from t; closed."""
-    path = tmp_path / "clinic.duckdb"
-    con = duckanon.connect(str(path))
-    for statement in SETUP:
-        con.execute(statement)
-    con.execute(PUBLISH)
-    con.close()
-    return path
+    return database_file(tmp_path / "clinic.duckdb", [*SETUP, PUBLISH])
 
 
 # ----------------------------------------------------------------------------- 1. stored text never runs
