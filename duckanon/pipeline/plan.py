@@ -139,18 +139,10 @@ def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tupl
     the target can never replace one."""
     if statement.hierarchies is None:
         return []
-    by_column = hierarchy_specs(statement.hierarchies, qi)
-    tables = []
-    for column, spec in by_column.items():
-        match = hierarchy._SPEC.match(spec.replace("{column}", column))
-        if match and match.group(1).lower() == "table" and match.group(2) is not None:
-            try:
-                items = hierarchy._split(match.group(2), ",")
-            except AnonymizeError:
-                continue
-            if len(items) == 1:
-                tables.append((column, items[0]))
-    return tables
+    # the spec's table as the hierarchy reader takes it (also a name of quoted parts with commas)
+    named = ((column, hierarchy.table_spec_name(spec, column))
+             for column, spec in hierarchy_specs(statement.hierarchies, qi).items())
+    return [(column, name) for column, name in named if name is not None]
 
 
 def source_columns(backend: Backend, table: TableName) -> list[str]:
