@@ -124,6 +124,7 @@ class DuckDBBackend(Backend):
             raise _translated(error) from None
 
     def register_arrow(self, name: str, table: pa.Table) -> None:
+        self.close()  # DuckDB 2 refuses register() while a result of ours (or the caller's) is unread
         self.con.register(name, table)
         self.registered.add(name)
 

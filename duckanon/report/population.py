@@ -392,11 +392,12 @@ def write_release_labels(con, release: str, population: str, name: str, hierarch
         values += texts
         labels += names
     scratch = "__duckanon_release_labels"
-    raw.register(scratch, pa.table({"column": pa.array(columns, pa.string()), "value": pa.array(values, pa.string()),
-                                    "label": pa.array(labels, pa.string())}))
+    backend.register_arrow(scratch, pa.table({"column": pa.array(columns, pa.string()),
+                                              "value": pa.array(values, pa.string()),
+                                              "label": pa.array(labels, pa.string())}))
     try:
         backend.execute(exp.Create(this=exp.to_table(name, dialect="duckdb"), kind="TABLE", replace=True,
                                    expression=exp.select("*").from_(exp.to_table(scratch, quoted=True))))
     finally:
-        raw.unregister(scratch)
+        backend.unregister(scratch)
     return len(columns)

@@ -23,7 +23,7 @@ from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
 from duckanon.pipeline import registry
 from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
-from duckanon.sql.statement import RefreshStatement, TableName
+from duckanon.sql.statement import RefreshStatement, TableName, shown_name
 from duckanon.statements.anonymize import publish
 from duckanon.statements.explain import run_explain
 from duckanon.statements.refresh import run_refresh
@@ -90,10 +90,29 @@ def _register_python_objects(backend: Backend, statement, caller) -> list[str]:
             if value is not None and not _in_catalog(backend.con, name):
                 backend.con.register(name, caller.readable(value))
                 registered.append(name)
+        _refuse_target_shadowing(backend, statement, registered)
     except BaseException:
         _unregister(backend, registered)
         raise
     return registered
+
+
+def _refuse_target_shadowing(backend: Backend, statement, registered: list[str]) -> None:
+    """A release written under the name of a Python object the statement reads would take that
+    name's place from then on: the next statement naming the DataFrame (a REFRESH, the same
+    ANONYMIZE again) would read the release instead, since DuckDB's binder finds a table before any
+    replacement scan. So a target that the lone name would find is refused, as the source is."""
+    target = getattr(statement, "target", None)
+    if target is None or not registered:
+        return
+    session = _Session(backend.con)
+    place = session.create_location(target)
+    read_as = {name.lower(): name for name in registered}
+    if place.name.lower() in read_as and session.rank(place.catalog, place.schema) < len(session.path):
+        role = "source" if statement.source.name.lower() == place.name.lower() else "population"
+        raise AnonymizeError(f"the target {shown_name(target)} would take the name of the Python object "
+                             f"{read_as[place.name.lower()]} this statement reads as its {role}: choose another "
+                             "name with INTO")
 
 
 def _unregister(backend: Backend, names: list[str]) -> None:

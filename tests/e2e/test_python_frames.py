@@ -18,7 +18,8 @@ import pyarrow as pa
 import pytest
 
 import duckanon
-from conftest import HOSPITAL, assert_refused_and_unchanged, check_population, check_published, flat_ancestors
+from conftest import (HOSPITAL, assert_refused_and_unchanged, check_population, check_published, flat_ancestors,
+                      snapshot)
 
 pytest.importorskip("pandas")
 import pandas as pd  # noqa: E402
@@ -253,3 +254,38 @@ def test_a_population_frame_is_read_by_name():
     level, _, problems = check_population(published, [0, 1, 2], rows, ancestors, k_map=3)
     assert problems == [] and level >= 3
     assert views(con) == []
+
+
+@pytest.mark.parametrize("statement, role", [
+    ("ANONYMIZE hospital INTO population WITH (k_map = 3, population = population, {qi})", "population"),
+    ("ANONYMIZE hospital INTO POPULATION WITH (k_map = 3, population = population, {qi}, method = lattice)",
+     "population"),
+    ("ANONYMIZE hospital INTO main.population WITH (delta_presence = (0, 0.9), population = population, {qi})",
+     "population"),
+    ("ANONYMIZE population INTO memory.main.Population WITH (k = 3, {qi})", "source"),
+])
+def test_a_target_named_like_a_frame_the_statement_reads_is_refused(statement, role):
+    """The release would be a table under the DataFrame's name, which DuckDB's binder finds before
+    the replacement scan: every later statement naming the frame would read the release."""
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    population = pd.concat([HOSPITAL_FRAME, HOSPITAL_FRAME.head(6)], ignore_index=True)  # noqa: F841 (read by name)
+    target = statement.split(" INTO ")[1].split(" WITH")[0]
+    before = snapshot(con)
+    with pytest.raises(duckanon.AnonymizeError) as refused:  # here: the frame read is the one calling duckanon
+        con.execute(statement.format(qi=QI))
+    assert str(refused.value) == (f"the target {target} would take the name of the Python object population this "
+                                  f"statement reads as its {role}: choose another name with INTO")
+    assert snapshot(con) == before and views(con) == []
+
+
+def test_a_target_in_another_database_may_carry_a_frames_name():
+    """Off the search path, the lone name never finds the release: nothing to refuse."""
+    con = duckanon.connect()
+    con.execute("ATTACH ':memory:' AS other")
+    population = pd.concat([HOSPITAL_FRAME, HOSPITAL_FRAME.head(6)], ignore_index=True)  # noqa: F841 (read by name)
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    row = summary(con.execute(f"ANONYMIZE hospital INTO other.main.population WITH (k_map = 3, "
+                              f"population = population, {QI}, seed = 8)"))
+    assert row["rows"] == 10
+    assert con.execute("SELECT count(*) FROM other.population").fetchone() == (10,)

@@ -191,3 +191,24 @@ def test_write_release_labels_refuses_a_table_without_levels(db):
         write_release_labels(db, "plain", "adult", "x_labels")
     assert str(error.value) == ("plain is not a lattice release of duckanon (its provenance gives no "
                                 "level per quasi-identifier)")
+
+
+def test_labels_of_a_release_that_generalized_nothing():
+    """A lattice release whose every level is 0 (the sample already meets k_map as it is): no
+    label to write, an empty table, and the _labeled macro then reads the release's values as they
+    are. Fetched with fetchone() first, which leaves DuckDB 2's result unread (register() refused
+    that until the backend closed our result first)."""
+    from duckanon.report.population import write_release_labels
+
+    con = duckanon.connect()
+    con.execute("CREATE TABLE pop AS SELECT range % 3 AS a, range % 2 AS b FROM range(600)")
+    con.execute("CREATE TABLE s AS SELECT * FROM pop WHERE rowid % 10 = 0")
+    con.execute("ANONYMIZE s INTO r WITH (k_map = 2, population = pop, qi = (a, b), method = lattice)")
+    row = dict(zip([c[0] for c in con.description], con.fetchone()))
+    details = row["details"] if isinstance(row["details"], dict) else json.loads(row["details"])
+    assert details["levels"] == [0, 0]
+    assert write_release_labels(con, "r", "pop", "r_labels") == 0
+    assert con.execute("SELECT count(*) FROM r_labels").fetchone() == (0,)
+    got = con.execute("SELECT k_map FROM anon_kmap_labeled('r', 'pop', ['a', 'b'], 'r_labels')").fetchone()
+    assert got == (details["population"]["k_map_level"],) == (100,)
+    con.close()
