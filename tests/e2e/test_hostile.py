@@ -34,11 +34,6 @@ from conftest import assert_refused_and_unchanged, qident
 REPO = Path(__file__).resolve().parents[2]
 
 
-def slow(test):
-    """Skipped unless selected with `-m slow` (CI runs plain `pytest -q`, which must stay fast)."""
-    return pytest.mark.slow(pytest.mark.skipif(
-        "'slow' not in (config.getoption('markexpr') or '')", reason="long run: select it with -m slow")(test))
-
 
 def verify(raw, source: str, target: str, qi: list[str], sa: str | None = None, keep: tuple = (), k: int | None = None,
            l: int | None = None, row_id: str | None = None) -> None:
@@ -293,12 +288,12 @@ def _unique_id_qi(con, rows: int) -> None:
     assert con.duckdb.execute("SELECT count(*) FROM u_anon WHERE id <> '*'").fetchone()[0] == 0
 
 
-@slow
+@pytest.mark.slow
 def test_unique_id_as_quasi_identifier_1m(fresh):
     _unique_id_qi(fresh, 1_000_000)
 
 
-@slow
+@pytest.mark.slow
 def test_unique_id_as_quasi_identifier_10m(fresh):
     _unique_id_qi(fresh, 10_000_000)
 

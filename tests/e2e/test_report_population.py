@@ -58,11 +58,6 @@ def adult(tmp_path_factory):
     con.close()
 
 
-def slow(test):
-    """Skipped unless selected with `-m slow` (CI runs plain `pytest -q`, which must stay fast)."""
-    return pytest.mark.slow(pytest.mark.skipif(
-        "'slow' not in (config.getoption('markexpr') or '')", reason="long run: select it with -m slow")(test))
-
 
 def sizes(con, table: str, qi=QI) -> list[int]:
     return [n for (n,) in con.execute(f"SELECT count(*) FROM {table} GROUP BY {', '.join(map(qident, qi))}").fetchall()]
@@ -139,7 +134,7 @@ def test_report_later_without_the_population(adult):
         assert shown[measure][1:3] == [before, after], measure
 
 
-@slow
+@pytest.mark.slow
 def test_report_later_with_a_weighted_population(adult):
     """REPORT's population and population_weight: the grouped population, its columns spelled in
     another case and typed otherwise, gives the same original figures as the population itself."""

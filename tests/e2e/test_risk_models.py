@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 import duckanon
 from duckanon.solver.population import population_uniques
-from conftest import (SHARED, average_risk, check_beta_likeness, check_delta_disclosure, check_population,
-                      check_population_uniqueness, check_published, check_risk, class_sizes, delta_merge_bug_open,
+from conftest import (SHARED, examples, average_risk, check_beta_likeness, check_delta_disclosure, check_population,
+                      check_population_uniqueness, check_published, check_risk, class_sizes,
                       flat_ancestors, hierarchy_ancestors, kmap_derived_k_reference, qident, result_row)
 
 ADULT = SHARED / "adult"
@@ -39,11 +39,6 @@ HIER = f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv'"
 ANCESTORS = [hierarchy_ancestors(ADULT / f"adult_hierarchy_{c}.csv") for c in QI]
 POPULATION_ROWS = 30162
 
-
-def slow(test):
-    """Skipped unless selected with `-m slow` (CI runs plain `pytest -q`, which must stay fast)."""
-    return pytest.mark.slow(pytest.mark.skipif(
-        "'slow' not in (config.getoption('markexpr') or '')", reason="long run: select it with -m slow")(test))
 
 
 QI_SQL = ", ".join(map(qident, QI))
@@ -489,16 +484,9 @@ def expected_refusal(rows, request) -> str | None:
 RANDOM = settings(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@settings(RANDOM, max_examples=100)
+@settings(RANDOM, max_examples=examples(50))
 @given(small_releases())
 def test_random_tables_average_risk_beta_delta(case):
-    publish_random(case)
-
-
-@slow
-@settings(RANDOM, max_examples=3000)
-@given(small_releases())
-def test_random_tables_average_risk_beta_delta_slow(case):
     publish_random(case)
 
 
@@ -547,7 +535,7 @@ def publish_random(case):
     if request.get("beta_likeness") is not None:
         problems += check_beta_likeness(published, qi_idx, m, request["beta_likeness"], total,
                                         enhanced=request["beta_variant"] == "enhanced")
-    if request.get("delta_disclosure") is not None and not delta_merge_bug_open():  # (conftest: an open bug)
+    if request.get("delta_disclosure") is not None:
         problems += check_delta_disclosure(published, qi_idx, m, request["delta_disclosure"], total)
     assert problems == [], (statement, problems)
     sizes = class_sizes(published, qi_idx)

@@ -27,11 +27,6 @@ STATEMENT = ("ANONYMIZE adult INTO {target} WITH (k = 5, qi = ({qi}), sensitive 
              "method = 'mapprox', seed = 3)")
 
 
-def slow(test):
-    """Skipped unless selected with `-m slow` (CI runs plain `pytest -q`, which must stay fast)."""
-    return pytest.mark.slow(pytest.mark.skipif(
-        "'slow' not in (config.getoption('markexpr') or '')", reason="long run: select it with -m slow")(test))
-
 
 def alive(pid: int) -> bool:
     try:
@@ -42,7 +37,7 @@ def alive(pid: int) -> bool:
     return not (status.exists() and "zombie" in status.read_text())
 
 
-@slow
+@pytest.mark.slow
 def test_a_standalone_cluster_publishes_what_duckdb_publishes(tmp_path):
     reason = spark_missing()
     if reason:

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duckanon.solver import population as pop
+from conftest import examples
 
 SQL = Path(__file__).resolve().parents[2] / "sql"
 FILES = ["checks.sql", "risk.sql", "risk_population.sql"]  # load order (risk_population uses both)
@@ -124,7 +125,7 @@ def check_population_macros(con, sample, population, qi):
 VALUES = st.sampled_from(["a", "b", "c", None, "*"])
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(m=st.integers(1, 3), data=st.data())
 def test_kmap_and_delta_presence_against_brute_force(con, m, data):
     """Random samples with stars and NULLs against random populations (which may hold a literal

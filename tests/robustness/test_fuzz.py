@@ -45,13 +45,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import DELTA_MERGE_ROWS, DELTA_MERGE_STATEMENT, delta_merge_published, delta_merge_bug_open
+from conftest import DELTA_MERGE_ROWS, DELTA_MERGE_STATEMENT, delta_merge_published, examples
 
-
-def slow(test):
-    """Skipped unless selected with `-m slow` (CI runs plain `pytest -q`, which must stay fast)."""
-    return pytest.mark.slow(pytest.mark.skipif(
-        "'slow' not in (config.getoption('markexpr') or '')", reason="long run: select it with -m slow")(test))
 
 
 def qident(name: str) -> str:
@@ -412,11 +407,9 @@ def share_violations_sql(target: str, qi: list[str], sa: str, request: dict) -> 
     SELECT {reason} AS reason, * FROM __shares WHERE {reason} <> ''"""
 
 
-def check_published_sql(raw, case, summary, known_bugs: bool = True) -> None:
+def check_published_sql(raw, case, summary) -> None:
     """Every guarantee of a successful ANONYMIZE, checked with SQL written here (few round trips:
-    each statement below gathers several numbers). `known_bugs`: pass over the violations of an
-    open bug that a strict xfail test reproduces (while it reproduces; the checker's own tests
-    say False)."""
+    each statement below gathers several numbers)."""
     columns, request = case["columns"], case["request"]
     source_name, target_name = case["table"], case["target"] or case["table"] + "_anon"
     source, target = qident(source_name), qident(target_name)
@@ -483,8 +476,6 @@ def check_published_sql(raw, case, summary, known_bugs: bool = True) -> None:
     assert bad == [], f"classes violating the request: {bad[:5]}"
     if sa and (request.get("beta_likeness") is not None or request.get("delta_disclosure") is not None):
         bad = raw.execute(share_violations_sql(target, qi, sa, request)).fetchall()
-        if bad and known_bugs and all(row[0] == "delta" for row in bad) and delta_merge_bug_open():
-            bad = []  # the open bug of test_delta_disclosure_holds_on_the_published_classes (conftest)
         assert bad == [], f"sensitive values violating the request (reason, value, p, q): {bad[:5]}"
     if request.get("average_risk") is not None and n:  # the whole release: classes / rows
         classes, rows = raw.execute(f"SELECT count(*), sum(c) FROM (SELECT count(*) AS c FROM {target} "
@@ -610,7 +601,7 @@ def hand_case(columns, rows, request, table="src"):
 
 # Regression examples: cases this suite failed on while it was written (each failure was in the
 # test's own oracle or checker, recorded here so they stay covered; the duckanon bugs it found are
-# the xfail tests at the end of this file).
+# the regression tests at the end of this file).
 EXAMPLES_SMALL = [
     # NULL QI cells next to stars: the checker once counted `NULL = '*'` as NULL stars
     hand_case([("rid", "keep", "rid"), ("a", "qi", "bool"), ("select", "qi", "bool"), ("Zip Code", "sa", "bool")],
@@ -647,14 +638,14 @@ def _with_examples(examples):
     return decorate
 
 
-@settings(FUZZ, max_examples=550)
+@settings(FUZZ, max_examples=examples(250))
 @_with_examples(EXAMPLES_SMALL)
 @given(cases())
 def test_fuzz_small_tables(case):
     run_case(case)
 
 
-@settings(FUZZ, max_examples=100)
+@settings(FUZZ, max_examples=examples(50))
 @given(cases(bulk=True))
 def test_fuzz_bulk_tables(case):
     """50-400 rows from a few distinct rows: split classes, larger groups, skew."""
@@ -682,46 +673,18 @@ def run_exact_case(case):
         assert summary[3] == alt[3], (statement_of(case), summary, alt)
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=examples(75))
 @_with_examples(EXAMPLES_TINY)
 @given(cases(methods=("exact", "dp", "matching"), max_rows=9, tiny=True))
 def test_fuzz_exact_methods_on_tiny_tables(case):
     run_exact_case(case)
 
 
-@settings(FUZZ, max_examples=250)
+@settings(FUZZ, max_examples=examples(125))
 @_with_examples(EXAMPLES_REFUSALS)
 @given(cases(max_rows=12, infeasible=True))
 def test_fuzz_refusals_keep_the_previous_target(case):
     """A target from an earlier run exists: a refused statement must leave it as it was."""
-    run_case(case, previous_target=True)
-
-
-@slow
-@settings(FUZZ, max_examples=5500)
-@given(cases())
-def test_fuzz_small_tables_slow(case):
-    run_case(case)
-
-
-@slow
-@settings(FUZZ, max_examples=1000)
-@given(cases(bulk=True))
-def test_fuzz_bulk_tables_slow(case):
-    run_case(case)
-
-
-@slow
-@settings(FUZZ, max_examples=1500)
-@given(cases(methods=("exact", "dp", "matching"), max_rows=9, tiny=True))
-def test_fuzz_exact_methods_on_tiny_tables_slow(case):
-    run_exact_case(case)
-
-
-@slow
-@settings(FUZZ, max_examples=2500)
-@given(cases(max_rows=12, infeasible=True))
-def test_fuzz_refusals_keep_the_previous_target_slow(case):
     run_case(case, previous_target=True)
 
 
@@ -775,10 +738,10 @@ def test_the_checker_catches_t_closeness_and_frequency_violations():
         create_source(raw, case)
         raw.execute("CREATE TABLE src_anon AS SELECT q::VARCHAR AS q, s FROM src")
         with pytest.raises(AssertionError, match="violating the request"):
-            check_published_sql(raw, case, (4, 2, 2, 0, 0, "auto", False, None, 0.0, "{}"), known_bugs=False)
+            check_published_sql(raw, case, (4, 2, 2, 0, 0, "auto", False, None, 0.0, "{}"))
 
 
-# --------------------------------------------------------------------------- bugs found (strict xfail until fixed; regression tests now)
+# --------------------------------------------------------------------------- bugs found (regression tests now)
 
 
 def test_single_pattern_in_parentheses():  # was a bug: `((a, b))` was refused

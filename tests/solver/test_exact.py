@@ -23,6 +23,7 @@ from duckanon.solver.local import local_search
 from duckanon.solver.matching import matching_not_applicable
 from duckanon.solver.partition import STAR
 from test_solvers import BLOCKI_WILLIAMS, assert_valid, bredereck_tightness, hospital_digits
+from conftest import examples
 
 exact_module = importlib.import_module("duckanon.solver.exact")  # the module: the package exports a function of that name
 
@@ -351,7 +352,7 @@ def test_random_tables_brute_force_equals_dp_equals_exact():
     rng = np.random.default_rng(2024)
     done = Counter()
     attempts = instances = 0
-    while instances < 250:
+    while instances < examples(120):
         attempts += 1
         kind = REQUEST_KINDS[attempts % len(REQUEST_KINDS)]
         instance = random_instance(rng, kind)

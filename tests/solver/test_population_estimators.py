@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import population as pop
+from conftest import examples
 
 ADULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "adult" / "adult.csv"
 QI8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
@@ -484,7 +485,7 @@ def kmap_reference(k: int, n: int, big_n: int, estimator: str, significance: flo
     return min(derived, k, n)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(k=st.integers(1, 300), n=st.integers(1, 5000), extra=st.integers(0, 10**6),
        estimator=st.sampled_from(pop.KMAP_ESTIMATORS),
        significance=st.sampled_from([0.001, 0.01, 0.05, 0.1, 0.2, 0.5]))

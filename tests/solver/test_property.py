@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import check_published, qident
+from conftest import check_published, examples, qident
 
 NAMES = ["a", "select", "Zip Code", "ünïcødé", 'we"ird', "x.y", "Group", "1col", "n"]
 TEXT = st.sampled_from(["", "x", "y", "ß", "東京", "😀", " a ", "NULL", "'q'", "a\nb"])
@@ -52,7 +52,7 @@ def expected_error(rows, request, sa_index):
     return None
 
 
-@settings(max_examples=320, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables())
 def test_published_tables_satisfy_the_request(case):
     qi, sa, kinds, rows, request = case

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SHARED
+from conftest import SHARED, examples
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
@@ -48,7 +48,7 @@ def disclosure_ok(counts, total, delta) -> bool:
 counts_strategy = st.lists(st.integers(0, 6), min_size=3, max_size=3).filter(lambda c: sum(c) > 0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(groups=st.lists(counts_strategy, min_size=1, max_size=6), beta=st.sampled_from([0.2, 0.5, 1.0, 3.0]),
        delta=st.sampled_from([0.5, 1.0, 2.0]))
 def test_sa_models_match_their_definitions(groups, beta, delta):
@@ -62,7 +62,7 @@ def test_sa_models_match_their_definitions(groups, beta, delta):
     assert model.satisfied(sizes, counts).tolist() == [disclosure_ok(c, total, delta) for c in groups]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(a=counts_strategy, b=counts_strategy, beta=st.sampled_from([0.3, 1.0]))
 def test_beta_likeness_is_closed_under_merging(a, b, beta):
     """The capability the merging methods and the lattice's tagging rely on."""

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import duckanon
-from conftest import DIGIT_QI, check_published, hospital_digits_sql, publish_and_check
+from conftest import DIGIT_QI, check_published, examples, hospital_digits_sql, publish_and_check
 from duckanon.solver import Histogram, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
 
@@ -104,7 +104,7 @@ def t_cases(draw):
 _SHARED = []
 
 
-@settings(max_examples=320, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(t_cases())
 def test_every_output_is_t_close(tmp_path, case):
     m, rows, t, distance, k, method = case

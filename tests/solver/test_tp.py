@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import check_published, publish_and_check
+from conftest import check_published, examples, publish_and_check
 from duckanon.solver import Histogram, LDiversity, solve
 from duckanon.solver.hilbert import hilbert_order
 from duckanon.solver.tp import phase_one_caps, three_phase
@@ -154,7 +154,7 @@ def shared_connection():
     return _SHARED[0]
 
 
-@settings(max_examples=320, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(l_cases())
 def test_every_output_is_l_diverse(case):
     m, rows, variant, l, c, k, method = case
