@@ -39,8 +39,16 @@ MAX_READ_DEPTH = 25  # .read inside .read: deep enough for real scripts, stops a
 HELP_TEXT = """\
 Statements end with ';' and may span several lines. Besides DuckDB SQL:
   ANONYMIZE <table> [INTO <target>] WITH (k = 3, qi = (col, ...), sensitive = col, ...);
+      publishes <target> (default <table>_anon) meeting k, l, t or a risk model (k_map,
+      average_risk, ...) by cell suppression or generalization (hierarchies = (...), or
+      method = mondrian: ranges and sets), removing rows up to suppression_limit; identifiers =
+      (...) and mask = (...) drop or mask direct identifiers; every option: docs/statement.md
   EXPLAIN ANONYMIZE ...;   (a dry run: plan, estimates; k/l/t as a list compares values)
   REPORT <published> FROM <original> [WITH (file = 'r.html', risk_threshold = 0.2)];
+  REFRESH <published> | REFRESH ALL [WITH (mode = 'stable')];
+      publish a recorded release again from its source's current rows
+  SELECT * FROM duckanon_publications();   (every recorded release and whether it is stale)
+  SELECT * FROM anon_report('t_anon', ['col', ...], 'sensitive');   (and the other anon_* checks)
   ... WITH (engine = 'spark', ...) runs the statement on Spark (pip install 'duckanon[spark]')
 Commands (a line starting with '.'; they also work in -c text, -f scripts and .read files):
   .help               show this message
@@ -409,7 +417,11 @@ def shell(session: Session, interactive: bool) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="duckanon",
-        description="DuckDB shell that also understands ANONYMIZE (k-anonymity, l-diversity, t-closeness).",
+        description="DuckDB shell that also runs ANONYMIZE, EXPLAIN ANONYMIZE, REPORT and REFRESH: publish a table "
+                    "meeting k-anonymity, l-diversity, t-closeness or ARX's risk models by generalization (over "
+                    "hierarchies, or Mondrian's ranges), cell suppression and row suppression, with masked "
+                    "identifiers; "
+                    "duckanon_publications() lists the releases. Options: docs/statement.md",
     )
     parser.add_argument("database", nargs="?", default=None,
                         help="DuckDB database file (created if missing); in-memory when omitted")

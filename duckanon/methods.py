@@ -1,7 +1,7 @@
 """The method registry: every solver method's name and what it takes and promises, in one table.
 
 The front end (option checks), the engine (which inputs to build), EXPLAIN, the report and the
-README's method table read this table; the solver maps the same names to the functions that run
+method tables of docs/statement.md and docs/methods.md read this table; the solver maps the same names to the functions that run
 them (`duckanon.solver.RUNNERS`). This module imports nothing, so the front end can check a
 statement without loading the solvers (numpy, scipy).
 """

@@ -508,7 +508,7 @@ CREATE OR REPLACE TEMP MACRO anon_profile(tbl) AS TABLE
 --   columns VARCHAR[]        the columns holding it, in table order,
 --   evidence VARCHAR         per column, what was found ('column name', or a pattern and its share),
 --   sample_rows BIGINT       rows profiled.
--- No row: none of the kinds was found (by column name or by the value patterns; see README for
+-- No row: none of the kinds was found (by column name or by the value patterns; see docs/checks.md for
 -- what cannot be found this way).
 CREATE OR REPLACE TEMP MACRO anon_safe_harbor(tbl) AS TABLE
     SELECT h.no::INTEGER AS kind_no, h.kind AS kind, list(column_name ORDER BY pos) AS columns,

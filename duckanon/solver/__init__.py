@@ -338,7 +338,7 @@ def solve(
     notes["time_limit_cut"] lists the phases the deadline stopped or skipped. The other methods are single polynomial heuristics and run
     to completion. `progress(phase, info)`, when given, hears the long phases (the lattice's
     nodes, exact's bounds). `weights` (one positive number per QI, None: all 1) are ARX's attribute
-    weights: how much a column's information loss or stars count (see the README's `weights`).
+    weights: how much a column's information loss or stars count (see `weights` in docs/statement.md).
     The lattice's metrics and the loss weigh each column as ARX does (normalised by the largest
     weight); the cell-suppression methods minimise the weighted stars, sum of stars x their
     column's weight. With weights that differ, `optimal` is about weighted stars, `lower_bound`

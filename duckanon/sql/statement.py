@@ -76,7 +76,7 @@ class AnonymizeStatement:
     materialize: str = "table"
     explain: bool = False  # EXPLAIN ANONYMIZE: plan and dry-run, write nothing
     sweep: tuple[str, list] | None = None  # a SWEEPABLE parameter given as a list: compare the values
-    # risk-based models (ARX's criteria): see the README's "Risk-based models"
+    # risk-based models (ARX's criteria): see docs/models.md, "Risk-based models"
     k_map: int | None = None  # every class matches >= k_map people of the population
     delta_presence: tuple[float, float] | None = None  # (dmin, dmax): sample share of each class's population rows
     average_risk: float | None = None  # published classes / published rows at most this
@@ -354,7 +354,7 @@ def _positive(value: exp.Expr, option: str) -> float:
 
 @dataclass(frozen=True)
 class MaskRule:
-    """A masking rule of an identifier column: its kind and arguments (README: Direct identifiers)."""
+    """A masking rule of an identifier column: its kind and arguments (docs/identifiers.md)."""
 
     kind: str
     arguments: tuple = ()
@@ -499,7 +499,7 @@ _OPTIONS = {
 
 
 # where an unknown option's message points (the options are too many to list in one line)
-OPTIONS_LISTED = 'the options are listed in README.md under "The statement"'
+OPTIONS_LISTED = "the options are listed in docs/statement.md"
 
 # the parameters a list of values compares (EXPLAIN or the report's sweep), with their SQL types
 SWEEPABLE = {"k": "BIGINT", "l": "BIGINT", "t": "DOUBLE", "k_map": "BIGINT", "average_risk": "DOUBLE",

@@ -49,7 +49,7 @@ UNKNOWN = [
     ("ANONYMIZE hospital WITH (k = 2, sensitve = disease)",
      "unknown option 'sensitve'; did you mean 'sensitive'? (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (k = 2, colour = 'red')",
-     "unknown option 'colour'; the options are listed in README.md under \"The statement\" (at line 1, column 33)"),
+     "unknown option 'colour'; the options are listed in docs/statement.md (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (k = 2, method = 'greedyy')",
      "unknown method 'greedyy'; did you mean 'greedy'? (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (k = 2, method = 'magic')",

@@ -540,7 +540,7 @@ def database_state(raw, case) -> tuple:
 
 
 # Documented limitations of the exact methods: dp's state limit, matching's narrow scope, and
-# exact/dp covering k, frequency/distinct l and t only (README: "for k, l (frequency/distinct) and t");
+# exact/dp covering k, frequency/distinct l and t only (docs/methods.md: "for k, l (frequency/distinct) and t");
 # exact encodes neither beta-likeness nor delta-disclosure (models.milp_encodable).
 ALLOWED_METHOD_REFUSALS = ("is for tiny inputs", "instance too large", "does not apply", "does not support entropy",
                            "does not support recursive", "does not support basic", "does not support enhanced",
