@@ -12,6 +12,7 @@ import decimal
 import json
 import math
 import numbers
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -348,6 +349,47 @@ def _list_publications_for(con: duckdb.DuckDBPyConnection, text: str) -> None:
         registry.install_listing(con, always=True)
 
 
+# A name of our macros: `anon_` at the start of a word (not duckanon_publications, not t_anon_2)
+_NAMES_A_MACRO = re.compile(r"(?<![A-Za-z0-9_$])anon_", re.I)
+
+
+def _install_macros_for(con: duckdb.DuckDBPyConnection, text: str) -> None:
+    """A connection opened by `connect` gets the SQL macros (sql/*.sql) when a statement first names
+    one (an `anon_` name): installing all of them costs about 90 ms, which every connection used
+    to pay up front. A macro reached without its name in the text (a view that calls one) is
+    handled by `_run_plain`."""
+    if _NAMES_A_MACRO.search(text) and not macros.installed(con):
+        macros.install(con)
+
+
+def _statement_count(text: str) -> int:
+    try:
+        return len(duckdb.extract_statements(text))
+    except duckdb.Error:
+        return 0
+
+
+def _run_plain(con: duckdb.DuckDBPyConnection, text: str, run):
+    """`run()` (plain SQL `text` on `con`), the macros installed first when the text names one. When
+    DuckDB does not find an `anon_` function that the text does not name (a view calling one),
+    the macros are installed and a lone statement outside an explicit transaction is run again
+    (it failed while binding, so nothing of it ran); a script or a transaction gets the error,
+    which an explicit `duckanon.register(con.duckdb)` (or naming a macro once) prevents."""
+    _install_macros_for(con, text)
+    try:
+        return run()
+    except duckdb.CatalogException as error:
+        if not _NAMES_A_MACRO.search(str(error)) or _statement_count(text) != 1:
+            raise
+        try:  # (inside an explicit transaction DuckDB has aborted it: these queries fail too)
+            if macros.installed(con) or _in_open_transaction(con):
+                raise error
+        except duckdb.Error:
+            raise error from None
+        macros.install(con)
+        return run()
+
+
 def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress=None):
     """Run a script of our statements and plain DuckDB SQL on `con`.
 
@@ -372,10 +414,10 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress
     caller = Caller()
     _list_publications_for(con, text)
     if not _needs_us(text):
-        return caller.run(con, "execute", text, parameters)
+        return _run_plain(con, text, lambda: caller.run(con, "execute", text, parameters))
 
     def run_plain(piece, values):
-        return caller.run(con, "execute", piece, values)
+        return _run_plain(con, piece, lambda: caller.run(con, "execute", piece, values))
 
     result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row), progress, caller)
     return con if result is None else result
@@ -387,10 +429,10 @@ def sql(con: duckdb.DuckDBPyConnection, text: str, params=None):
     caller = Caller()
     _list_publications_for(con, text)
     if not _needs_us(text):
-        return caller.run(con, "sql", text, params)
+        return _run_plain(con, text, lambda: caller.run(con, "sql", text, params))
 
     def run_plain(piece, values):
-        return caller.run(con, "sql", piece, values)
+        return _run_plain(con, piece, lambda: caller.run(con, "sql", piece, values))
 
     return _run_script(con, text, params, run_plain, lambda query, row: con.sql(query, params=row), caller=caller)
 
@@ -420,15 +462,18 @@ def _result_json(result, text: str) -> str:
     return json.dumps(rows[0] if len(rows) == 1 else rows, default=str)
 
 
-def register(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def register(con: duckdb.DuckDBPyConnection, macros_now: bool = True) -> duckdb.DuckDBPyConnection:
     """Install our SQL macros (checks, reports) and the `anonymize(text)` scalar UDF into `con`.
+    (`macros_now=False`: the macros wait until a statement through duckanon names one, or until
+    `Connection.duckdb` hands the raw connection out: what `connect` does.)
 
     `SELECT anonymize('ANONYMIZE ...')` returns the summary as JSON (EXPLAIN ANONYMIZE: the plan,
     REPORT: the report's row). It runs on a cursor of its own, committing on its own: through
     duckanon's `execute`/`sql` (and the shell) it is refused inside an open transaction. A plain
     DuckDB connection's own `execute` cannot be checked: there, call it outside BEGIN ... COMMIT.
     """
-    macros.install(con)
+    if macros_now:
+        macros.install(con)
     registry.install_listing(con, always=True)
     try:
         con.remove_function(_REGISTERED_UDF)
@@ -477,7 +522,7 @@ class Connection:
         self._con = con
         self._lock = threading.Lock()
         self._local = threading.local()
-        register(con)
+        register(con, macros_now=False)
         self._local.con = con
 
     def _current(self) -> duckdb.DuckDBPyConnection:
@@ -489,7 +534,7 @@ class Connection:
         with self._lock:
             cursor = self._con.cursor()
         try:
-            register(cursor)
+            register(cursor, macros_now=False)
         except BaseException:
             cursor.close()
             raise
@@ -498,8 +543,15 @@ class Connection:
 
     @property
     def duckdb(self) -> duckdb.DuckDBPyConnection:
-        """The calling thread's DuckDB connection."""
-        return self._current()
+        """The calling thread's DuckDB connection, with the SQL macros installed (whatever runs on it
+        directly may call them)."""
+        con = self._current()
+        if not getattr(self._local, "macros", False):
+            if not macros.installed(con):
+                macros.install(con)
+            # (installed inside an explicit transaction, a ROLLBACK would take them away again)
+            self._local.macros = not _in_open_transaction(con)
+        return con
 
     def execute(self, text: str, parameters=None, progress=None) -> "Connection":
         """Run a script (see `duckanon.execute`); fetch its last result with fetchone() etc."""
@@ -512,6 +564,7 @@ class Connection:
             raise AnonymizeError("executemany cannot run ANONYMIZE: call execute(text, values) once per set of values")
         con = self._current()
         _refuse_in_transaction(con, text)
+        _install_macros_for(con, text)
         if parameters is not None:
             con.executemany(text, parameters)
         else:

@@ -23,4 +23,6 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def installed(con: duckdb.DuckDBPyConnection) -> bool:
-    return con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anon_utility'").fetchone()[0] > 0
+    # fetchall, not fetchone: DuckDB 2 leaves a result open until a fetch returns nothing, and then
+    # refuses the caller's next con.sql() or register()
+    return con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anon_utility'").fetchall()[0][0] > 0

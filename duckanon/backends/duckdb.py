@@ -25,8 +25,8 @@ from duckanon.sql.statement import TableName, shown_name
 def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
     """In autocommit mode every statement is its own transaction (two txid_current() differ);
     inside an explicit one they are equal."""
-    first = con.execute("SELECT txid_current()").fetchone()[0]
-    return con.execute("SELECT txid_current()").fetchone()[0] == first
+    first = con.execute("SELECT txid_current()").fetchall()[0][0]
+    return con.execute("SELECT txid_current()").fetchall()[0][0] == first
 
 
 # DuckDB's write-write conflicts name the object as its catalog path, e.g.

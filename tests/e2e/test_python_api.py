@@ -318,3 +318,69 @@ def test_sql_function_runs_report_and_returns_its_row(con, tmp_path):
                      .fetchall()[0][0])
     assert (got["report"], got["published"], got["original"]) == (str(path), "hospital_anon", "hospital")
     assert got["highest_risk"] <= 0.5 and path.exists()
+
+
+# --- the SQL macros, installed when first needed -----------------------------------------------
+
+
+def _has_macros(raw) -> bool:
+    return raw.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'anon\\_%' "
+                       "ESCAPE '\\'").fetchall()[0][0] > 0
+
+
+def test_the_macros_are_installed_when_a_statement_names_one():
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
+    assert not _has_macros(con._con)  # (the raw connection, looked at without Connection.duckdb)
+    assert con.execute("SELECT k FROM anon_k('t', ['a', 'b'])").fetchall() == [(6,)]
+    assert con.sql("SELECT k FROM anon_k('t', ['a', 'b'])").fetchall() == [(6,)]
+
+
+def test_the_raw_connection_is_handed_out_with_the_macros():
+    """Whatever runs on con.duckdb directly may call a macro: it comes with them, in every thread."""
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
+    assert con.duckdb.execute("SELECT k FROM anon_k('t', ['a', 'b'])").fetchall() == [(6,)]
+    found = []
+    thread = threading.Thread(target=lambda: found.append(
+        con.duckdb.execute("SELECT k FROM anon_k('t', ['a'])").fetchall()))
+    thread.start()
+    thread.join(timeout=60)
+    assert found == [[(20,)]]
+
+
+def test_a_view_calling_a_macro_reads_on_a_new_connection(tmp_path):
+    """A lone statement that reaches a macro without naming it is run again once the macros are
+    in: it failed while binding, so nothing of it ran twice."""
+    path = str(tmp_path / "v.duckdb")
+    con = duckanon.connect(path)
+    con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
+    con.execute("CREATE TABLE n (x INTEGER)")
+    con.execute("CREATE VIEW v AS SELECT k FROM anon_k('t', ['a', 'b'])")
+    con.close()
+    con = duckanon.connect(path)
+    assert con.execute("SELECT * FROM v").fetchall() == [(6,)]
+    con.close()
+    con = duckanon.connect(path)
+    assert con.execute("INSERT INTO n SELECT k FROM v").fetchall() == [(1,)]
+    assert con.execute("SELECT x FROM n").fetchall() == [(6,)]
+    con.close()
+
+
+def test_a_script_reaching_a_macro_through_a_view_runs_nothing_twice(tmp_path):
+    path = str(tmp_path / "v.duckdb")
+    con = duckanon.connect(path)
+    con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
+    con.execute("CREATE TABLE n (x INTEGER)")
+    con.execute("CREATE VIEW v AS SELECT k FROM anon_k('t', ['a', 'b'])")
+    con.close()
+    con = duckanon.connect(path)
+    with pytest.raises(duckdb.CatalogException, match="anon_k does not exist"):
+        con.execute("INSERT INTO n VALUES (1); SELECT * FROM v")
+    assert con.execute("SELECT count(*) FROM n").fetchall() == [(1,)]  # the INSERT ran once
+    con.execute("BEGIN")
+    with pytest.raises(duckdb.CatalogException, match="anon_k does not exist"):
+        con.execute("SELECT * FROM v")  # inside a transaction: never run again
+    con.execute("ROLLBACK")
+    assert con.execute("SELECT * FROM v").fetchall() == [(6,)]
+    con.close()
