@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from duckanon import methods
-from duckanon.errors import AnonymizeError
+from duckanon.errors import AnonymizeError, unknown_name
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.dp import dp
@@ -27,8 +27,8 @@ from duckanon.solver.hierarchical import hierarchical_solution
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.matching import matching, matching_not_applicable
-from duckanon.solver.models import (KAnonymity, LDiversity, PrivacyModel, TCloseness, all_satisfied, globally_satisfied,
-                                    l_diversity, t_closeness)
+from duckanon.solver.models import (KAnonymity, LDiversity, OnAttribute, PrivacyModel, TCloseness, all_satisfied,
+                                    globally_satisfied, l_diversity, t_closeness)
 from duckanon.solver.partition import Solution, identity_solution, star_weights
 from duckanon.solver.repair import merge_until_global, repair
 from duckanon.solver.request import Domains, Instance, Request
@@ -90,34 +90,43 @@ def _enumeration_too_costly(hist: Histogram, context: SolveContext) -> bool:
     return False
 
 
-def _generalizing(method: str, run):
-    """A generalizing method's runner: no star patterns, and the columns' domains are required."""
-    def checked(problem: Instance, context: SolveContext) -> Solution:
-        if problem.patterns is not None:  # they generalize: star patterns do not apply
-            raise AnonymizeError(f"method {method} does not take patterns")
-        if problem.domains is None:
-            raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
-        return run(problem, context)
-    return checked
-
-
-def _no_patterns(method: str, run):
-    def checked(problem: Instance, context: SolveContext) -> Solution:
-        if problem.patterns is not None:
-            raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
-        return run(problem, context)
-    return checked
-
-
 def _stars(problem: Instance):
     """A star's cost per column for the cell-suppression methods: the attribute weights, or None
     when there are none or all are equal (partition.star_weights)."""
     return star_weights(problem.weights)
 
 
+def _k_bound(problem: Instance) -> int | float:
+    """The proven lower bound on the (weighted) stars that k-anonymity implies, computed once per
+    problem: it compares every small class with every class (auto reads it, then solve)."""
+    if "k_bound" not in problem.memo:
+        problem.memo["k_bound"] = k_anonymity_lower_bound(problem.hist, problem.request.k, _stars(problem))
+    return problem.memo["k_bound"]
+
+
 def _heuristic(method: str):
     return lambda problem, context: run_heuristic(method, problem.hist, problem.request, problem.patterns, context,
                                                   _stars(problem))
+
+
+def _exact(problem: Instance, context: SolveContext) -> Solution:
+    return exact(problem.hist, problem.request, problem.patterns, context=context, weights=_stars(problem))
+
+
+def _dp(problem: Instance, context: SolveContext) -> Solution:
+    return dp(problem.hist, problem.request, problem.patterns, weights=_stars(problem))
+
+
+def _matching(problem: Instance, context: SolveContext) -> Solution:
+    return matching(problem.hist, problem.request, problem.patterns, _stars(problem))
+
+
+def _tp(problem: Instance, context: SolveContext) -> Solution:
+    return tp_solution(problem.hist, problem.request, False, context)
+
+
+def _tp_plus(problem: Instance, context: SolveContext) -> Solution:
+    return tp_solution(problem.hist, problem.request, True, context)
 
 
 def _hilbert(problem: Instance, context: SolveContext) -> Solution:
@@ -127,6 +136,12 @@ def _hilbert(problem: Instance, context: SolveContext) -> Solution:
     return solution
 
 
+def _lattice(problem: Instance, context: SolveContext) -> Solution:
+    domains = problem.domains
+    return lattice_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit,
+                            domains.metric, context, domains.population, problem.weights, domains.stable_levels)
+
+
 def _gensup(problem: Instance, context: SolveContext) -> Solution:
     def suppress(rolled: Histogram, inner: SolveContext) -> Solution:
         return _solve(Instance(rolled, problem.request, weights=problem.weights), "auto", inner)
@@ -134,27 +149,6 @@ def _gensup(problem: Instance, context: SolveContext) -> Solution:
     domains = problem.domains
     return gensup_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit or 0.05,
                            domains.metric, suppress=suppress, context=context, weights=problem.weights)
-
-
-# name -> run(problem, context) -> Solution; `auto` is solve's own (below). Every name of
-# duckanon.methods but auto has a runner (checked at import).
-Runner = Callable[[Instance, SolveContext], Solution]
-RUNNERS: dict[str, Runner] = {
-    **{name: _heuristic(name) for name in HEURISTICS},
-    "exact": lambda problem, context: exact(problem.hist, problem.request, problem.patterns, context=context,
-                                            weights=_stars(problem)),
-    "dp": lambda problem, context: dp(problem.hist, problem.request, problem.patterns, weights=_stars(problem)),
-    "matching": lambda problem, context: matching(problem.hist, problem.request, problem.patterns, _stars(problem)),
-    "tp": _no_patterns("tp", lambda problem, context: tp_solution(problem.hist, problem.request, False, context)),
-    "tp+": _no_patterns("tp+", lambda problem, context: tp_solution(problem.hist, problem.request, True, context)),
-    "hilbert": _no_patterns("hilbert", _hilbert),
-    "lattice": _generalizing("lattice", lambda problem, context: lattice_solution(
-        problem.hist, problem.domains.hierarchies, problem.request, problem.domains.suppression_limit,
-        problem.domains.metric, context, problem.domains.population, problem.weights, problem.domains.stable_levels)),
-    "gensup": _generalizing("gensup", _gensup),
-    "mondrian": _generalizing("mondrian", lambda problem, context: _mondrian(problem, context)),
-}
-assert set(RUNNERS) | {"auto"} == set(methods.NAMES), "every registered method needs a runner"
 
 
 def _mondrian(problem: Instance, context: SolveContext) -> Solution:
@@ -234,36 +228,51 @@ def _holds(hist: Histogram, solution: Solution, request: Request) -> bool:
 
 
 def refusal(method: str, request: Request) -> str | None:
-    """Why `method` cannot honour the request's models (one line), or None: the population
-    models are counted by the lattice only, the global ones are not taken by the methods whose
-    formulation has no place for them (methods.MethodSpec)."""
+    """Why `method` cannot honour the request's models (one line listing the methods that can),
+    or None: the population models are counted by the lattice only, the global ones are not taken
+    by the methods whose formulation has no place for them, and the models of several sensitive
+    columns not by those that encode one column's counts (methods.MethodSpec)."""
     spec = methods.spec(method)
     population = next((m for m in request if m.needs_population), None)
     if population is not None and not spec.takes_population:
-        return f"method {method} does not take {population}: the population rows per class are counted by 'lattice'"
+        return methods.refusal(method, "takes_population", str(population))
     whole = next(iter(request.global_models), None)
     if whole is not None and not spec.takes_global:
-        return (f"method {method} does not take {whole}: use 'lattice', 'mondrian' or a cell-suppression "
-                f"heuristic (they suppress or merge classes until it holds)")
+        return methods.refusal(method, "takes_global", str(whole))
+    if request.of_type(OnAttribute) and not spec.several_sensitive:
+        return methods.refusal(method, "several_sensitive")
     return None
 
 
 def _run(method: str, problem: Instance, context: SolveContext) -> Solution:
-    runner = RUNNERS.get(method)
-    if runner is None:
-        raise AnonymizeError(f"unknown method '{method}'")
-    return runner(problem, context)
+    """`method`'s runner on `problem`, after the checks its flags ask for: user patterns for a
+    method that takes none are refused (an empty table too), a generalizing method needs the
+    columns' domains. An empty table publishes nothing, whatever the method."""
+    spec = methods.spec(method)
+    if problem.patterns is not None and not spec.takes_patterns:
+        raise AnonymizeError(methods.refusal(method, "takes_patterns"))
+    if problem.hist.n_classes == 0:
+        return identity_solution(problem.hist, method if method != "auto" else "mapprox")
+    if spec.generalizes and problem.domains is None:
+        raise AnonymizeError(f"method {method} needs the columns' domains (hierarchies, values)")
+    return RUNNERS[method](problem, context)
 
 
-METHODS = methods.NAMES
-GENERALIZING = methods.names(generalizes=True)
-# The methods a time_limit bounds (solve's docstring).
-BOUNDED = methods.names(time_bounded=True)
+def _auto(problem: Instance, context: SolveContext) -> Solution:
+    """`auto`: with a population table the lattice (the one method that counts the population's
+    rows per class); with the user's hierarchies the lowest-loss recoding; else _cell_suppression."""
+    if problem.request.needs_population:
+        solution = _run("lattice", problem, context)
+        solution.method = "auto: lattice"
+        return solution
+    if problem.domains is not None and problem.domains.recode:
+        return _lowest_loss_recoding(problem, context)
+    return _cell_suppression(problem, context)
 
 
-def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
-    """A polynomial optimum when one applies; else the best heuristic, improved on or proven by
-    `exact` when its pruned model is small enough (AUTO_EXACT_MAX_INT_VARS), under
+def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
+    """`auto` on stars: a polynomial optimum when one applies; else the best heuristic, improved
+    on or proven by `exact` when its pruned model is small enough (AUTO_EXACT_MAX_INT_VARS), under
     AUTO_MILP_BUDGET.
 
     Without a deadline nothing here reads the clock: the heuristics run to their ends and their
@@ -278,7 +287,7 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     best = best_heuristic(hist, request, patterns, context, weights)
     if best.stars == 0:
         return best
-    if request.k_anonymity and _within(best.cost(weights), k_bound()):
+    if request.k_anonymity and _within(best.cost(weights), _k_bound(problem)):
         return best  # already proven optimal
     if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
@@ -318,6 +327,20 @@ def _auto(problem: Instance, context: SolveContext, k_bound) -> Solution:
     if proven.notes.get("milp_budget") is not None:
         best.notes["milp_budget"] = proven.notes["milp_budget"]
     return best
+
+
+# name -> run(problem, context) -> Solution, for every method of duckanon.methods (methods.bound
+# refuses to build it with one missing: then the solver does not import). solve and _run read it.
+Runner = Callable[[Instance, SolveContext], Solution]
+RUNNERS: dict[str, Runner] = methods.bound({
+    "auto": _auto, **{name: _heuristic(name) for name in HEURISTICS}, "exact": _exact, "dp": _dp,
+    "matching": _matching, "tp": _tp, "tp+": _tp_plus, "hilbert": _hilbert, "lattice": _lattice,
+    "mondrian": _mondrian, "gensup": _gensup,
+})
+METHODS = tuple(RUNNERS)
+GENERALIZING = methods.names(generalizes=True)
+# The methods a time_limit bounds (solve's docstring).
+BOUNDED = methods.names(time_bounded=True)
 
 
 def solve(
@@ -390,33 +413,18 @@ def _weighted_bounds(solution: Solution, request: Request, weights: np.ndarray, 
 
 def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     """`solve` on a built problem under a context (gensup's cell suppression runs it too)."""
+    if method not in RUNNERS:
+        raise AnonymizeError(unknown_name("method", method, METHODS))
     hist, request = problem.hist, problem.request
     weights = _stars(problem)
     total = hist.sa_counts.sum(axis=0)
     for model in request:
         model.check_feasible(total)
-    memo = {}
-
-    def k_bound() -> int | float:  # computed once (it compares every small class with every class)
-        if "k" not in memo:
-            memo["k"] = k_anonymity_lower_bound(hist, request.k, weights)
-        return memo["k"]
-
     refused = refusal(method, request)
     if refused:
         raise AnonymizeError(refused)
     try:
-        if hist.n_classes == 0:
-            solution = identity_solution(hist, method if method != "auto" else "mapprox")
-        elif method == "auto" and request.needs_population:
-            solution = _run("lattice", problem, context)
-            solution.method = "auto: lattice"
-        elif method == "auto" and problem.domains is not None and problem.domains.recode:
-            solution = _lowest_loss_recoding(problem, context)
-        elif method == "auto":
-            solution = _auto(problem, context, k_bound)
-        else:
-            solution = _run(method, problem, context)
+        solution = _run(method, problem, context)
     except DeadlineExpired:  # (the deadline reached a heuristic run on its own)
         context.cut(f"method {method}")
         solution = whole_table(hist)
@@ -429,10 +437,10 @@ def _solve(problem: Instance, method: str, context: SolveContext) -> Solution:
     if method in GENERALIZING or solution.group_labels is not None:  # optimality is about the metric, not stars
         return solution
     if weights is not None:
-        return _weighted_bounds(solution, request, weights, k_bound)
+        return _weighted_bounds(solution, request, weights, lambda: _k_bound(problem))
     bounds = [solution.lower_bound] if solution.lower_bound is not None else []  # exact/dp/matching
     if request.k_anonymity:
-        bounds.append(k_bound())
+        bounds.append(_k_bound(problem))
     elif solution.stars == 0:
         bounds.append(0)
     solution.lower_bound = max(bounds) if bounds else None

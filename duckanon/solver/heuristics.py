@@ -42,10 +42,6 @@ T_FAST_CLASS_LIMIT = 3000
 # row by row (local.cell_lns).
 CARVE_RESTARTS = 12
 CELL_SEARCH_ROW_LIMIT = 1000
-HEURISTICS = methods.names(heuristic=True)
-# The heuristics that honour user patterns (every published class stars a subset of a pattern,
-# except one fully suppressed leftover group); the others refuse them.
-TAKE_PATTERNS = methods.names(heuristic=True, takes_patterns=True)
 
 
 def wide(hist: Histogram) -> bool:
@@ -56,31 +52,51 @@ def wide(hist: Histogram) -> bool:
     return 2 ** hist.m > EXACT_PATTERN_LIMIT
 
 
+def _mapprox(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:
+    # k alone: the classes of >= k rows unchanged and one extra group (the leftover); with l or
+    # t, repair's merges are folded back into one leftover group. (The k-only methods start from
+    # groups of the size the models imply; repair does the rest.)
+    solution = mapprox(hist, models.min_group_size, weights)
+    return fold_outside_patterns(hist, repair(hist, solution, models, context, weights), patterns)
+
+
+def _greedy(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:
+    # With l or t, the release test can also require them (an extension of Algorithm 1); both
+    # variants run and the cheaper one wins.
+    k = models.min_group_size
+    candidates = [repair(hist, greedy(hist, k, patterns, context=context, weights=weights), models, context, weights)]
+    if models.needs_sa:
+        candidates.append(repair(hist, greedy(hist, k, patterns, models, context, weights), models, context, weights))
+    return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.cost(weights))
+
+
+def _merge(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:
+    return merge_classes(hist, models, context, weights)
+
+
+def _topdown(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:
+    return repair(hist, topdown(hist, models, context=context, weights=weights), models, context, weights)
+
+
+def _carve(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:
+    return repair(hist, carving_greedy(hist, models, context, weights=weights), models, context, weights)
+
+
+# name -> run(hist, models, patterns, context, weights): one for each heuristic of
+# duckanon.methods (heuristic=True), or this module does not import (methods.bound)
+RUNS = methods.bound({"mapprox": _mapprox, "greedy": _greedy, "merge": _merge, "topdown": _topdown,
+                      "carve": _carve}, heuristic=True)
+HEURISTICS = tuple(RUNS)
+
+
 def run_heuristic(method: str, hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED,
                   weights=None) -> Solution:
-    models = Request.of(models)
-    # The k-only methods start from groups of the size the models imply; repair does the rest.
-    k = models.min_group_size
-    if patterns is not None and method not in TAKE_PATTERNS:
-        raise AnonymizeError(f"method {method} does not take patterns (use greedy, exact or dp)")
-    if method == "mapprox":
-        # k alone: the classes of >= k rows unchanged and one extra group (the leftover); with l
-        # or t, repair's merges are folded back into one leftover group
-        return fold_outside_patterns(hist, repair(hist, mapprox(hist, k, weights), models, context, weights), patterns)
-    if method == "greedy":
-        # With l or t, the release test can also require them (an extension of Algorithm 1);
-        # both variants run and the cheaper one wins.
-        candidates = [repair(hist, greedy(hist, k, patterns, context=context, weights=weights), models, context, weights)]
-        if models.needs_sa:
-            candidates.append(repair(hist, greedy(hist, k, patterns, models, context, weights), models, context, weights))
-        return min((fold_outside_patterns(hist, s, patterns) for s in candidates), key=lambda s: s.cost(weights))
-    if method == "merge":
-        return merge_classes(hist, models, context, weights)
-    if method == "topdown":
-        return repair(hist, topdown(hist, models, context=context, weights=weights), models, context, weights)
-    if method == "carve":
-        return repair(hist, carving_greedy(hist, models, context, weights=weights), models, context, weights)
-    raise ValueError(f"not a heuristic: {method}")
+    """One heuristic of the portfolio; one that takes no patterns refuses them (methods.refusal)."""
+    if method not in RUNS:
+        raise ValueError(f"not a heuristic: {method}")
+    if patterns is not None and not methods.spec(method).takes_patterns:
+        raise AnonymizeError(methods.refusal(method, "takes_patterns"))
+    return RUNS[method](hist, Request.of(models), patterns, context, weights)
 
 
 def whole_table(hist: Histogram) -> Solution:

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.solver import emd
 from duckanon.solver.population import ESTIMATORS, kmap_derived_k, population_uniques, population_uniques_of_profile
@@ -311,6 +312,18 @@ L_DIVERSITY_VARIANTS = {cls.variant: cls for cls in
                         (FrequencyLDiversity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity)}
 
 
+def _by_word(words: tuple[str, ...], table: dict[str, type], option: str) -> dict[str, type]:
+    """`table` (the statement's word -> its class) in the order of `words`, the front end's list
+    of the option's words (duckanon.methods); a word without a class or a class without a word
+    stops this module's import, whatever python's -O."""
+    if set(table) != set(words):
+        raise LookupError(f"{option}: the classes' words {sorted(table)} are not duckanon.methods' {sorted(words)}")
+    return {word: table[word] for word in words}
+
+
+L_DIVERSITY_VARIANTS = _by_word(methods.L_VARIANTS, L_DIVERSITY_VARIANTS, "l_variant")
+
+
 def _variant_class(table: dict, word: str, option: str) -> type:
     try:
         return table[word]
@@ -531,6 +544,8 @@ class CustomDistanceTCloseness(TCloseness):
 
 T_CLOSENESS_DISTANCES = {cls.distance: cls for cls in (EqualDistanceTCloseness, OrderedDistanceTCloseness,
                                                          HierarchicalDistanceTCloseness, CustomDistanceTCloseness)}
+# (custom: a ground-distance matrix given through the Python API, no word of the statement)
+T_CLOSENESS_DISTANCES = _by_word(methods.T_DISTANCES + ("custom",), T_CLOSENESS_DISTANCES, "t_distance")
 
 
 def t_closeness(t: float, sa_total, distance: str = "equal", **kwargs) -> TCloseness:
@@ -633,7 +648,8 @@ class EnhancedBetaLikeness(BetaLikeness):
             return np.minimum(self.threshold, np.where(q > 0, -np.log(np.where(q > 0, q, 1.0)), np.inf))
 
 
-BETA_VARIANTS = {cls.variant: cls for cls in (BasicBetaLikeness, EnhancedBetaLikeness)}
+BETA_VARIANTS = _by_word(methods.BETA_VARIANTS, {cls.variant: cls for cls in (BasicBetaLikeness, EnhancedBetaLikeness)},
+                         "beta_variant")
 
 
 class DeltaDisclosure(_RelativeToTable):

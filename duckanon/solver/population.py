@@ -47,10 +47,12 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from duckanon import methods
 from duckanon.errors import AnonymizeError
 
-ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")
-KMAP_ESTIMATORS = ("poisson", "zero_truncated_poisson")
+# the estimators' words, defined once for the front end and here (duckanon.methods)
+ESTIMATORS = methods.UNIQUENESS_ESTIMATORS
+KMAP_ESTIMATORS = methods.KMAP_ESTIMATORS
 
 # ARX's ARXSolverConfiguration defaults, used by both Newton-Raphson fits (Pitman and SNB).
 ACCURACY = 1e-6            # a try converges when |F_1| <= ACCURACY and |F_2| <= ACCURACY

@@ -13,7 +13,7 @@ patterns and, for the generalizing methods, the columns' `Domains`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from duckanon.solver.histogram import Histogram
@@ -162,3 +162,5 @@ class Instance:
     domains: Domains | None = None
     # per QI its attribute weight (ARX's setAttributeWeight), None: every column weighs 1
     weights: object = None
+    # what the solver derives once per problem (the k-anonymity lower bound: auto reads it, then solve)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)

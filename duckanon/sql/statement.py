@@ -12,10 +12,9 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError, unknown_name
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
+from duckanon.methods import BETA_VARIANTS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS
 from duckanon.sql.parser import Anonymize, AnonOption, Refresh, Report, parse_statement, position_error, strip_explain
 
-L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
-T_DISTANCES = ("equal", "ordered", "hierarchical")
 ENGINES = ("duckdb", "spark")
 MATERIALIZE_FORMS = ("table", "view")
 
@@ -449,9 +448,6 @@ SENSITIVE_MODELS = ("l", "t", "beta_likeness", "delta_disclosure")
 # the privacy models' options: ANONYMIZE needs at least one
 MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
                  "beta_likeness", "delta_disclosure")
-BETA_VARIANTS = ("basic", "enhanced")
-KMAP_ESTIMATORS = ("poisson", "zero_truncated_poisson")  # ARX's KMap.CellSizeEstimator
-UNIQUENESS_ESTIMATORS = ("pitman", "zayatz", "snb", "dankar")  # ARX's PopulationUniquenessModel
 
 _OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
@@ -579,7 +575,7 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     if "metric" in seen and not lattice_like:
         raise AnonymizeError("option metric needs method = 'lattice' (or 'gensup')")
     if statement.patterns is not None and not method.takes_patterns and generalizing:
-        raise AnonymizeError(f"method {statement.method} does not take patterns")
+        raise AnonymizeError(methods.refusal(statement.method, "takes_patterns"))
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is None:
         raise AnonymizeError("t_distance = hierarchical needs sa_hierarchy = '<ARX hierarchy CSV of the sensitive column>'")
     if statement.sa_hierarchy is not None and statement.t_distance != "hierarchical":
@@ -615,9 +611,8 @@ def _check_several_sensitive(statement: AnonymizeStatement) -> None:
     if statement.t is not None and statement.t_distance != "equal":
         raise AnonymizeError("with several sensitive columns t applies with t_distance = equal only (an order or a "
                              "hierarchy would be one column's)")
-    if statement.method in ("tp", "tp+", "matching", "exact"):
-        raise AnonymizeError(f"method {statement.method} reads one sensitive column's counts: with several sensitive "
-                             "columns use another method (auto, greedy, mondrian, lattice, ...)")
+    if not methods.spec(statement.method).several_sensitive:
+        raise AnonymizeError(methods.refusal(statement.method, "several_sensitive"))
 
 
 def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
@@ -664,8 +659,7 @@ def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
     whole = next((name for name in ("average_risk", "population_uniqueness") if getattr(statement, name) is not None),
                  None)
     if whole and not method.takes_global:
-        raise AnonymizeError(f"method {statement.method} does not take {whole}: use 'lattice', 'mondrian', 'auto' or "
-                             "a cell-suppression heuristic")
+        raise AnonymizeError(methods.refusal(statement.method, "takes_global", whole))
 
 
 @dataclass

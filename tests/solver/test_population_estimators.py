@@ -540,13 +540,3 @@ def test_trigamma_arx_reproduces_arxs_truncation():
         steps = math.ceil(8 - x)
         assert pop.trigamma_arx(x) == pytest.approx(sum(1 / (x + i) ** 2 for i in range(steps)), rel=1e-14)
         assert pop.trigamma_arx(x) < scipy.special.polygamma(1, x)
-
-
-def test_the_front_end_names_the_estimators_the_solver_has():
-    """duckanon/sql/statement.py lists the estimator words without importing the solver (the front
-    end checks a statement before numpy loads): its lists are the solver's."""
-    from duckanon.solver import population
-    from duckanon.sql import statement
-
-    assert statement.UNIQUENESS_ESTIMATORS == population.ESTIMATORS
-    assert statement.KMAP_ESTIMATORS == population.KMAP_ESTIMATORS
