@@ -13,7 +13,9 @@ The modules, from the database up to the page:
   uniqueness, average risk, the estimated k-map's derived k), each figure with where it comes
   from, or why it is not available;
 - claims: the sentences about the release (rows removed, options, optimality, an infinite KL);
-- markup: escaping, tables and how numbers are written;
+- verdict: the page's first line (which requested models hold, rows removed, stars, loss) and
+  why the stars are what they are when whole columns are masked;
+- markup: escaping, tables and how numbers are written (counts with thousands separators);
 - figures: the plots (matplotlib, an optional extra, imported only when one is drawn);
 - sections: each section's heading, figure, table and note;
 - page: write_report, which puts the sections on one page.

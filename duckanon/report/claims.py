@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from duckanon import methods
-from duckanon.report.markup import escape, format_value, percent
+from duckanon.pipeline.provenance import HIERARCHY_FILE, HIERARCHY_TABLE, SA_HIERARCHY_FILE
+from duckanon.report.markup import escape, format_value, percent, rows_text
 from duckanon.solver.population import ESTIMATORS as UNIQUENESS_ESTIMATORS, KMAP_SIGNIFICANCE
 
 LATTICE_LIKE = methods.names(takes_hierarchies=True)  # hierarchies, suppression_limit and metric apply
@@ -36,8 +37,12 @@ def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
         removed = details.get("removed_rows")
     if removed is None:
         removed = max(total - published_rows, 0)
-    return {"method": method, "lattice_like": lattice_like, "suppression_limit": limit,
-            "metric": params.get("metric") or details.get("metric") if lattice_like else None,
+    # hierarchies and the suppression limit also shape mondrian's and auto's releases over hierarchies
+    generalizing = lattice_like or params.get("hierarchies") is not None
+    return {"method": method, "lattice_like": lattice_like, "generalizing": generalizing,
+            "suppression_limit": limit if generalizing else None,
+            # what ran (auto's lattice minimises loss, whatever the statement's metric)
+            "metric": details.get("metric") or params.get("metric") if lattice_like else None,
             "levels": details.get("levels"), "rows": total, "published_rows": published_rows,
             "removed_rows": removed}
 
@@ -50,36 +55,40 @@ def ran(method: str | None) -> str | None:
 def removed_sentence(release: dict) -> str:
     """'473 rows (1.6%) removed, limit 2%.' and how many rows are published."""
     removed, total, kept = release["removed_rows"], release["rows"], release["published_rows"]
-    limit = release["suppression_limit"] if ran(release["method"]) == "lattice" else None
+    limit = release["suppression_limit"]
     limit_text = f", limit {percent(limit, exact=True)}" if limit is not None else ""
     if kept > total:
-        return (f"The published table holds {kept} rows, more than the original's {total}: it is not a "
-                "subset of the original's rows.")
+        return (f"The published table holds {rows_text(kept)}, more than the original's {format_value(total)}: it "
+                "is not a subset of the original's rows.")
     if not removed:
-        return f"No rows removed{limit_text}: the published table holds all {total} rows."
+        return f"No rows removed{limit_text}: the published table holds all {rows_text(total)}."
     share = f" ({percent(removed / total)})" if total else ""
-    return (f"{removed} {'row' if removed == 1 else 'rows'}{share} removed{limit_text}. "
-            f"The published table holds {kept} of the original's {total} rows.")
+    return (f"{rows_text(removed)}{share} removed{limit_text}. "
+            f"The published table holds {format_value(kept)} of the original's {rows_text(total)}.")
 
 
 def _rows_within(limit: float, rows: int) -> str:
     """How many of `rows` a suppression limit lets go: '12 rows'."""
-    most = math.floor(limit * rows + 1e-9)
-    return f"{most} {'row' if most == 1 else 'rows'}"
+    return rows_text(math.floor(limit * rows + 1e-9))
 
 
-def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why) -> list[tuple]:
+def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why,
+                   sweep: tuple | None = None) -> list[tuple]:
     """The statement's options that mattered, in a fixed order, each stated once: l_variant only
-    with l, t_distance only with t, the lattice's options only for a lattice-like method."""
+    with l, t_distance only with t; the hierarchies and the suppression limit whenever the release
+    was generalized over hierarchies (lattice, gensup, and mondrian or auto given hierarchies), the
+    metric and the levels for a lattice-like method. `sweep`: (parameter, its values as typed)."""
     given, params = params, {name: value for name, value in params.items() if value is not None}
     shown = {}
     requested, used = params.get("method"), release["method"]
     if requested or used:
-        shown["method"] = (f"{requested} (chose {used})" if requested and used and requested != used
+        shown["method"] = (f"{requested} (chose {ran(used)})" if requested and used and requested != used
                            else requested or used)
     for name in ("qi", "sensitive", "k"):
         if name in params:
             shown[name] = params[name]
+    if shown.get("sensitive") == "":
+        shown["sensitive"] = "none"
     if "l" in params:
         shown["l"] = params["l"]
         shown["l_variant"] = params.get("l_variant", "frequency")
@@ -90,20 +99,21 @@ def parameter_rows(params: dict, release: dict, qi, threshold, threshold_why) ->
         shown["t_distance"] = params.get("t_distance", "equal")
         for name in ("sa_hierarchy", "sa_order"):
             if name in params:
-                shown[name] = params[name]
+                shown[name] = _spec_text(params[name])
     shown.update(_risk_parameters(params))
-    if release["lattice_like"]:
-        if "hierarchies" in given:  # given as None: the statement had none
-            shown["hierarchies"] = _hierarchies_text(given.get("hierarchies"), qi)
-        if release["levels"] is not None and len(release["levels"]) == len(qi):
-            shown["hierarchy levels chosen (0 = original values)"] = ", ".join(
-                f"{column} {level}" for column, level in zip(qi, release["levels"]))
-        limit = release["suppression_limit"]
-        if limit is not None:
-            shown["suppression_limit"] = (f"{percent(limit, exact=True)} of the rows "
-                                          f"(at most {_rows_within(limit, release['rows'])})")
-        if release["metric"]:
-            shown["metric"] = release["metric"]
+    if release["generalizing"] and ("hierarchies" in given or not release["lattice_like"]):
+        shown["hierarchies"] = _hierarchies_text(given.get("hierarchies"), qi)  # None: the statement had none
+    if release["lattice_like"] and release["levels"] is not None and len(release["levels"]) == len(qi):
+        shown["hierarchy levels chosen (0 = original values)"] = ", ".join(
+            f"{column} {level}" for column, level in zip(qi, release["levels"]))
+    limit = release["suppression_limit"]
+    if limit is not None:
+        shown["suppression_limit"] = (f"{percent(limit, exact=True)} of the rows "
+                                      f"(at most {_rows_within(limit, release['rows'])})")
+    if release["metric"]:
+        shown["metric"] = release["metric"]
+    if sweep is not None:
+        _swept(shown, *sweep)
     shown["risk_threshold"] = f"{format_value(threshold)} ({threshold_why})"
     skip = {"method", "qi", "sensitive", "k", "l", "l_variant", "c", "t", "t_distance", "sa_hierarchy",
             "sa_order", "hierarchies", "suppression_limit", "metric", "risk_threshold", *RISK_PARAMETERS}
@@ -160,14 +170,36 @@ def _risk_parameters(params: dict) -> dict:
     return shown
 
 
+def _swept(shown: dict, name: str, values) -> None:
+    """The swept parameter's row: the value published, and the values the sweep compared."""
+    base = name.removeprefix("requested_")
+    compared = ", ".join(format_value(v) for v in sorted(values))
+    if base in shown:
+        shown[base] = f"{format_value(shown[base])} (published; the sweep below compares {compared})"
+    else:
+        shown[base] = f"the sweep below compares {compared}"
+
+
+# how the provenance comment records a file or table hierarchy (pipeline.provenance), in words
+_RECORDED_KINDS = {HIERARCHY_FILE: "an ARX hierarchy file (its path is not recorded with the release)",
+                   HIERARCHY_TABLE: "a hierarchy table (its name is not recorded with the release)",
+                   SA_HIERARCHY_FILE: "an ARX hierarchy file (its path is not recorded with the release)"}
+
+
+def _spec_text(spec) -> str:
+    """A hierarchy spec as the page shows it: as given (a builder, or the file or table named by
+    the statement that wrote this report), or the kind the provenance recorded, in words."""
+    return _RECORDED_KINDS.get(spec, str(spec)) if isinstance(spec, str) else str(spec)
+
+
 def _hierarchies_text(hierarchies, qi) -> str:
     if not hierarchies:
         return "none: each quasi-identifier is published as it is or as '*'"
     if isinstance(hierarchies, str):
-        return f"{hierarchies} for every quasi-identifier"
+        return f"{_spec_text(hierarchies)} for every quasi-identifier"
     if isinstance(hierarchies, dict):
         named = {name.lower() for name in hierarchies}
-        text = "; ".join(f"{column}: {spec}" for column, spec in hierarchies.items())
+        text = "; ".join(f"{column}: {_spec_text(spec)}" for column, spec in hierarchies.items())
         others = [c for c in qi if c.lower() not in named]
         if others:
             text += f"; {', '.join(others)}: none (the value or '*')"
@@ -207,8 +239,8 @@ def optimality(summary: dict, release: dict | None = None) -> str:
         return "Not proven optimal, and no lower bound is known."
     gap = stars - bound
     share = f" ({gap / stars:.1%} of the stars)" if stars else ""
-    return (f"Not proven optimal: at most {escape(gap)} stars{escape(share)} could be saved "
-            f"(stars {escape(stars)} − proven lower bound {escape(bound)}).")
+    return (f"Not proven optimal: at most {escape(format_value(gap))} stars{escape(share)} could be saved "
+            f"(stars {escape(format_value(stars))} − proven lower bound {escape(format_value(bound))}).")
 
 
 def kl_infinite_text(columns: dict[str, dict], release: dict) -> str:
@@ -217,7 +249,7 @@ def kl_infinite_text(columns: dict[str, dict], release: dict) -> str:
     if generalized:
         cells = sum(v["generalized"] for v in generalized.values())
         column, first = next(iter(generalized.items()))
-        return (f"∞ (a published cell has no original counterpart: {cells} published "
+        return (f"∞ (a published cell has no original counterpart: {format_value(cells)} published "
                 f"{'cell holds a generalized value' if cells == 1 else 'cells hold generalized values'} "
                 f"such as '{first['example']}' in {column}, which the original column does not contain, "
                 "so the original rows behind them get probability 0; this KL divergence reads only a "
@@ -225,7 +257,7 @@ def kl_infinite_text(columns: dict[str, dict], release: dict) -> str:
                 "loss per column instead)")
     if release.get("removed_rows"):
         removed = release["removed_rows"]
-        return (f"∞ (a removed row has no published counterpart: {removed} "
+        return (f"∞ (a removed row has no published counterpart: {format_value(removed)} "
                 f"{'row was' if removed == 1 else 'rows were'} removed and some of their value "
                 "combinations occur in no published row, even with a '*' read as any value, so the "
                 "published table gives them probability 0)")

@@ -70,6 +70,17 @@ def column_counts(db, published, original, qi) -> dict[str, dict]:
                 "example": by_column.get(c, {}).get("example")} for c in qi}
 
 
+def one_value_columns(db, published, qi) -> dict[str, str]:
+    """{column: its value} for each QI column that publishes one value in every row (no NULL)."""
+    rows = query_rows(db, """
+        SELECT col, min(v) AS v FROM (
+            UNPIVOT (SELECT COLUMNS(lambda c: list_contains($qi, c))::VARCHAR FROM query_table($p))
+            ON COLUMNS(*) INTO NAME col VALUE v)  -- (UNPIVOT leaves NULL cells out: no row may lack one)
+        GROUP BY col HAVING count(DISTINCT v) = 1 AND count(*) = (SELECT count(*) FROM query_table($p))""",
+                      qi=qi, p=published)
+    return {r["col"]: r["v"] for r in rows}
+
+
 def utility(db, published, original, qi, sa, k) -> dict:
     if sa is not None:
         return query_row(db, "SELECT * FROM anon_utility($p, $o, $qi, $sa, k := $k)",

@@ -66,28 +66,47 @@ def class_sizes(before: dict[int, int], after: dict[int, int], original: str, pu
         ax.set_yscale("log")
     if k is not None:
         ax.axvline(k - 0.5, color="black", linestyle="--", label=f"k = {k}")
-    ax.set(xlabel="equivalence class size (rows)", ylabel="number of classes",
-           title="Equivalence class sizes before and after")
-    ax.legend()
+    ax.set(xlabel="equivalence class size (rows)", ylabel="number of classes")
+    ax.set_title("Equivalence class sizes before and after", pad=40)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=9, frameon=False)  # above the bars
     return _img(fig, "class size histogram")
 
 
+def _count_axis(ax) -> None:
+    """Counts on the y axis with thousands separators, as the tables write them."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+
+
+def _labelled_bars(ax, x, values, width, label, colour) -> None:
+    """Bars with each value written above its own bar."""
+    ax.bar(x, values, width, label=label, color=colour)
+    for xi, value in zip(x, values):
+        ax.annotate(format_value(int(value)), (xi, value), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 2), textcoords="offset points")
+
+
 def stars_per_column(qi: list[str], stars: list[int], generalized: list[int]) -> str:
-    """'*' cells per quasi-identifier, beside the generalized cells when there are any."""
+    """Per quasi-identifier, the cells counted as stars ('*', or a label covering every value) and,
+    when there are any, beside them the cells generalized to another label: two series, each
+    value above its own bar, the legend above the plot where it covers no bar."""
     fig, ax = _figure()
     x = np.arange(len(qi))
     if any(generalized):
-        ax.bar(x - 0.2, stars, 0.4, label="'*' cells")
-        ax.bar(x + 0.2, generalized, 0.4, label="generalized cells")
-        ax.legend()
+        _labelled_bars(ax, x - 0.2, stars, 0.4, "stars ('*' or one label for every value)", "C0")
+        _labelled_bars(ax, x + 0.2, generalized, 0.4, "generalized (other labels)", "C1")
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=9, frameon=False)
+        title = "Stars and generalized cells per quasi-identifier"
     else:
-        ax.bar(x, stars, color="C0")
-    for xi, s in zip(x, stars):
-        ax.annotate(str(s), (xi, s), ha="center", va="bottom")
+        _labelled_bars(ax, x, stars, 0.6, None, "C0")
+        title = "Stars ('*' cells) per quasi-identifier"
     ax.margins(y=0.12)  # room for the counts above the bars
+    _count_axis(ax)
     _column_ticks(ax, x, qi)
-    ax.set(ylabel="cells", title="Suppressed cells ('*') per quasi-identifier")
-    return _img(fig, "stars per column")
+    ax.set_ylabel("cells")
+    ax.set_title(title, pad=22 if any(generalized) else 6)  # (the legend sits between title and plot)
+    return _img(fig, "stars and generalized cells per column")
 
 
 def loss_per_column(qi: list[str], losses: list[float]) -> str:
@@ -148,24 +167,37 @@ def risk_before_and_after(measures: list[tuple[str, str]], before: dict, after: 
     return _img(fig, "risk before and after")
 
 
-def sweep(rows: list[dict], columns: list[str]) -> str:
-    """Loss (stars, suppressed rows) above risk, against the swept parameter, columns[0]."""
+def sweep(rows: list[dict], columns: list[str], published=None) -> str:
+    """Loss (stars, suppressed and removed rows) above risk, against the swept parameter,
+    columns[0], on a numeric axis in increasing order (the rows come in the order typed); the
+    published value, when given, marked by a dotted line."""
     swept = columns[0]
-    labels = [str(row.get(swept)) for row in rows]
-    x = np.arange(len(rows))
+    rows = sorted(rows, key=lambda row: row.get(swept))
+    x = np.array([float(row.get(swept)) for row in rows])
     fig = _new_figure(9, 5.5)
     loss_ax, risk_ax = fig.subplots(2, 1, sharex=True)
-    for key in [c for c in ("stars", "suppressed_rows") if c in columns]:
-        loss_ax.plot(x, [row.get(key, np.nan) for row in rows], marker="o", label=key)
+    # distinct markers and dashes: stars and suppressed_rows are often equal, and both stay visible
+    styles = {"stars": ("o", "-", 7), "suppressed_rows": ("x", "--", 8), "removed_rows": ("^", ":", 6)}
+    for key in [c for c in styles if c in columns]:
+        marker, dashes, size = styles[key]
+        loss_ax.plot(x, [_number(row.get(key)) for row in rows], marker=marker, linestyle=dashes, markersize=size,
+                     label=key)
     for key in [c for c in columns[1:] if "risk" in c]:
-        risk_ax.plot(x, [row.get(key, np.nan) for row in rows], marker="s", label=key)
+        risk_ax.plot(x, [_number(row.get(key)) for row in rows], marker="s", label=key)
     loss_ax.set(ylabel="cells / rows", title=f"Information loss and risk against {swept}")
-    risk_ax.set(ylabel="risk", xlabel=swept)
-    risk_ax.set_xticks(x, labels)
+    _count_axis(loss_ax)
+    risk_ax.set(ylabel="risk", xlabel=f"{swept} (increasing)")
+    risk_ax.set_xticks(x, [format_value(row.get(swept)) for row in rows])
     for ax in (loss_ax, risk_ax):
         ax.grid(alpha=0.3)
+        if published is not None:
+            ax.axvline(float(published), color="grey", linestyle=":",
+                       label=f"published: {swept} = {format_value(published)}" if ax is loss_ax else None)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return _img(fig, f"sweep over {swept}")
 
+
+def _number(value) -> float:
+    return np.nan if value is None else float(value)

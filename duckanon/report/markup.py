@@ -1,7 +1,8 @@
-"""How values read on the page: escaped HTML, tables, numbers to 3 significant digits.
+"""How values read on the page: escaped HTML, tables, counts with thousands separators, other
+numbers to 3 significant digits.
 
 Every number the report prints goes through format_value, so the tables, the figures' labels and
-the sentences agree on how a risk, a share or an infinite divergence is written.
+the sentences agree on how a count (30,162), a risk, a share or an infinite divergence is written.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ def escape(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def html_table(header, rows) -> str:
-    """A table in a scrolling box, so a wide table never widens the page."""
+def html_table(header, rows, css_class: str | None = None) -> str:
+    """A table in a scrolling box, so a wide table never widens the page (`css_class` on the table)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
-    return f"<div class=\"wide\"><table><tr>{head}</tr>{body}</table></div>"
+    attribute = f" class=\"{escape(css_class)}\"" if css_class else ""
+    return f"<div class=\"wide\"><table{attribute}><tr>{head}</tr>{body}</table></div>"
 
 
 def _cell(value) -> str:
@@ -38,11 +40,18 @@ def format_value(value) -> str:
         if math.isinf(value):
             return "∞" if value > 0 else "−∞"
         if abs(value) >= 1000:  # 3 significant digits would need an exponent: whole numbers instead
-            return f"{value:.0f}"
+            return f"{value:,.0f}"
         return f"{value:.3g}"  # risks, shares, distances: 3 significant digits
+    if isinstance(value, int):  # counts: 30162 -> '30,162'
+        return f"{value:,}"
     if isinstance(value, (list, tuple)):
         return ", ".join(format_value(v) for v in value)
     return str(value)
+
+
+def rows_text(count: int, noun: str = "row", plural: str | None = None) -> str:
+    """'1 row', '30,162 rows': a count with its noun, singular for one."""
+    return f"{format_value(count)} {noun if count == 1 else plural or noun + 's'}"
 
 
 def percent(fraction: float, exact: bool = False) -> str:

@@ -7,8 +7,11 @@ import dataclasses
 import json
 from pathlib import Path
 
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
 from duckanon import extras
-from duckanon.report import claims, facts, population as population_risk, sections
+from duckanon.report import claims, facts, population as population_risk, sections, verdict
 from duckanon.report.markup import escape
 from duckanon.report.risk import resolve_risk_threshold
 
@@ -28,7 +31,22 @@ img { max-width: 100%; display: block; margin: 0.8em 0; }
 pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
 .note { color: #555; font-size: 0.92em; } .bad { color: #b00; font-weight: bold; }
 .good { color: #070; font-weight: bold; }
+.verdict { background: #f3f7fc; border-left: 4px solid #4a78b5; padding: 0.5em 0.8em; }
+table.compact { font-size: 0.8em; }  /* the sweep: a dozen columns within a 700 px page */
+table.compact th, table.compact td { padding: 0.2em 0.35em; overflow-wrap: normal; }
 """
+
+
+def _readable(name: str) -> str:
+    """A table name as the page shows it: each part quoted only where DuckDB needs quotes
+    ('"memory"."main"."t"' reads memory.main.t); a name sqlglot cannot read is shown as given."""
+    try:
+        table = exp.to_table(name, dialect="duckdb")
+    except ParseError:
+        return name
+    parts = [table.args.get(arg) for arg in ("catalog", "db", "this")]
+    return exp.Table(**{arg: exp.to_identifier(part.name) for arg, part in zip(("catalog", "db", "this"), parts)
+                        if part is not None}).sql(dialect="duckdb")
 
 
 def write_report(con, published: str, original: str, qi: list[str], sa: str | None, path,
@@ -44,9 +62,9 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     the quasi-identifier columns, `sa` the sensitive column or None. `summary` is ANONYMIZE's
     result row as a dict (or a duckanon.Summary), `params` the options of the statement: k, l, t,
     l_variant (shown only with l), c, t_distance (only with t), sa_hierarchy, sa_order, method,
-    hierarchies (column -> spec, or one spec for every QI), suppression_limit and metric (shown for
-    the lattice-like methods), and anything else, shown as given. `sweep` is a list of dicts whose
-    FIRST key is the swept parameter, e.g.
+    hierarchies (column -> spec, or one spec for every QI) and suppression_limit (shown when the
+    release was generalized over hierarchies), metric (lattice-like methods), and anything else, as
+    given. `sweep`: dicts whose FIRST key is the swept parameter, in any order (shown sorted), e.g.
     [{"k": 2, "stars": 12, "suppressed_rows": 6, "highest_risk": 0.5, "average_risk": 0.3}, ...].
     `risk_threshold`: a record is "at risk" when its re-identification risk strictly exceeds it;
     None (the default) means 1/k when k is known, else RISK_THRESHOLD (see resolve_risk_threshold).
@@ -80,28 +98,47 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     columns = facts.column_counts(db, published, original, qi)
     utility = facts.utility(db, published, original, qi, sa, k)
     release = claims.release(params, summary, details, counts)
-    parts = [
-        sections.header(published, original_shown or original, params, summary, details, utility, release, qi,
-                        threshold, threshold_why),
-        sections.class_sizes(db, published, original, qi, k),
-        sections.columns(qi, columns, details.get("column_loss"), details.get("loss")),
-    ]
-    if previous:
-        parts.insert(1, sections.changes(previous, summary, counts))
     sensitives = list(sensitives or ([sa] if sa is not None else []))
-    for column in sensitives:
-        parts.append(sections.sensitive_attribute(db, published, qi, column))
-    if roles:
-        parts.append(sections.roles(db, roles, profile_source or original))
-    parts.append(sections.risk(db, published, original, qi, threshold, threshold_why))
+    checks = sections.privacy_checks(db, published, original, qi, params, sensitives)
     table = None if population is None else population_risk.PopulationTable(
         population, population_shown or population, population_weight)
-    if population_risk.applies(params, details, table):
-        parts.append(sections.population_risk(population_risk.measure(
-            db, published, original, qi, params, details, counts, columns, table)))
-    parts.append(sections.metrics(db, published, original, qi, sa, params, utility, columns, release, sensitives))
+    population_measured = (population_risk.measure(db, published, original, qi, params, details, counts, columns, table)
+                           if population_risk.applies(params, details, table) else None)
+    whole = _whole_domain_columns(db, published, qi, columns, details, counts["published"])
+    shown = _readable(published), original_shown or _readable(original)
+    top = verdict.verdict(checks, population_measured.rows if population_measured else [], release, details,
+                          summary, params, counts["published"])
+    swept = (next(iter(sweep[0])), tuple(row[next(iter(sweep[0]))] for row in sweep)) if sweep else None
+    stars_why = verdict.stars_explained(qi, columns, whole, release, summary, counts["published"],
+                                        params.get("hierarchies"))
+    parts = [
+        sections.header(*shown, params, summary, details, utility, release, qi, threshold, threshold_why,
+                        top=top, sweep_values=swept, stars_why=stars_why),
+        sections.class_sizes(db, published, original, qi, k, shown),
+        sections.columns(qi, columns, details.get("column_loss"), details.get("loss"), whole),
+    ]
+    parts[1:1] = [sections.changes(previous, summary, counts)] if previous else []
+    parts += [sections.sensitive_attribute(db, published, qi, column) for column in sensitives]
+    if roles:
+        parts.append(sections.roles(db, roles, profile_source or original))
+    parts.append(sections.risk(db, published, original, qi, threshold, threshold_why, shown))
+    if population_measured is not None:
+        parts.append(sections.population_risk(population_measured))
+    parts.append(sections.metrics(utility, sa, columns, release, checks, sensitives))
     if sweep:
-        parts.append(sections.sweep(sweep))
+        parts.append(sections.sweep(sweep, published=params.get(swept[0].removeprefix("requested_"))))
+    return _page(path, shown[0], parts)
+
+
+def _whole_domain_columns(db, published, qi, columns, details, published_rows) -> dict[str, int]:
+    """verdict.whole_domain_columns, reading the published table only when the release has such cells."""
+    cells = int(details.get("whole_domain_cells", 0) or 0)
+    one_value = facts.one_value_columns(db, published, qi) if cells else {}
+    return verdict.whole_domain_columns(qi, columns, one_value, cells, published_rows)
+
+
+def _page(path, published: str, parts: list[str]) -> Path:
+    """The page around the sections, written to `path`."""
     title = f"duckanon report: {published}"
     page = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

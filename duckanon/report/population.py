@@ -156,7 +156,8 @@ def _measure(db, published, original, qi, params, details, counts, columns, popu
     size, size_from = _population_size(params, details, recorded, people)
     if people is not None and size is not None and size_from == "population_size" and people != size:
         result.warnings.append(
-            f"population_size is {size}, but the population table {population.shown} has {people} rows (people): "
+            f"population_size is {format_value(size)}, but the population table {population.shown} has "
+            f"{format_value(people)} rows (people): "
             "the uniqueness estimate uses population_size; the k-map and delta-presence figures count the table.")
     _risk_rows(db, published, original, qi, params, result)
     _uniqueness_rows(db, published, original, qi, params, counts, size, size_from, result)
@@ -176,7 +177,7 @@ def _kmap_rows(db, published, original, qi, params, details, columns, population
         hows.append(f"original: anon_kmap, anon_delta_presence against {population.shown}")
         result.notes.append(
             "k-map and delta-presence: the original's figures are measured by anon_kmap and anon_delta_presence "
-            f"on its raw values against the population table {population.shown} ({people} rows"
+            f"on its raw values against the population table {population.shown} ({format_value(people)} rows"
             + (f", weighted by its column {population.weight}" if population.weight else "") + ").")
     else:
         original_figures = {key: Figure(missing=NO_TABLE) for key in keys}
@@ -188,15 +189,16 @@ def _kmap_rows(db, published, original, qi, params, details, columns, population
         result.notes.append(
             "k-map and delta-presence: the published table's figures are those ANONYMIZE counted in DuckDB when it "
             "published the table (details.population: the population grouped by the labels of the levels chosen, "
-            f"{recorded.get('population_rows')} rows, joined to the published classes); the plain SQL macros "
-            "compare values as text and cannot map a raw population value to a hierarchy label: their _labeled "
+            f"{format_value(recorded.get('population_rows'))} rows, joined to the published classes); the plain SQL "
+            "macros compare values as text and cannot map a raw population value to a hierarchy label: their _labeled "
             "forms (anon_kmap_labeled, anon_delta_presence_labeled) recount these figures from a table of the "
             "release's labels (README, Population risk in SQL).")
         if people is not None and recorded.get("population_rows") is not None and people != recorded["population_rows"]:
             result.warnings.append(
-                f"The population table {population.shown} has {people} rows (people), but the release was checked "
-                f"against a population of {recorded['population_rows']}: the original's k-map and delta-presence "
-                "figures are measured against a different population than the published table's.")
+                f"The population table {population.shown} has {format_value(people)} rows (people), but the release "
+                f"was checked against a population of {format_value(recorded['population_rows'])}: the original's "
+                "k-map and delta-presence figures are measured against a different population than the published "
+                "table's.")
     elif name is not None and _only_original_values(details, columns, qi):
         after = facts.kmap(db, published, name, qi)
         published_figures = {key: Figure(after[key]) for key in keys}
@@ -265,7 +267,7 @@ def _uniqueness_rows(db, published, original, qi, params, counts, size, size_fro
                                             "population = <table>)"),) * 2
             continue
         if rows > size:
-            why = f"the population size {size} is smaller than the table's {rows} rows"
+            why = f"the population size {format_value(size)} is smaller than the table's {format_value(rows)} rows"
             figures[side] = (Figure(missing=why),) * 2
             continue
         estimate = facts.population_uniqueness(db, table, qi, size, estimator)
@@ -278,7 +280,8 @@ def _uniqueness_rows(db, published, original, qi, params, counts, size, size_fro
     picked = set(used.values()) - {estimator}
     chose = "" if not picked else f" (chose {next(iter(picked))})" if len(set(used.values())) == 1 else \
         " (chose " + ", ".join(f"{name} for the {side}" for side, name in used.items()) + ")"
-    how = f"anon_population_uniqueness, estimator {estimator}{chose}" + (f", N = {size}" if size is not None else "")
+    how = (f"anon_population_uniqueness, estimator {estimator}{chose}"
+           + (f", N = {format_value(size)}" if size is not None else ""))
     after = figures["published"][0]
     result.rows.append(Row("population uniqueness (estimated share of the population unique)",
                            f"≤ {format_value(wanted)}" if wanted is not None else None,
@@ -288,7 +291,8 @@ def _uniqueness_rows(db, published, original, qi, params, counts, size, size_fro
     if used:
         result.notes.append(
             f"Population uniqueness: estimated by anon_population_uniqueness from each table's class sizes with "
-            f"the estimator {estimator} and a population of {size} ({size_from}); an estimate, not a count.")
+            f"the estimator {estimator} and a population of {format_value(size)} ({size_from}); an estimate, not a "
+            "count.")
 
 
 def _estimated_kmap_rows(db, published, original, qi, params, details, counts, size, has_table, result):

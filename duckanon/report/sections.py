@@ -10,18 +10,21 @@ import duckdb
 
 from duckanon._version import __version__
 from duckanon.report import claims, facts, figures, population
-from duckanon.report.markup import escape, format_value, html_table, json_ready
+from duckanon.report.markup import escape, format_value, html_table, json_ready, rows_text
 from duckanon.pipeline.result import release_risks
 from duckanon.report.risk import risk_measures, smallest_safe_size
 
 
-def header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why) -> str:
-    parts = [f"<h1>duckanon report: <code>{escape(published)}</code></h1>",
+def header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why,
+           top: str = "", stars_why: str | None = None, sweep_values: tuple | None = None) -> str:
+    """The title, `top` (the verdict), what was compared, the parameters and ANONYMIZE's summary
+    with `stars_why` (verdict.stars_explained) below it."""
+    parts = [f"<h1>duckanon report: <code>{escape(published)}</code></h1>", top,
              f"<p>Published table <code>{escape(published)}</code>, compared with the original table "
              f"<code>{escape(original)}</code>. duckanon {escape(__version__)}, "
              f"DuckDB {escape(duckdb.__version__)}.</p>",
              f"<p class=\"removed\">{escape(claims.removed_sentence(release))}</p>"]
-    rows = claims.parameter_rows(params, release, qi, threshold, threshold_why)
+    rows = claims.parameter_rows(params, release, qi, threshold, threshold_why, sweep_values)
     if rows:
         parts += ["<h2>Parameters</h2>", html_table(["parameter", "value"], rows)]
     if summary:
@@ -33,39 +36,59 @@ def header(published, original, params, summary, details, utility, release, qi, 
                   f"<p class=\"optimality\">{claims.optimality(summary, release)}</p>"]
         whole_domain = int((details or {}).get("whole_domain_cells", 0) or 0)
         if summary.get("stars") is not None and summary["stars"] != utility["stars"] + whole_domain:
-            parts.append(f"<p class=\"bad\">The summary reports {escape(summary['stars'])} stars but "
-                         f"the published table holds {escape(utility['stars'] + whole_domain)}.</p>")
+            parts.append(f"<p class=\"bad\">The summary reports {escape(format_value(summary['stars']))} stars but "
+                         f"the published table holds {escape(format_value(utility['stars'] + whole_domain))}.</p>")
+        elif stars_why:
+            parts.append(stars_why)
         elif whole_domain:
-            parts.append(f"<p class=\"note\">The summary's {escape(summary['stars'])} stars include "
-                         f"{escape(whole_domain)} cells published as a hierarchy label that covers every value "
-                         "of its column (fully masked, like '*'); the tables below list them as generalized "
+            parts.append(f"<p class=\"note\">The summary's {escape(format_value(summary['stars']))} stars include "
+                         f"{escape(format_value(whole_domain))} cells published as a hierarchy label that covers every "
+                         "value of its column (fully masked, like '*'); the tables below list them as generalized "
                          "cells.</p>")
+        if summary.get("stars") is not None and not stars_why:  # (stars_why gives the definition itself)
+            parts.append("<p class=\"note\">stars: the published cells that hide their value entirely ('*', or a "
+                         "hierarchy label that covers every value of its column); suppressed_rows: the published "
+                         "rows with at least one star.</p>")
         if details:
             pretty = json.dumps(json_ready(details), indent=2, sort_keys=True, default=str)
             parts.append(f"<details><summary>solver details</summary><pre>{escape(pretty)}</pre></details>")
-    return "\n".join(parts)
+    return "\n".join(part for part in parts if part)
 
 
-def class_sizes(db, published, original, qi, k) -> str:
+def class_sizes(db, published, original, qi, k, shown: tuple[str, str] | None = None) -> str:
+    """The class-size histograms of both tables; `shown`: their names on the page (published, original)."""
     before, after = facts.size_histogram(db, original, qi), facts.size_histogram(db, published, qi)
-    return ("<h2>Equivalence classes</h2>" + figures.class_sizes(before, after, original, published, k)
+    published_shown, original_shown = shown or (published, original)
+    return ("<h2>Equivalence classes</h2>" + figures.class_sizes(before, after, original_shown, published_shown, k)
             + f"<p class=\"note\">Classes are rows with equal values on {escape(', '.join(qi))}; "
               "a '*' is a value of its own in the published table.</p>")
 
 
-def columns(qi, counts: dict[str, dict], column_loss: dict | None = None, loss: float | None = None) -> str:
+def columns(qi, counts: dict[str, dict], column_loss: dict | None = None, loss: float | None = None,
+            whole: dict[str, int] | None = None) -> str:
+    """'*' cells and generalized cells per QI; `whole` (verdict.whole_domain_columns) moves the
+    cells of a label covering every value from the generalized cells to the stars, as ANONYMIZE
+    counts them."""
+    whole = whole or {}
     stars = [counts[c]["stars"] for c in qi]
-    generalized = [counts[c]["generalized"] for c in qi]
-    table = html_table(["column", "'*' cells", "generalized cells"], zip(qi, stars, generalized))
-    section = ("<h2>Suppression per column</h2>" + figures.stars_per_column(qi, stars, generalized)
-               + table)
+    labels = [whole.get(c, 0) for c in qi]
+    generalized = [counts[c]["generalized"] - whole.get(c, 0) for c in qi]
+    if any(labels):
+        table = html_table(["column", "'*' cells", "cells of a label covering every value (stars)",
+                            "generalized cells"], zip(qi, stars, labels, generalized))
+    else:
+        table = html_table(["column", "'*' cells", "generalized cells"], zip(qi, stars, generalized))
+    section = ("<h2>Suppression per column</h2>"
+               + figures.stars_per_column(qi, [s + w for s, w in zip(stars, labels)], generalized) + table
+               + "<p class=\"note\">Stars: cells that hide their value entirely ('*', or a hierarchy label that "
+                 "covers every value of its column). Generalized cells hold another value that is not one of the "
+                 "column's original values (a range, a set, a hierarchy label).</p>")
     if column_loss:
         section += _loss(qi, column_loss, loss)
-    elif any(generalized):
-        section += ("<p class=\"note\">Generalized cells hold a value that is not one of the column's "
-                    "original values; how much each lost is recorded by ANONYMIZE (column_loss), which "
-                    "this report was not given (the table's comment leaves it out of a release with removed "
-                    "rows: it is counted over the source's rows).</p>")
+    elif any(generalized) or any(labels):
+        section += ("<p class=\"note\">How much each generalized column lost is recorded by ANONYMIZE "
+                    "(column_loss), which this report was not given (the table's comment leaves it out of a "
+                    "release with removed rows: it is counted over the source's rows).</p>")
     else:
         section += ("<p class=\"note\">Every published QI value is an original value or '*' (cell "
                     "suppression), so the information lost per column is exactly its '*' count.</p>")
@@ -93,8 +116,9 @@ def sensitive_attribute(db, published, qi, sa) -> str:
         return heading + "<p>The published table is empty.</p>"
     figure = figures.sa_per_class(mix, sa)
     all_classes = per_class[0]["all_classes"] if per_class else 0
-    which = (f"the {len(per_class)} least diverse of the {all_classes} classes" if all_classes > len(per_class)
-             else f"all {all_classes} {'class' if all_classes == 1 else 'classes'}, least diverse first")
+    which = (f"the {len(per_class)} least diverse of the {format_value(all_classes)} classes"
+             if all_classes > len(per_class)
+             else f"all {rows_text(all_classes, 'class', 'classes')}, least diverse first")
     table = html_table(["#", "class (QI values)", "rows", "distinct values", "largest share", "frequency l",
                         "EMD to table"],
                        [(r["position"], r["class"], r["size"], r["distinct_values"], r["top_share"],
@@ -108,7 +132,9 @@ def sensitive_attribute(db, published, qi, sa) -> str:
             + f"<details><summary>{escape(which)}</summary>{table}</details>")
 
 
-def risk(db, published, original, qi, threshold: float, threshold_why: str) -> str:
+def risk(db, published, original, qi, threshold: float, threshold_why: str,
+         shown: tuple[str, str] | None = None) -> str:
+    """Prosecutor risk before and after; `shown`: the tables' names on the page (published, original)."""
     # anon_risk counts a record when 1 / size > threshold; it gets a threshold halfway between two
     # sizes' risks, so 1/k (not exact in floating point) puts a class of exactly k rows on the safe side.
     safe = smallest_safe_size(threshold)
@@ -116,14 +142,16 @@ def risk(db, published, original, qi, threshold: float, threshold_why: str) -> s
     measures = [("highest_risk", "highest risk"), ("average_risk", "average risk"),
                 ("records_at_risk_fraction", f"records at risk (> {format_value(threshold)})"),
                 ("uniques_fraction", "unique records")]
-    figure = figures.risk_before_and_after(measures, before, after, original, published)
+    published_shown, original_shown = shown or (published, original)
+    figure = figures.risk_before_and_after(measures, before, after, original_shown, published_shown)
     keys = ["highest_risk", "average_risk", "records_at_risk", "records_at_risk_fraction",
             "uniques", "uniques_fraction", "classes", "rows"]
     table = html_table(["measure", "original", "published"], [(k, before[k], after[k]) for k in keys])
     at_risk = after["records_at_risk"]
     smaller = f"classes of fewer than {safe} rows" if safe > 1 else "no class (every risk is at most 1)"
     return ("<h2>Re-identification risk</h2>"
-            + f"<p class=\"at-risk\">{escape(at_risk)} published {'record' if at_risk == 1 else 'records'} at "
+            + f"<p class=\"at-risk\">{escape(format_value(at_risk))} published "
+              f"{'record' if at_risk == 1 else 'records'} at "
               f"risk: risk above {escape(format_value(threshold))} ({escape(threshold_why)}), "
               f"i.e. in {escape(smaller)}.</p>"
             + figure + table
@@ -164,13 +192,13 @@ UTILITY_NAMES = {"stars": "stars ('*' cells)", "suppressed_rows": "rows with a '
                  "kl_divergence": "KL divergence (original ‖ published)"}
 
 
-def metrics(db, published, original, qi, sa, params, utility, counts, release, sensitives=None) -> str:
-    """Utility, then each privacy measure on both tables beside what the statement asked for; with
-    several sensitive columns, l and t on each column ("frequency_l (occupation)")."""
+def privacy_checks(db, published, original, qi, params, sensitives) -> list[tuple]:
+    """Each privacy measure on both tables beside what the statement asked for: (measure,
+    requested, original, published, "met" / "NOT met" / ""); with several sensitive columns, l and
+    t on each column ("frequency_l (occupation)")."""
     l_form = params.get("l_variant") or "frequency"
     t_form = {"equal": "t", "ordered": "t_ordered"}.get(params.get("t_distance") or "equal")
     requested = {"k": params.get("k"), f"{l_form}_l": params.get("l"), t_form: params.get("t")}
-    sensitives = list(sensitives or ([sa] if sa is not None else []))
     several = len(sensitives) > 1
     rows = []
     for position, column in enumerate(sensitives or [None]):
@@ -182,6 +210,13 @@ def metrics(db, published, original, qi, sa, params, utility, counts, release, s
                 met = after >= wanted if kind == "min" else after <= wanted + 1e-12
                 status = "met" if met else "NOT met"
             rows.append((f"{name} ({column})" if several and name != "k" else name, wanted, before, after, status))
+    return rows
+
+
+def metrics(utility, sa, counts, release, checks: list[tuple], sensitives=None) -> str:
+    """Utility, then the privacy checks (privacy_checks)."""
+    sensitives = list(sensitives or ([sa] if sa is not None else []))
+    several = len(sensitives) > 1
     utility_rows = [(label, utility.get(key)) for key, label in UTILITY_NAMES.items()]
     kl = utility.get("kl_divergence")
     if kl is not None and not math.isfinite(kl):
@@ -193,7 +228,7 @@ def metrics(db, published, original, qi, sa, params, utility, counts, release, s
                    f"sensitive columns {escape(', '.join(sensitives))}.</p>")
     return ("<h2>Utility</h2>" + html_table(["measure (anon_utility)", "published"], utility_rows) + kl_note
             + "<h2>Privacy checks</h2>"
-            + html_table(["measure", "requested", "original", "published", ""], rows)
+            + html_table(["measure", "requested", "original", "published", ""], checks)
             + "<p class=\"note\">k from anon_k, l from anon_l, t from anon_t (EMD, equal and ordered "
               "ground distance), measured on the tables themselves"
             + (f"; l and t on each sensitive column's own values ({escape(', '.join(sensitives))}), as ANONYMIZE "
@@ -242,11 +277,19 @@ def roles(db, roles: dict, source: str) -> str:
               "(sql/profile.sql) on the original table.</p>")
 
 
-def sweep(rows: list[dict]) -> str:
-    """The sweep's table and plot: its rows are dicts whose first key is the swept parameter."""
-    columns = list(dict.fromkeys(key for row in rows for key in row))
+def sweep(rows: list[dict], published=None) -> str:
+    """The sweep's table and plot: its rows are dicts whose first key is the swept parameter, in
+    the order the values were typed; both show them in increasing order, `published` (the first
+    value typed, the one published) marked."""
+    # (not the dry runs' seconds: how long one took says nothing about the release it would make)
+    columns = [key for key in dict.fromkeys(key for row in rows for key in row) if key != "seconds"]
     swept = columns[0]
-    return (f"<h2>Sweep over {escape(swept)}</h2>" + figures.sweep(rows, columns)
-            + html_table(columns, [[row.get(c) for c in columns] for row in rows])
-            + "<p class=\"note\">Pick the knee: the value after which more privacy costs much more "
-              "loss, or after which the risk stops falling.</p>")
+    ordered = sorted(rows, key=lambda row: row.get(swept))
+    chosen = (f" {escape(swept)} = {escape(format_value(published))} is the one published (the table this "
+              "report describes)." if published is not None else "")
+    return (f"<h2>Sweep over {escape(swept)}</h2>" + figures.sweep(rows, columns, published)
+            + html_table([c.replace("_", " ") for c in columns], [[row.get(c) for c in columns] for row in ordered],
+                         css_class="compact")
+            + f"<p class=\"note\">One dry run per value, in increasing {escape(swept)}.{chosen} Pick the knee: "
+              "the value after which more privacy costs much more loss, or after which the risk stops "
+              "falling.</p>")

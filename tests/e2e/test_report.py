@@ -93,14 +93,15 @@ def test_report_numbers_match_the_summary_and_the_tables(report, hospital):
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
                     "(apt-get install -y chromium) for a real headless-browser screenshot")
-def test_report_renders_in_headless_chromium(report, tmp_path):
+@pytest.mark.parametrize("width", [700, 1200])
+def test_report_renders_in_headless_chromium(report, tmp_path, width):
     _, path, _ = report
     shot = tmp_path / "out.png"
     subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-                    "--window-size=1200,4500", path.resolve().as_uri()],
+                    f"--window-size={width},4500", path.resolve().as_uri()],
                    cwd=tmp_path, check=True, capture_output=True, timeout=180)
     pixels = matplotlib.image.imread(shot)[..., :3]  # floats in [0, 1]
-    assert pixels.shape[:2] == (4500, 1200)  # tall enough for the SA plot
+    assert pixels.shape[:2] == (4500, width)  # tall enough for the SA plot
     non_white = (pixels < 0.94).any(axis=-1).mean()
     assert non_white > 0.05, f"only {non_white:.1%} of the page is not white"
 
