@@ -33,8 +33,11 @@ def release_parameters(statement) -> dict:
         params.pop("beta_variant", None)
     if statement.population is not None:  # its name is a source's: only that one was used
         params["population"] = "a table (k_map, delta_presence)"
-    if methods.spec(statement.method).takes_hierarchies:  # hierarchies = None means "none given": shown as such
+    method = methods.spec(statement.method)
+    if method.takes_hierarchies:  # hierarchies = None means "none given": shown as such
         params.update({name: getattr(statement, name) for name in GENERALIZATION_PARAMETERS})
+    elif method.recodes and statement.hierarchies is not None:  # auto, mondrian over hierarchies
+        params.update(hierarchies=statement.hierarchies, suppression_limit=statement.suppression_limit)
     return params
 
 

@@ -231,9 +231,9 @@ def test_the_report_of_a_refresh_says_what_changed(db, tmp_path):
     assert "Changes since the previous release" in page
     start = page.index("<h2>Changes since the previous release")
     changes = table_rows(page[start:page.index("<h2>", start + 4)])
-    assert changes["source rows"] == [str(first["rows"]), str(rows(db, "src"))]
-    assert changes["classes"] == [str(row["classes_before"]), str(row["classes_after"])]
-    assert changes["stars"] == [str(row["stars_before"]), str(row["stars_after"])]
+    assert changes["source rows"] == [f"{first['rows']:,}", f"{rows(db, 'src'):,}"]  # counts: 15,082
+    assert changes["classes"] == [f"{row['classes_before']:,}", f"{row['classes_after']:,}"]
+    assert changes["stars"] == [f"{row['stars_before']:,}", f"{row['stars_after']:,}"]
 
 
 FINGERPRINTED = {

@@ -182,9 +182,6 @@ def test_hierarchies_and_limit_of_a_local_recoding_are_listed(adult, sweep_relea
     assert f"{summary['removed_rows']} rows" in plain(page) and "limit 2%" in plain(page)
 
 
-@pytest.mark.xfail(strict=True, reason="pipeline/provenance.py's release_parameters (not ours) passes hierarchies "
-                                       "and suppression_limit only for lattice and gensup, so ANONYMIZE's report of "
-                                       "auto or mondrian over hierarchies cannot list them")
 def test_anonymize_passes_the_hierarchies_of_a_local_recoding(sweep_release):
     _, page, _ = sweep_release
     params = table_rows(section(page, "Parameters"))
