@@ -53,7 +53,11 @@ NEW = "ANONYMIZE big INTO big_anon WITH (k = 5, qi = (a, b), sensitive = s, keep
 # signal lands in Python code; with mode `hold` it waits there for a line on stdin.
 # SOLVE_HOOK is that part, shared by the API child and the command-line child.
 SOLVE_HOOK = r"""
-import sys, time
+import signal, sys, time
+# Ctrl-C as in a terminal: a process started in the background (`cmd &` in a script, as CI or a
+# benchmark may run the suite) inherits SIGINT ignored, and Python then never raises
+# KeyboardInterrupt
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import duckanon.pipeline.problem as engine
 path, statement, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 original = engine.solve
