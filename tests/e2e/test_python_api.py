@@ -349,15 +349,21 @@ def test_the_raw_connection_is_handed_out_with_the_macros():
     assert found == [[(20,)]]
 
 
-def test_a_view_calling_a_macro_reads_on_a_new_connection(tmp_path):
-    """A lone statement that reaches a macro without naming it is run again once the macros are
-    in: it failed while binding, so nothing of it ran twice."""
+def _file_with_a_view_calling_a_macro(tmp_path) -> str:
+    """A database file holding t, an empty n (x) and a view v over anon_k('t', ['a', 'b'])."""
     path = str(tmp_path / "v.duckdb")
     con = duckanon.connect(path)
     con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
     con.execute("CREATE TABLE n (x INTEGER)")
     con.execute("CREATE VIEW v AS SELECT k FROM anon_k('t', ['a', 'b'])")
     con.close()
+    return path
+
+
+def test_a_view_calling_a_macro_reads_on_a_new_connection(tmp_path):
+    """A lone statement that reaches a macro without naming it is run again once the macros are
+    in: it failed while binding, so nothing of it ran twice."""
+    path = _file_with_a_view_calling_a_macro(tmp_path)
     con = duckanon.connect(path)
     assert con.execute("SELECT * FROM v").fetchall() == [(6,)]
     con.close()
@@ -368,12 +374,7 @@ def test_a_view_calling_a_macro_reads_on_a_new_connection(tmp_path):
 
 
 def test_a_script_reaching_a_macro_through_a_view_runs_nothing_twice(tmp_path):
-    path = str(tmp_path / "v.duckdb")
-    con = duckanon.connect(path)
-    con.execute("CREATE TABLE t AS SELECT i % 5 AS a, i % 3 AS b FROM range(100) r(i)")
-    con.execute("CREATE TABLE n (x INTEGER)")
-    con.execute("CREATE VIEW v AS SELECT k FROM anon_k('t', ['a', 'b'])")
-    con.close()
+    path = _file_with_a_view_calling_a_macro(tmp_path)
     con = duckanon.connect(path)
     with pytest.raises(duckdb.CatalogException, match="anon_k does not exist"):
         con.execute("INSERT INTO n VALUES (1); SELECT * FROM v")
