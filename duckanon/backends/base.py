@@ -295,6 +295,10 @@ class KeepsRegistry:
         """Create or replace the session's table macro `name()` returning `select`'s rows."""
         raise NotImplementedError
 
+    def create_scalar_macro(self, name: str, parameters: list[str], body: exp.Expr) -> None:
+        """Create or replace the session's macro `name(parameters...)` returning `body`."""
+        raise NotImplementedError
+
     def objects_relation(self) -> exp.Query:
         """The catalog's tables and views as rows (database_name, schema_name, name, comment), for
         queries that look them up when they run (the listing)."""

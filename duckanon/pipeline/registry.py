@@ -63,7 +63,8 @@ from duckanon.pipeline.provenance import release_parameters
 from duckanon.pipeline.registry_entry import (  # noqa: F401 - the registry's interface
     COLUMNS, CORRUPT, JSON_COLUMNS, OUTDATED, PREVIOUS_COLUMNS, REGISTRY, REGISTRY_COMMENT, Entry, digest, entry_of,
     fingerprint, fingerprint_select, fingerprint_sql, hierarchy_parts, loads, registry_table, shown)
-from duckanon.pipeline.registry_listing import LISTING, listing_inputs, listing_select
+from duckanon.pipeline.registry_listing import (LISTING, VERIFIED, VERIFIED_PARAMETER, listing_inputs,
+                                                listing_select, verified_macro)
 from duckanon.pipeline.registry_releases import (  # noqa: F401
     CREATE_ATTEMPTS, begin_release, create_registry, end_release, prepare, unprepare)
 from duckanon.pipeline.registry_state import (  # noqa: F401
@@ -347,9 +348,9 @@ class Recording:
 
 # ----------------------------------------------------------------------------- the listing macro
 
-# Per session, what the listing macro last made on it where nothing can undo it (outside an
-# explicit transaction, whose ROLLBACK would restore the one before) was made of: a statement
-# whose listing would be made of the same does not make it again.
+# Per session, what the listing's two macros last made on it where nothing can undo them (outside
+# an explicit transaction, whose ROLLBACK would restore the ones before) were made of: (shape,
+# verified digests). A statement after which either would be made of the same does not make it again.
 _installed_listing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # DuckDB binds a table macro's tables when it is made: made again when a registry vanished meanwhile
 LISTING_ATTEMPTS = 3
@@ -358,11 +359,13 @@ LISTING_ATTEMPTS = 3
 def install_listing(handle, always: bool = False) -> None:
     """(Re)create the TEMP macro duckanon_publications(): every entry of every attached registry
     with `status` and `stale` from its source's current fingerprint. A source that is missing or
-    lost a column when the macro is made is listed with that status. After a statement the macro
-    is remade when what it lists changed; `always`: remade in any case (connect, and a script
+    lost a column when the macro is made is listed with that status. After a statement the macros
+    are remade when what they list changed; `always`: remade in any case (connect, and a script
     that calls it, so that a macro dropped or replaced meanwhile comes back). The entries verified
-    at the last listing are not verified again (read_registries' `remembered`)."""
+    at the last listing are not verified again (read_registry's `remembered`)."""
     backend = registry_backend(handle)
+    session = backend.session()
+    made = None if always else _installed_listing.get(session)
     for attempt in range(LISTING_ATTEMPTS):
         kinds, read = [], []
         for database, kind in registries(backend):
@@ -370,21 +373,24 @@ def install_listing(handle, always: bool = False) -> None:
             if found is not None:  # else dropped since it was listed: not listed
                 kinds.append((database, kind))
                 read += found
-        inputs = listing_inputs(backend, kinds, read)
-        session = backend.session()
-        if not always and _installed_listing.get(session) == inputs:
+        shape, verified = listing_inputs(backend, kinds, read)
+        if made == (shape, verified):
             return
         undoable = backend.in_explicit_transaction()
+        if made is None or made[1] != verified:
+            backend.create_scalar_macro(VERIFIED, [VERIFIED_PARAMETER], verified_macro(verified))
         try:
-            backend.create_table_macro(LISTING, listing_select(backend, inputs))
+            if made is None or made[0] != shape:
+                backend.create_table_macro(LISTING, listing_select(backend, shape))
             break
         except UnknownTable:  # a registry read a moment ago was dropped before the macro was made
+            made = None
             if attempt == LISTING_ATTEMPTS - 1:
                 raise
     if undoable:
         _installed_listing.pop(session, None)
     else:
-        _installed_listing[session] = inputs
+        _installed_listing[session] = (shape, verified)
 
 
 def refresh_refused(target: TableName) -> AnonymizeError:

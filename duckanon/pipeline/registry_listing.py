@@ -2,13 +2,14 @@
 database, built as one sqlglot expression from literals and quoted names.
 
 Each registry's branch reads its table when the listing is called: a row is valid when its digest
-is one of those verified when the macro was made (an entry edited or added by hand since is
-corrupt), and only a valid row's values are shown, with `status` from its source's fingerprint
-(computed when the listing is read) and its target's state (target_state, in SQL: the release id
-the target's comment carries now). What the macro is made of (`ListingInputs`) is compared with
-what it was made of last on the session: the same inputs, the same macro, not made again.
+is one of those verified when the listing was last brought up to date (an entry edited or added
+by hand since is corrupt), and only a valid row's values are shown, with `status` from its
+source's fingerprint (computed when the listing is read) and its target's state (target_state, in
+SQL: the release id the target's comment carries now). The verified digests are a second TEMP
+macro, `duckanon_publications_verified(registry)`, which the listing calls: after a statement that
+wrote an entry only that small macro is made again; the listing itself only when its shape (the
+registries, and the sources and column lists their valid entries were read from) changed.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from duckanon.pipeline.registry_state import (NOT_ATTACHED, OTHER_FILE, REPLACED
 from duckanon.pipeline.registry_statement import table_of
 
 LISTING = "duckanon_publications"
+VERIFIED, VERIFIED_PARAMETER = "duckanon_publications_verified", "registry"
 LISTED = {
     "target": "VARCHAR", "source": "VARCHAR", "statement": "VARCHAR", "parameters": "JSON",
     "published_at": "TIMESTAMP", "duckanon_version": "VARCHAR", "duckdb_version": "VARCHAR",
@@ -43,30 +45,42 @@ class Check:
 
 
 @dataclass(frozen=True)
-class RegistryInputs:
+class RegistryShape:
+    """What one registry's branch of the listing is made of (its digests aside)."""
+
     database: str
     kind: str  # 'ours' or 'previous'
-    digests: tuple[str, ...] = ()  # of the valid entries, sorted
     checks: tuple[Check, ...] = ()
 
 
-ListingInputs = tuple[RegistryInputs, ...]
+Shape = tuple[RegistryShape, ...]
+Verified = tuple[tuple[str, tuple[str, ...]], ...]  # per registry of ours, its valid entries' digests (sorted)
 
 
-def listing_inputs(backend: Backend, kinds: list[tuple[str, str]], read: list[Entry]) -> ListingInputs:
+def listing_inputs(backend: Backend, kinds: list[tuple[str, str]], read: list[Entry]) -> tuple[Shape, Verified]:
     """What the listing over the registries `kinds`, whose entries as read now are `read`, is made of."""
-    inputs = []
+    shape, verified = [], []
     for database, kind in kinds:
         if kind != "ours":
-            inputs.append(RegistryInputs(database, kind))
+            shape.append(RegistryShape(database, kind))
             continue
         valid = [e for e in read if e.registry == database and not e.problem]
         keys = sorted({(e.source[1], e.source[2], tuple(e.row["source_columns"])) for e in valid})
         columns_of = source_columns(backend, [(database, schema, name) for schema, name, _ in keys])
         checks = tuple(Check(schema, name, columns, column_problem(columns_of[(database, schema, name)], columns))
                        for schema, name, columns in keys)
-        inputs.append(RegistryInputs(database, kind, tuple(sorted(e.row["entry_digest"] for e in valid)), checks))
-    return tuple(inputs)
+        shape.append(RegistryShape(database, kind, checks))
+        verified.append((database, tuple(sorted(e.row["entry_digest"] for e in valid))))
+    return tuple(shape), tuple(verified)
+
+
+def verified_macro(verified: Verified) -> exp.Expr:
+    """The body of duckanon_publications_verified(registry): the registry's verified digests
+    (NULL for a registry without any: no row of it is valid)."""
+    whens = [(exp.EQ(this=exp.column(VERIFIED_PARAMETER, quoted=True), expression=_text(database)),
+              exp.cast(exp.Array(expressions=[_text(d) for d in digests]),
+                       exp.DataType.build("VARCHAR[]", dialect="duckdb"))) for database, digests in verified]
+    return _case(*whens) if whens else _typed_null("VARCHAR[]")
 
 
 # ----------------------------------------------------------------------------- expression helpers
@@ -171,12 +185,11 @@ def _target_state() -> exp.Expr:
                  (_not_null(_col("o", "name")), held), (elsewhere, _text(OTHER_FILE)))
 
 
-def _with_state(backend: Backend, inputs: RegistryInputs, target_catalog: exp.Expr) -> exp.Select:
+def _with_state(backend: Backend, inputs: RegistryShape, target_catalog: exp.Expr) -> exp.Select:
     """The registry's rows with `valid` (its digest was verified), its target database's
     `target_readonly` and the target's `state` (None where the entry is not valid)."""
-    digests = [_text(d) for d in inputs.digests]
-    valid = exp.func("coalesce", exp.In(this=_col("r", "entry_digest"), expressions=digests), exp.false()) \
-        if digests else exp.false()
+    verified = exp.Anonymous(this=VERIFIED, expressions=[_text(inputs.database)])
+    valid = exp.func("coalesce", exp.func("list_contains", verified, _col("r", "entry_digest")), exp.false())
     rows = exp.select(exp.Star(), exp.alias_(valid, "valid", quoted=True)).from_(
         registry_table(inputs.database).as_("r", quoted=True))
     same_object = exp.and_(_lower_eq(_col("o", "database_name"), target_catalog.copy()),
@@ -210,7 +223,7 @@ def _status(backend: Backend, alias: exp.Expr, target_catalog: exp.Expr, same: e
         default=_text("stale"))
 
 
-def _registry_rows(backend: Backend, inputs: RegistryInputs) -> exp.Select:
+def _registry_rows(backend: Backend, inputs: RegistryShape) -> exp.Select:
     """The listing's rows of one registry: every name a quoted identifier, every value a literal."""
     alias = _text(inputs.database)
     table = registry_table(inputs.database).as_("r", quoted=True)
@@ -247,9 +260,9 @@ def _registry_rows(backend: Backend, inputs: RegistryInputs) -> exp.Select:
             .join(checks, join_type="LEFT", on=matches))
 
 
-def listing_select(backend: Backend, inputs: ListingInputs) -> exp.Select:
+def listing_select(backend: Backend, shape: Shape) -> exp.Select:
     """The SELECT the listing macro returns: every registry's rows, ordered by target and registry."""
-    branches = [_registry_rows(backend, registry) for registry in inputs]
+    branches = [_registry_rows(backend, registry) for registry in shape]
     if not branches:
         branches = [exp.select(*[exp.alias_(_typed_null(kind), c, quoted=True) for c, kind in LISTED.items()])
                     .where(exp.false())]
