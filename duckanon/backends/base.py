@@ -12,6 +12,7 @@ so `Work` can remove them whatever happens.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from duckanon.errors import AnonymizeError
-from duckanon.sql.statement import TableName
+from duckanon.names import TableName
 
 
 class BackendError(Exception):
@@ -86,7 +87,7 @@ class Backend:
     # reads the next ones only on its ties): every order by a row's hash then goes on by the row's
     # own values, so that rows whose hashes collide are ordered by what they publish too
     breaks_hash_ties = False
-    keeps_registry = False  # the publication registry (a table in the source's database) is kept, for REFRESH
+    keeps_registry = False  # the publication registry is kept (a KeepsRegistry backend), for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None
 
@@ -228,6 +229,84 @@ class Backend:
 
     def close(self) -> None:
         """The end of a statement: nothing of ours stays open on the caller's connection."""
+
+
+@dataclass(frozen=True)
+class Database:
+    """An attached database as the engine lists it: its alias, file (None in memory), whether it
+    is read-only, its storage type ('duckdb', or another system's attached through an extension)
+    and whether it is the engine's own (internal)."""
+
+    name: str
+    path: str | None
+    readonly: bool
+    type: str | None
+    internal: bool = False
+
+
+class KeepsRegistry:
+    """A backend that can keep the publication registry (pipeline/registry*): a table in the
+    source's database, told apart from a user's table by its comment and columns, and a listing
+    macro over the registries of every attached database. The registry finds this capability by
+    isinstance (as ibis's HasCurrentCatalog), never by the engine's name, and asks the catalog only
+    through these methods; names are parts (catalog, schema, name) compared without case."""
+
+    keeps_registry = True
+
+    def session(self) -> object:
+        """An object that lives as long as the engine's session and can be weakly referenced: what
+        the registry keeps per session (the listing it made) is keyed by it."""
+        raise NotImplementedError
+
+    def databases(self) -> list[Database]:
+        raise NotImplementedError
+
+    def database(self, name: str) -> Database | None:
+        """The attached database of that alias (any case), or None."""
+        return next((d for d in self.databases() if d.name.lower() == name.lower()), None)
+
+    def find_object(self, catalog: str, schema: str, name: str) -> tuple[str, str | None] | None:
+        """('table' or 'view', its comment) of the object at catalog.schema.name, or None."""
+        raise NotImplementedError
+
+    def table_columns(self, catalog: str, schema: str, name: str) -> list[tuple[str, str]]:
+        """(name, type) of each column of the table, in order."""
+        raise NotImplementedError
+
+    def databases_holding(self, schema: str, name: str) -> list[str]:
+        """The databases (sorted) that hold a persistent table schema.name."""
+        raise NotImplementedError
+
+    def hierarchy_table(self, name: str) -> tuple[str, str, str] | None:
+        """The table or view a `table(name)` hierarchy reads, as (catalog, schema, name) parts, when
+        the name is that object's (None: no catalog object, or read otherwise)."""
+        raise NotImplementedError
+
+    def engine_version(self) -> str:
+        raise NotImplementedError
+
+    @contextmanager
+    def separate_session(self) -> Iterator[Backend]:
+        """A backend on a session of its own (its own transaction), closed on leaving."""
+        raise NotImplementedError
+        yield
+
+    def create_table_macro(self, name: str, select: exp.Select) -> None:
+        """Create or replace the session's table macro `name()` returning `select`'s rows."""
+        raise NotImplementedError
+
+    def create_scalar_macro(self, name: str, parameters: list[str], body: exp.Expr) -> None:
+        """Create or replace the session's macro `name(parameters...)` returning `body`."""
+        raise NotImplementedError
+
+    def objects_relation(self) -> exp.Query:
+        """The catalog's tables and views as rows (database_name, schema_name, name, comment), for
+        queries that look them up when they run (the listing)."""
+        raise NotImplementedError
+
+    def databases_relation(self) -> exp.Query:
+        """The attached databases as rows (database_name, readonly, path), likewise."""
+        raise NotImplementedError
 
 
 @dataclass

@@ -18,8 +18,10 @@ from sqlglot import exp
 
 from duckanon.backends import duckdb_names
 from duckanon.backends.base import Backend, BackendError, Interrupted, ReadOnlyDatabase, UnknownTable, WriteConflict
+from duckanon.backends.duckdb_catalog import DuckDBCatalog
+from duckanon import macros
 from duckanon.errors import AnonymizeError, one_line
-from duckanon.sql.statement import TableName, shown_name
+from duckanon.names import TableName, shown_name
 
 
 def in_explicit_transaction(con: duckdb.DuckDBPyConnection) -> bool:
@@ -83,7 +85,7 @@ def _translated(error: duckdb.Error) -> BackendError:
     return kind(text)
 
 
-class DuckDBBackend(Backend):
+class DuckDBBackend(DuckDBCatalog, Backend):
     name = "duckdb"
     dialect = "duckdb"
     transactional = True
@@ -93,7 +95,6 @@ class DuckDBBackend(Backend):
     writes_reports = True
     has_enum_types = True
     hashes_64_bits = True
-    keeps_registry = True
     scan_unit_rows = 122_880  # a row group: DuckDB scans a table on one thread per row group
 
     def __init__(self, con: duckdb.DuckDBPyConnection):
@@ -210,6 +211,50 @@ class DuckDBBackend(Backend):
     def resolved(self, table: TableName) -> TableName:
         with self.translating():
             return duckdb_names.resolved(self.con, table)
+
+    def named_object(self, table: TableName) -> duckdb_names.CatalogObject:
+        """The object a statement naming `table` means (REFRESH): the one a SELECT reads, else the
+        table CREATE TABLE would make (duckdb_names.named_object)."""
+        with self.translating():
+            return duckdb_names.named_object(self.con, table)
+
+    def lone_name_in_catalog(self, name: str) -> bool:
+        """Whether a table or view on DuckDB's search path carries the lone name: the binder finds
+        it before any replacement scan of a Python object of that name."""
+        with self.translating():
+            session = duckdb_names._Session(self.con)
+            lone = TableName(exp.Table(this=exp.to_identifier(name, quoted=True)))
+            return any(session.rank(found.catalog, found.schema) < len(session.path)
+                       for found in session.candidates(lone))
+
+    def read_by_lone_name(self, target: TableName) -> duckdb_names.CatalogObject | None:
+        """The table CREATE TABLE <target> would write, when a read of its lone name would find it
+        (its schema is on the search path); else None."""
+        with self.translating():
+            session = duckdb_names._Session(self.con)
+            place = session.create_location(target)
+            return place if session.rank(place.catalog, place.schema) < len(session.path) else None
+
+    def register_python(self, name: str, value) -> None:
+        """A Python table (DataFrame, Arrow) registered under `name` for the rest of the statement:
+        not one of the work's own (`registered`), so a commit does not let go of it; the caller
+        unregisters it."""
+        self.close()  # DuckDB 2 refuses register() while a result is unread
+        with self.translating():
+            self.con.register(name, value)
+
+    def unregister_python(self, name: str) -> None:
+        try:
+            self.con.unregister(name)
+        except duckdb.Error:  # e.g. the caller's transaction was aborted: DuckDB drops it with the connection
+            pass
+
+    def install_macros(self) -> None:
+        """The SQL macros of sql/*.sql (the report's and the profile's), installed on this
+        connection unless they are."""
+        with self.translating():
+            if not macros.installed(self.con):
+                macros.install(self.con)
 
     def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
         """DESCRIBE does not show collations; the CREATE statement DuckDB writes for an empty copy does."""

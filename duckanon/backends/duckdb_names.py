@@ -9,7 +9,7 @@ import duckdb
 from sqlglot import exp
 
 from duckanon.errors import AnonymizeError, one_line
-from duckanon.sql.statement import TableName, shown_name
+from duckanon.names import TableName, shown_name
 
 # The source is read and the target written under names the user wrote; DuckDB resolves each
 # differently: a read looks in the temp schema first, then along the search path (SET search_path,

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError, UnknownTable
 from duckanon.errors import AnonymizeError, one_line
-from duckanon.sql.statement import shown_name
+from duckanon.names import shown_name
 
 
 class _Result:

@@ -27,7 +27,7 @@ from sqlglot import exp
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, utc_wall_clock
-from duckanon.pipeline.histogram import duckdb_sql, qcol, temp_table
+from duckanon.pipeline.histogram import qcol, temp_table
 from duckanon.pipeline.plan import Plan
 from duckanon.sql.statement import MaskRule
 
@@ -84,40 +84,77 @@ def hmac_pads(key: bytes) -> tuple[bytes, bytes]:
 TEXT_RULES = ("pseudonym", "partial", "domain")  # the rules that read the value's text
 
 
-def _text(rule: MaskRule, column: str, type_name: str) -> str:
-    """The canonical text of `column` (DuckDB text, for the rules' templates); one line when its
-    type has none."""
+def _text(rule: MaskRule, column: str, type_name: str) -> exp.Expr:
+    """The canonical text of `column` (for the rules' templates); one line when its type has none."""
     try:
-        return canonical_text(exp.column(column, quoted=True), type_name).sql("duckdb")
+        return canonical_text(exp.column(column, quoted=True), type_name)
     except NoCanonicalText as reason:
         raise AnonymizeError(f"mask rule '{rule.kind}' on column {column} cannot read its values' text: {reason}") from None
+
+
+def _fn(name: str, *args: exp.Expr) -> exp.Expr:
+    return exp.func(name, *[arg.copy() for arg in args], dialect="duckdb")
+
+
+def _number(value: int) -> exp.Literal:
+    return exp.Literal.number(value)
+
+
+def _concat(*parts: exp.Expr) -> exp.Expr:
+    joined = parts[0].copy()
+    for part in parts[1:]:
+        joined = exp.DPipe(this=joined, expression=part.copy(), safe=True)
+    return joined
+
+
+def _null_or(value: exp.Expr, *whens: tuple[exp.Expr, exp.Expr], default: exp.Expr) -> exp.Case:
+    """CASE WHEN value IS NULL THEN NULL WHEN ... ELSE default END."""
+    ifs = [exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null())]
+    return exp.Case(ifs=ifs + [exp.If(this=condition, true=result) for condition, result in whens], default=default)
+
+
+def _pseudonym(text: exp.Expr, pads: str) -> exp.Expr:
+    """HMAC-SHA-256 of the text's UTF-8 bytes under the pads of temp table alias `pads`, truncated."""
+    inner = _fn("sha256", _concat(exp.column("ipad", table=pads, quoted=True), _fn("encode", text)))
+    outer = _fn("sha256", _concat(exp.column("opad", table=pads, quoted=True), _fn("unhex", inner)))
+    return _fn("left", outer, _number(PSEUDONYM_HEX))
+
+
+def _partial(value: exp.Expr, text: exp.Expr, left: int, right: int) -> exp.Expr:
+    """The first `left` and last `right` characters kept, the others starred (all, if that is all)."""
+    length = _fn("length", text)
+    hidden = _fn("repeat", exp.Literal.string("*"), exp.Sub(this=length.copy(), expression=_number(left + right)))
+    return _null_or(value, (exp.LTE(this=length.copy(), expression=_number(left + right)),
+                            _fn("repeat", exp.Literal.string("*"), length)),
+                    default=_concat(_fn("left", text, _number(left)), hidden, _fn("right", text, _number(right))))
+
+
+def _domain(value: exp.Expr, text: exp.Expr) -> exp.Expr:
+    """An e-mail address's domain after '*@'; '*' for text without '@'."""
+    domain = _fn("regexp_extract", text, exp.Literal.string("@([^@]*)$"), _number(1))
+    return _null_or(value, (exp.GT(this=_fn("strpos", text, exp.Literal.string("@")), expression=_number(0)),
+                            _concat(exp.Literal.string("*@"), domain)), default=exp.Literal.string("*"))
 
 
 def masked_value(rule: MaskRule, column: str, type_name: str, pads: str | None) -> exp.Expr:
     """The engine's expression of `rule` on `column` (of type `type_name`); `pads`: the alias of the
     temp table holding HMAC's pads (pseudonym)."""
-    value = exp.to_identifier(column, quoted=True).sql("duckdb")
+    value = exp.column(column, quoted=True)
     text = _text(rule, column, type_name) if rule.kind in TEXT_RULES else None
     if rule.kind == "pseudonym":
-        inner = f"sha256({pads}.ipad || encode({text}))"
-        return duckdb_sql(f"left(sha256({pads}.opad || unhex({inner})), {PSEUDONYM_HEX})")
+        return _pseudonym(text, pads)
     if rule.kind == "partial":
-        left, right = rule.arguments
-        hidden = f"repeat('*', length({text}) - {left + right})"
-        return duckdb_sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN length({text}) <= {left + right} "
-                    f"THEN repeat('*', length({text})) "
-                    f"ELSE left({text}, {left}) || {hidden} || right({text}, {right}) END")
+        return _partial(value, text, *rule.arguments)
     if rule.kind == "domain":
-        return duckdb_sql(f"CASE WHEN {value} IS NULL THEN NULL WHEN strpos({text}, '@') > 0 "
-                    f"THEN '*@' || regexp_extract({text}, '@([^@]*)$', 1) ELSE '*' END")
+        return _domain(value, text)
     if rule.kind in ("year", "month"):
         if not type_name.upper().startswith(("DATE", "TIMESTAMP")):
             raise AnonymizeError(f"mask rule '{rule.kind}' on column {column} needs a DATE or TIMESTAMP column, "
                                  f"not {type_name}")
         # a zoned timestamp's year and month are those of its instant in UTC, whatever the session's
         # TimeZone and Calendar (year() follows both)
-        date = utc_wall_clock(exp.column(column, quoted=True), type_name).sql("duckdb")
-        return duckdb_sql(f"year({date})" if rule.kind == "year" else f"strftime({date}, '%Y-%m')")
+        date = utc_wall_clock(exp.column(column, quoted=True), type_name)
+        return _fn("year", date) if rule.kind == "year" else _fn("strftime", date, exp.Literal.string("%Y-%m"))
     if rule.kind == "null":
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name, dialect="duckdb", udt=True))
     if rule.kind == "constant":
@@ -136,8 +173,10 @@ def masked_source(backend: Backend, plan: Plan, name: str) -> Plan:
         inner, outer = hmac_pads(pseudonym_key(backend, plan.statement.mask_key))
         pads = name + "_pads"
         backend.temps.append(pads)
-        backend.execute(temporary(exp.Create(this=exp.to_table(pads, quoted=True), kind="TABLE", expression=duckdb_sql(
-            "SELECT CAST($1 AS BLOB) AS ipad, CAST($2 AS BLOB) AS opad"))), [inner, outer])
+        pad_values = exp.select(*[exp.alias_(exp.cast(exp.Placeholder(), "BLOB"), pad, quoted=True)
+                                  for pad in ("ipad", "opad")])
+        backend.execute(temporary(exp.Create(this=exp.to_table(pads, quoted=True), kind="TABLE",
+                                             expression=pad_values)), [inner, outer])
     columns = [exp.alias_(masked_value(plan.masks[c], c, types[c], "k") if c in plan.masks else qcol(c), c, quoted=True)
                for c in published]
     source = exp.select(*columns).from_(plan.source.table.copy())

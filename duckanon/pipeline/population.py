@@ -19,12 +19,48 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import (TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, published_text, qcol,
-                                         qi_alias, quoted)
+from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, key_alias, kind_of, published_text, qcol, qi_alias
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.solver.models import rejects_unreached
-from duckanon.sql.statement import shown_name
+from duckanon.names import shown_name
+
+
+def _table(name: str, alias: str | None = None) -> exp.Table:
+    """A temp table of the statement, by its quoted name."""
+    table = exp.to_table(name, quoted=True)
+    return table.as_(alias, quoted=True) if alias else table
+
+
+def _count_where(condition: exp.Expr) -> exp.Expr:
+    """count(*) FILTER (WHERE condition)."""
+    return exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=condition))
+
+
+def _type(type_name: str) -> exp.DataType:
+    return exp.DataType.build(type_name, dialect="duckdb", udt=True)
+
+
+def _positions(count: int) -> list[exp.Literal]:
+    """GROUP BY 1, 2, ...: the first `count` columns of the SELECT."""
+    return [exp.Literal.number(j + 1) for j in range(count)]
+
+
+def _not_distinct(left: exp.Expr, right: exp.Expr) -> exp.Expr:
+    return exp.NullSafeEQ(this=left, expression=right)
+
+
+def _weight(plan: Plan) -> exp.Expr:
+    """The people a group of population rows counts: its rows, or the sum of their weights."""
+    if plan.population_weight is None:
+        return exp.Count(this=exp.Star())
+    return exp.func("sum", qcol(plan.population_weight))
+
+
+def _with(select: exp.Query, **ctes: exp.Query) -> exp.Query:
+    for name, query in ctes.items():
+        select = select.with_(exp.to_identifier(name, quoted=True), as_=query, copy=False)
+    return select
 
 
 @dataclass
@@ -57,17 +93,17 @@ def check_weights(backend: Backend, plan: Plan) -> None:
     if plan.population_weight is None:
         return
     named = f"population_weight column {plan.population_weight} of population table {shown_name(plan.statement.population)}"
-    weight = quoted(plan.population_weight)
+    weight = qcol(plan.population_weight)
     (type_name,) = backend.column_types(exp.select(qcol(plan.population_weight)).from_(
         plan.population.table.copy()).limit(0))
     numeric = type_name.split("(")[0] in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                                           "UINTEGER", "UBIGINT", "UHUGEINT", "DECIMAL", "FLOAT", "DOUBLE")
     if not numeric:
         raise AnonymizeError(f"{named} is {type_name}: it must be a number type (the people each row counts)")
-    nulls, fractions = backend.one(duckdb_sql(
-        f"SELECT count(*) FILTER (WHERE {weight} IS NULL), "
-        f"count(*) FILTER (WHERE {weight} <> floor({weight}) OR NOT isfinite(CAST({weight} AS DOUBLE))) "
-        f"FROM {plan.population.sql()}"))
+    fraction = exp.or_(exp.NEQ(this=weight.copy(), expression=exp.func("floor", weight.copy())),
+                       exp.not_(exp.func("isfinite", exp.cast(weight.copy(), "DOUBLE"), dialect="duckdb")))
+    nulls, fractions = backend.one(exp.select(_count_where(exp.Is(this=weight.copy(), expression=exp.Null())),
+                                              _count_where(fraction)).from_(plan.population.table.copy()))
     for count, what in ((nulls, "is NULL"), (fractions, "is not a whole number")):
         if count:
             raise AnonymizeError(f"{named} {what} in {int(count)} row{'s' if count != 1 else ''}: every row needs its "
@@ -83,9 +119,10 @@ def check_convertible(backend: Backend, plan: Plan, types: list[str]) -> None:
     differing = [(c, own, wanted) for c, own, wanted in zip(plan.population_qi, own_types, types) if own != wanted]
     if not differing:
         return
-    counts = ", ".join(f"count(*) FILTER (WHERE {quoted(c)} IS NOT NULL AND TRY_CAST({quoted(c)} AS {wanted}) IS NULL)"
-                       for c, _, wanted in differing)
-    failing = backend.one(duckdb_sql(f"SELECT {counts} FROM {plan.population.sql()}"))
+    counts = [_count_where(exp.and_(exp.not_(exp.Is(this=qcol(c), expression=exp.Null())),
+                                    exp.Is(this=exp.TryCast(this=qcol(c), to=_type(wanted)), expression=exp.Null())))
+              for c, _, wanted in differing]
+    failing = backend.one(exp.select(*counts).from_(plan.population.table.copy()))
     for (column, own, wanted), rows in zip(differing, failing):
         if rows:
             raise AnonymizeError(
@@ -97,9 +134,47 @@ def check_convertible(backend: Backend, plan: Plan, types: list[str]) -> None:
 def population_size(backend: Backend, plan: Plan) -> int:
     """The population table's rows (or the sum of its weights): N for the estimates."""
     check_weights(backend, plan)
-    weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
-    (people,) = backend.one(duckdb_sql(f"SELECT coalesce({weight}, 0) FROM {plan.population.sql()}"))
+    (people,) = backend.one(exp.select(exp.func("coalesce", _weight(plan), exp.Literal.number(0))).from_(
+        plan.population.table.copy()))
     return int(people)
+
+
+def _grouped_select(plan: Plan, types: list[str]) -> exp.Select:
+    """The population grouped by its QI keys read as the sample's types (k{j}: the value, or its
+    text where the sample's classes are told apart by text), one value of each (v{j}), and n."""
+    keys, values = [], []
+    for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
+        read = exp.cast(qcol(column), _type(type_name))
+        kind = kind_of(plan, plan.qi[j])
+        text = exp.Collate(this=exp.cast(read.copy(), "VARCHAR"), expression=exp.Var(this="c"))
+        keys.append(exp.alias_(read if kind == VALUE else text, f"k{j}", quoted=True))
+        values.append(exp.alias_(exp.func("any_value", text.copy() if kind == TEXT else read.copy()), f"v{j}",
+                                 quoted=True))
+    return (exp.select(*keys, *values, exp.alias_(_weight(plan), "n", quoted=True))
+            .from_(plan.population.table.copy()).group_by(*_positions(len(keys))))
+
+
+def _code_map_select(plan: Plan, j: int, cells_table: str, grouped: str, sample_codes: int) -> exp.Query:
+    """Per key of QI j, its code: the sample's (from the cells table), and for the keys only the
+    population has, codes after the sample's `sample_codes` in the keys' order (added, with a value)."""
+    sample_key = qi_alias(j) if kind_of(plan, plan.qi[j]) == VALUE else key_alias(j)
+    k, code, v = (exp.column(name, quoted=True) for name in ("k", "code", "v"))
+    sample = exp.select(exp.alias_(qcol(sample_key), "k", quoted=True), exp.alias_(qcol(code_alias(j)), "code",
+                                                                                   quoted=True)).distinct().from_(
+        _table(cells_table))
+    population = (exp.select(exp.alias_(qcol(f"k{j}"), "k", quoted=True),
+                             exp.alias_(exp.func("any_value", qcol(f"v{j}")), "v", quoted=True))
+                  .from_(_table(grouped)).group_by(exp.Literal.number(1)))
+    new = exp.select(qcol("k", "p"), qcol("v", "p")).from_(_table("p")).join(
+        _table("s"), join_type="ANTI", on=_not_distinct(qcol("k", "p"), qcol("k", "s")))
+    numbered = exp.Sub(this=exp.Add(this=exp.Literal.number(sample_codes), expression=exp.Window(
+        this=exp.RowNumber(), order=exp.Order(expressions=[exp.Ordered(this=k.copy())]))),
+        expression=exp.Literal.number(1))
+    union = exp.union(
+        exp.select(k.copy(), code, exp.alias_(exp.false(), "added", quoted=True),
+                   exp.alias_(exp.Null(), "v", quoted=True)).from_(_table("s")),
+        exp.select(k.copy(), numbered, exp.true(), v).from_(_table("new")), distinct=False)
+    return _with(union, s=sample, p=population, new=new)
 
 
 def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) -> PopulationClasses:
@@ -109,42 +184,25 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     check_weights(backend, plan)
     types = _sample_types(backend, plan)
     check_convertible(backend, plan, types)
-    population = plan.population.sql()
-    weight = "count(*)" if plan.population_weight is None else f"sum({quoted(plan.population_weight)})"
-    keys, values = [], []
-    for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
-        read = f"CAST({quoted(column)} AS {type_name})"
-        kind = kind_of(plan, plan.qi[j])
-        text = f"CAST({read} AS VARCHAR) COLLATE c"
-        keys.append(f"{read if kind == VALUE else text} AS k{j}")
-        values.append(f"any_value({text if kind == TEXT else read}) AS v{j}")
     grouped = scratch("population")
     try:
-        backend.create_temp(grouped, duckdb_sql(
-            f"SELECT {', '.join(keys)}, {', '.join(values)}, {weight} AS n FROM {population} "
-            f"GROUP BY {', '.join(str(j + 1) for j in range(len(keys)))}"))
+        backend.create_temp(grouped, _grouped_select(plan, types))
     except BackendError:  # (the engine's message would quote a value: check_convertible said what it can)
         raise AnonymizeError(f"cannot read population table {shown} with the sample's column types") from None
-    cells = quoted(cells_table)
     maps, extra_values = [], []
-    for j, column in enumerate(plan.qi):
-        sample_key = qi_alias(j) if kind_of(plan, column) == VALUE else key_alias(j)
-        code = code_alias(j)
-        (count,) = backend.one(duckdb_sql(f"SELECT count(DISTINCT {quoted(code)}) FROM {cells}"))
+    for j in range(len(plan.qi)):
+        (count,) = backend.one(exp.select(exp.Count(this=exp.Distinct(expressions=[qcol(code_alias(j))]))).from_(
+            _table(cells_table)))
         mapping = scratch(f"population_map{j}")
-        backend.create_temp(mapping, duckdb_sql(
-            f"WITH s AS (SELECT DISTINCT {quoted(sample_key)} AS k, {quoted(code)} AS code FROM {cells}), "
-            f"p AS (SELECT k{j} AS k, any_value(v{j}) AS v FROM {quoted(grouped)} GROUP BY 1), "
-            f"new AS (SELECT p.k, p.v FROM p ANTI JOIN s ON p.k IS NOT DISTINCT FROM s.k) "
-            f"SELECT k, code, FALSE AS added, NULL AS v FROM s UNION ALL "
-            f"SELECT k, {int(count)} + row_number() OVER (ORDER BY k) - 1, TRUE, v FROM new"))
-        extra = backend.rows(duckdb_sql(f"SELECT v FROM {quoted(mapping)} WHERE added ORDER BY code"))
+        backend.create_temp(mapping, _code_map_select(plan, j, cells_table, grouped, int(count)))
+        extra = backend.rows(exp.select(qcol("v")).from_(_table(mapping)).where(qcol("added")).order_by(qcol("code")))
         extra_values.append([row[0] for row in extra])
         maps.append(mapping)
-    joins = " ".join(f"JOIN {quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k" for j, m in enumerate(maps))
-    codes = ", ".join(f"m{j}.code" for j in range(len(maps)))
-    arrow = backend.arrow(duckdb_sql(f"SELECT {codes}, sum(g.n) FROM {quoted(grouped)} AS g {joins} "
-                                  f"GROUP BY {', '.join(str(j + 1) for j in range(len(maps)))}"))
+    classes = exp.select(*[qcol("code", f"m{j}") for j in range(len(maps))],
+                         exp.func("sum", qcol("n", "g"))).from_(_table(grouped, "g"))
+    for j, mapping in enumerate(maps):
+        classes = classes.join(_table(mapping, f"m{j}"), on=_not_distinct(qcol(f"k{j}", "g"), qcol("k", f"m{j}")))
+    arrow = backend.arrow(classes.group_by(*_positions(len(maps))))
     m = len(plan.qi)
     if arrow.num_rows:
         vectors = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64)
@@ -187,6 +245,21 @@ def check_contained(hist, population: PopulationClasses, shown: str) -> None:
                              "their values")
 
 
+def _population_joins(select: exp.Select, population: PopulationClasses) -> exp.Select:
+    """The grouped population (g) joined to each QI's code map (m{j})."""
+    for j, mapping in enumerate(population.maps):
+        select = select.join(_table(mapping, f"m{j}"), on=_not_distinct(qcol(f"k{j}", "g"), qcol("k", f"m{j}")))
+    return select
+
+
+def _register_labels(backend: Backend, table: str, bound, level: int) -> None:
+    """The hierarchy's label at `level` of each value code, as a table (code, label)."""
+    names = bound.labels[level]
+    backend.register_arrow(table, pa.table({
+        "code": pa.array(np.arange(len(bound.codes)), pa.int64()),
+        "label": pa.array([names[c] for c in bound.codes[:, level].tolist()], pa.string())}))
+
+
 def published_matches(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
                       scratch) -> tuple[np.ndarray, tuple[int, int]]:
     """Per published class of the target (as written): its rows and the population rows whose
@@ -194,38 +267,39 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
     texts, joined to the population grouped by the labels of the node's `levels` (each
     hierarchy's label of the value's code; the value's text at level 0). (C, 2) integers, and the
     population's classes under those labels that no published class matches, with their rows."""
-    published, labels, label_joins, registered = [], [], [], []
+    published, labels, registered = [], [], {}
     for j, (column, level) in enumerate(zip(plan.qi, levels)):
-        published.append(f"CAST({quoted(column)} AS VARCHAR) AS l{j}")
+        published.append(exp.alias_(exp.cast(qcol(column), "VARCHAR"), f"l{j}", quoted=True))
         if level == 0:
             # the text the sample's value of this key is published as (a TIMESTAMPTZ's UTC instant)
-            key = exp.column(f"k{j}", table="g", quoted=True)
+            key = qcol(f"k{j}", "g")
             text = published_text(plan, column, key) if kind_of(plan, column) == VALUE else exp.cast(key, "VARCHAR")
-            labels.append(f"{text.sql('duckdb')} AS l{j}")
+            labels.append(exp.alias_(text, f"l{j}", quoted=True))
             continue
-        bound = hierarchies[j]
-        names = bound.labels[level]
         table = scratch(f"population_labels{j}")
-        registered.append(table)
-        backend.register_arrow(table, pa.table({
-            "code": pa.array(np.arange(len(bound.codes)), pa.int64()),
-            "label": pa.array([names[c] for c in bound.codes[:, level].tolist()], pa.string())}))
-        labels.append(f"t{j}.label AS l{j}")
-        label_joins.append(f"JOIN {quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
-    joins = " ".join([f"JOIN {quoted(m)} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k"
-                      for j, m in enumerate(population.maps)] + label_joins)
-    on = " AND ".join(f"pub.l{j} IS NOT DISTINCT FROM pop.l{j}" for j in range(len(plan.qi)))
-    groups = ", ".join(str(j + 1) for j in range(len(plan.qi)))
-    with_sql = (f"WITH pub AS (SELECT {', '.join(published)}, count(*) AS n FROM {plan.target.sql()} "
-                f"GROUP BY {groups}), "
-                f"pop AS (SELECT {', '.join(labels)}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g {joins} "
-                f"GROUP BY {groups}) ")
+        _register_labels(backend, table, hierarchies[j], level)
+        registered[j] = table
+        labels.append(exp.alias_(qcol("label", f"t{j}"), f"l{j}", quoted=True))
+    groups = _positions(len(plan.qi))
+    pub = exp.select(*published, exp.alias_(exp.Count(this=exp.Star()), "n", quoted=True)).from_(
+        plan.target.table.copy()).group_by(*groups)
+    pop = _population_joins(exp.select(*labels, exp.alias_(exp.func("sum", qcol("n", "g")), "p", quoted=True))
+                            .from_(_table(population.grouped, "g")), population)
+    for j, table in registered.items():
+        pop = pop.join(_table(table, f"t{j}"), on=exp.EQ(this=qcol("code", f"t{j}"), expression=qcol("code", f"m{j}")))
+    pop = pop.group_by(*[g.copy() for g in groups])
+    on = exp.and_(*[_not_distinct(qcol(f"l{j}", "pub"), qcol(f"l{j}", "pop")) for j in range(len(plan.qi))])
+    matched = exp.select(qcol("n", "pub"), exp.func("coalesce", qcol("p", "pop"), exp.Literal.number(0))).from_(
+        _table("pub")).join(_table("pop"), join_type="LEFT", on=on)
+    unmatched = (exp.select(exp.Count(this=exp.Star()), exp.func("coalesce", exp.func("sum", qcol("p", "pop")),
+                                                                 exp.Literal.number(0)))
+                 .from_(_table("pop")).join(_table("pub"), join_type="ANTI", on=on.copy())
+                 .where(exp.GT(this=qcol("p", "pop"), expression=exp.Literal.number(0))))
     try:
-        rows = backend.rows(duckdb_sql(with_sql + f"SELECT pub.n, coalesce(pop.p, 0) FROM pub LEFT JOIN pop ON {on}"))
-        unpublished = backend.one(duckdb_sql(with_sql + "SELECT count(*), coalesce(sum(p), 0) FROM pop "
-                                             f"ANTI JOIN pub ON {on} WHERE p > 0"))
+        rows = backend.rows(_with(matched, pub=pub, pop=pop))
+        unpublished = backend.one(_with(unmatched, pub=pub.copy(), pop=pop.copy()))
     finally:
-        for table in registered:
+        for table in registered.values():
             backend.unregister(table)
     return np.array(rows, dtype=np.int64).reshape(-1, 2), (int(unpublished[0]), int(unpublished[1]))
 
@@ -236,26 +310,32 @@ def population_only(backend: Backend, plan: Plan, population: PopulationClasses,
     the sample, published or suppressed, generalizes to them), and their rows (people), counted
     in the engine: the population grouped by each value's generalized code, anti-joined with the
     sample's cells grouped the same way."""
-    registered, pop_joins, cell_joins = [], [], []
+    registered = []
     for j, level in enumerate(levels):
         table = scratch(f"population_level{j}")
         registered.append(table)
         codes = np.asarray(hierarchies[j].codes)
         backend.register_arrow(table, pa.table({"code": pa.array(np.arange(len(codes)), pa.int64()),
                                                 "g": pa.array(codes[:, level].astype(np.int64), pa.int64())}))
-        pop_joins.append(f"JOIN {quoted(population.maps[j])} AS m{j} ON g.k{j} IS NOT DISTINCT FROM m{j}.k "
-                         f"JOIN {quoted(table)} AS t{j} ON t{j}.code = m{j}.code")
-        cell_joins.append(f"JOIN {quoted(table)} AS t{j} ON t{j}.code = c.{quoted(code_alias(j))}")
-    generalized = ", ".join(f"t{j}.g AS g{j}" for j in range(len(levels)))
-    groups = ", ".join(str(j + 1) for j in range(len(levels)))
-    on = " AND ".join(f"pop.g{j} = sam.g{j}" for j in range(len(levels)))
-    query = duckdb_sql(
-        f"WITH pop AS (SELECT {generalized}, sum(g.n) AS p FROM {quoted(population.grouped)} AS g "
-        f"{' '.join(pop_joins)} GROUP BY {groups}), "
-        f"sam AS (SELECT DISTINCT {generalized} FROM {quoted(population.cells)} AS c {' '.join(cell_joins)}) "
-        f"SELECT count(*), coalesce(sum(p), 0) FROM pop ANTI JOIN sam ON {on} WHERE p > 0")
+
+    def generalized():
+        return [exp.alias_(qcol("g", f"t{j}"), f"g{j}", quoted=True) for j in range(len(levels))]
+
+    pop = _population_joins(exp.select(*generalized(), exp.alias_(exp.func("sum", qcol("n", "g")), "p", quoted=True))
+                            .from_(_table(population.grouped, "g")), population)
+    sam = exp.select(*generalized()).distinct().from_(_table(population.cells, "c"))
+    for j, table in enumerate(registered):
+        pop = pop.join(_table(table, f"t{j}"), on=exp.EQ(this=qcol("code", f"t{j}"), expression=qcol("code", f"m{j}")))
+        sam = sam.join(_table(table, f"t{j}"), on=exp.EQ(this=qcol("code", f"t{j}"),
+                                                         expression=qcol(code_alias(j), "c")))
+    pop = pop.group_by(*_positions(len(levels)))
+    on = exp.and_(*[exp.EQ(this=qcol(f"g{j}", "pop"), expression=qcol(f"g{j}", "sam")) for j in range(len(levels))])
+    query = (exp.select(exp.Count(this=exp.Star()), exp.func("coalesce", exp.func("sum", qcol("p", "pop")),
+                                                             exp.Literal.number(0)))
+             .from_(_table("pop")).join(_table("sam"), join_type="ANTI", on=on)
+             .where(exp.GT(this=qcol("p", "pop"), expression=exp.Literal.number(0))))
     try:
-        classes, people = backend.one(query)
+        classes, people = backend.one(_with(query, pop=pop, sam=sam))
     finally:
         for table in registered:
             backend.unregister(table)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from duckanon.errors import AnonymizeError, unknown_name
+from duckanon.names import TableName, shown_name  # noqa: F401 - re-exported for the front end's importers
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
 from duckanon.methods import BETA_VARIANTS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS
@@ -17,31 +18,6 @@ from duckanon.sql.parser import Anonymize, AnonOption, Refresh, Report, parse_st
 
 ENGINES = ("duckdb", "spark")
 MATERIALIZE_FORMS = ("table", "view")
-
-
-@dataclass(frozen=True)
-class TableName:
-    """A possibly qualified table name, kept as sqlglot identifiers so quoting survives."""
-
-    table: exp.Table
-
-    @property
-    def name(self) -> str:
-        return self.table.name
-
-    def sql(self) -> str:
-        return self.table.sql(dialect="duckdb", identify=True)
-
-    def key(self) -> tuple[str, ...]:
-        return tuple(part.name.lower() for part in self.table.parts)
-
-
-def shown_name(table: TableName) -> str:
-    """A table name for messages: its parts quoted only where DuckDB needs quotes."""
-    return exp.Table(**{arg: exp.to_identifier(part.name) for arg, part in
-                        (("this", table.table.this), ("db", table.table.args.get("db")),
-                         ("catalog", table.table.args.get("catalog"))) if part is not None}
-                     ).sql(dialect="duckdb")
 
 
 @dataclass

@@ -78,12 +78,14 @@ def test_a_registry_dropped_between_listing_and_reading_does_not_fail_a_committe
     from duckanon.pipeline import registry
 
     db.execute("ATTACH ':memory:' AS other")
-    db.execute(f"CREATE TABLE other.main.{registry.REGISTRY} AS SELECT 1 AS target WHERE false")
+    columns = ", ".join(f'"{name}" {kind}' for name, kind in registry.PREVIOUS_COLUMNS.items())
+    db.execute(f"CREATE TABLE other.main.{registry.REGISTRY} ({columns})")  # listed: a registry duckanon reads
     listed = registry.registries
 
-    def listed_then_dropped(con):
-        tables = listed(con)
-        con.execute(f"DROP TABLE IF EXISTS other.main.{registry.REGISTRY}")
+    def listed_then_dropped(backend):
+        tables = listed(backend)
+        assert ("other", "previous") in tables
+        db.duckdb.execute(f"DROP TABLE IF EXISTS other.main.{registry.REGISTRY}")  # not through duckanon
         return tables
 
     monkeypatch.setattr(registry, "registries", listed_then_dropped)

@@ -78,7 +78,7 @@ def test_a_format_2_entry_without_the_resolved_parts_reads_the_name_again(db):
     cursor = db.execute(f"SELECT {', '.join(registry.COLUMNS)} FROM memory.main.duckanon_publications")
     row = dict(zip(registry.COLUMNS, cursor.fetchone()))
     row["statement"] = json.dumps(data, sort_keys=True)
-    row["entry_digest"] = registry._digest(row)
+    row["entry_digest"] = registry.digest(row)
     db.execute("UPDATE memory.main.duckanon_publications SET statement = ?, entry_digest = ?",
                [row["statement"], row["entry_digest"]])
     db.execute("SET search_path = 's2'")
@@ -189,7 +189,7 @@ def _forge(path, tmp_path, hierarchy_tables) -> None:
         data = json.loads(row["statement"])
         data["hierarchy_tables"] = json.loads(json.dumps(hierarchy_tables).replace(LEAK, str(tmp_path / "leak.csv")))
         row["statement"] = json.dumps(data, sort_keys=True)
-        row["entry_digest"] = registry._digest(row)
+        row["entry_digest"] = registry.digest(row)
         raw.execute("UPDATE duckanon_publications SET statement = ?, entry_digest = ?",
                     [row["statement"], row["entry_digest"]])
 

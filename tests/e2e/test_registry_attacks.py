@@ -203,6 +203,8 @@ def test_a_conflict_at_the_commit_of_a_refresh_gets_refreshs_own_message(work, m
     real = DuckDBBackend.commit
 
     def conflicting(self):
+        if self.con is not con.duckdb:  # the entry's mark, committed on a cursor of its own first
+            return real(self)
         monkeypatch.setattr(DuckDBBackend, "commit", real)
         raise WriteConflict("another statement changed pub at the same time", "pub")
 

@@ -150,7 +150,7 @@ def test_a_forged_entry_with_a_valid_digest_is_a_name_never_sql(clinic, tmp_path
         cursor = raw.execute(f"SELECT {', '.join(registry.COLUMNS)} FROM duckanon_publications")
         row = dict(zip(registry.COLUMNS, cursor.fetchone()))
         row["source_name"] = injection
-        row["entry_digest"] = registry._digest(row)
+        row["entry_digest"] = registry.digest(row)
         raw.execute("UPDATE duckanon_publications SET source_name = ?, entry_digest = ?",
                     [injection, row["entry_digest"]])
     con = duckanon.connect(str(clinic))

@@ -94,7 +94,7 @@ def test_data_that_is_not_the_structure_is_corrupt(data):
 def test_a_statement_without_its_text_is_stored_by_the_options_that_differ_from_the_defaults(text):
     statement = statement_for(text)
     statement.text = ""  # built in Python: no text to read the options from
-    data = registry.statement_data(_plan(statement), "db", registry._options_set(statement))
+    data = registry.statement_data(_plan(statement), "db", registry.options_set(statement))
     rebuilt, _ = registry.rebuild(json.loads(json.dumps(data)), "db", SOURCE, TARGET)
     for name in COMPARED:
         assert getattr(rebuilt, name) == getattr(statement, name), name
