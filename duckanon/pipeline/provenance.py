@@ -95,10 +95,10 @@ def released_hierarchy_spec(spec):
     """A hierarchy spec as the comment holds it: a builder as given, a file or table as its kind."""
     if not isinstance(spec, str):
         return spec
-    match = hierarchy._SPEC.match(spec)  # the parser's own test of a builder
-    if match is None:
+    kind = hierarchy.spec_kind(spec)  # the parser's own test of a builder
+    if kind == "file":
         return HIERARCHY_FILE
-    return HIERARCHY_TABLE if match.group(1).lower() == "table" else spec
+    return HIERARCHY_TABLE if kind == "table" else spec
 
 
 def _released_parameters(statement, qi: list[str]) -> dict:
