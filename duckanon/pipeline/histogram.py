@@ -19,7 +19,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, parse_type
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.sql.statement import TableName
+from duckanon.sql.names import TableName
 
 STAR = "*"
 

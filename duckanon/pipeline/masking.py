@@ -29,7 +29,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, utc_wall_clock
 from duckanon.pipeline.histogram import duckdb_sql, qcol, temp_table
 from duckanon.pipeline.plan import Plan
-from duckanon.sql.statement import MaskRule
+from duckanon.sql.options import MaskRule
 
 # Where the key is read from when the statement does not say (mask_key = 'env:NAME' | 'variable:NAME').
 KEY_ENVIRONMENT = "DUCKANON_PSEUDONYM_KEY"

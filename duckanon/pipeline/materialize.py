@@ -49,7 +49,7 @@ from duckanon.pipeline.histogram import (
 )
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan
-from duckanon.sql.statement import TableName
+from duckanon.sql.names import TableName
 from duckanon.solver.partition import SHOW_VALUE, STAR as STAR_CODE, Solution
 
 LO, HI, RANK = "lo", "hi", "rn"

@@ -9,7 +9,8 @@ from sqlglot import exp
 from duckanon import hierarchy
 from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
-from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
+from duckanon.sql.names import TableName, shown_name
+from duckanon.sql.statement import AnonymizeStatement
 
 
 @dataclass

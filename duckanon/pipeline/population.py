@@ -24,7 +24,7 @@ from duckanon.pipeline.histogram import (TEXT, VALUE, code_alias, duckdb_sql, ke
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.solver.models import rejects_unreached
-from duckanon.sql.statement import shown_name
+from duckanon.sql.names import shown_name
 
 
 @dataclass

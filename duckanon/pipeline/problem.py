@@ -31,7 +31,7 @@ from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.population import KMAP_SIGNIFICANCE
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.sql import AnonymizeStatement, statement_for
-from duckanon.sql.statement import shown_name
+from duckanon.sql.names import shown_name
 
 
 

@@ -9,7 +9,7 @@ from duckanon import hierarchy, methods
 from duckanon._version import __version__
 from duckanon.backends import Backend
 from duckanon.pipeline.plan import COUNTS_COMMENT, Plan
-from duckanon.sql.statement import shown_name
+from duckanon.sql.names import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.

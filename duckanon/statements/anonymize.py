@@ -29,7 +29,7 @@ from duckanon.pipeline.population import check_release
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.provenance import describe_target
 from duckanon.pipeline.result import Summary, summarize
-from duckanon.sql.statement import shown_name
+from duckanon.sql.names import shown_name
 from duckanon.statements.report import place_report, render_report
 
 

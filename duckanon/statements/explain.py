@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 from sqlglot import exp
 
@@ -14,7 +15,7 @@ from duckanon.pipeline.histogram import duckdb_sql
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import scratch_name, solve_problem
 from duckanon.pipeline.result import Table
-from duckanon.sql.statement import SWEEPABLE
+from duckanon.sql.options import SWEEPABLE
 
 
 def dry_run(backend: Backend, statement, listener=None):
@@ -52,8 +53,7 @@ def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
     name, values = statement.sweep
     rows = []
     for value in values:
-        setattr(statement, name, value)
-        _, _, solution, _, seconds = dry_run(backend, statement, listener)
+        _, _, solution, _, seconds = dry_run(backend, replace(statement, **{name: value}), listener)
         published = solution.published_classes()
         kept_rows = int(published.sum())
         rows.append({swept_key(name): value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
@@ -62,7 +62,6 @@ def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
                      "highest_risk": 1.0 / published.min() if len(published) else None,
                      "average_risk": len(published) / kept_rows if kept_rows else None,
                      "method": solution.method, "optimal": bool(solution.optimal), "seconds": round(seconds, 3)})
-    setattr(statement, name, values[0])
     return rows
 
 

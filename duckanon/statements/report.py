@@ -23,7 +23,7 @@ from duckanon.pipeline.provenance import (GENERALIZATION_PARAMETERS, RELEASE_PAR
 from duckanon.pipeline.result import Summary, Table
 from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
 from duckanon.sql import ReportStatement
-from duckanon.sql.statement import shown_name
+from duckanon.sql.names import shown_name
 from duckanon.statements.explain import sweep_rows
 
 def _duckdb_of(backend: Backend):
