@@ -27,7 +27,7 @@ from sqlglot import exp
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, utc_wall_clock
-from duckanon.pipeline.histogram import duckdb_sql, qcol, temp_table
+from duckanon.pipeline.columns import duckdb_sql, qcol, temp_table
 from duckanon.pipeline.plan import Plan
 from duckanon.sql.options import MaskRule
 

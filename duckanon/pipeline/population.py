@@ -2,7 +2,7 @@
 of a release against it.
 
 A population row matches a sample class when its QI values, read as the sample's column types,
-have the sample's keys (histogram.key_of: the value, or its text where the sample's classes are
+have the sample's keys (columns.key_of: the value, or its text where the sample's classes are
 told apart by text). Values the sample lacks get codes after the sample's, so the lattice's
 hierarchies are bound to both tables' values and every population row rolls up with the labels
 of the node. Everything is one GROUP BY of the population and joins in the engine; only codes
@@ -19,8 +19,8 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import (TEXT, VALUE, code_alias, duckdb_sql, key_alias, kind_of, published_text, qcol,
-                                         qi_alias, quoted)
+from duckanon.pipeline.columns import TEXT, VALUE, ColumnFacts, duckdb_sql, published_text, qcol, quoted
+from duckanon.pipeline.histogram import code_alias, key_alias, qi_alias
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.solver.models import rejects_unreached
@@ -102,9 +102,9 @@ def population_size(backend: Backend, plan: Plan) -> int:
     return int(people)
 
 
-def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) -> PopulationClasses:
-    """The population table's classes in the codes of the cells table `cells_table`; `scratch(kind)`
-    names the temp tables (dropped with the statement's others)."""
+def population_classes(backend: Backend, plan: Plan, facts: ColumnFacts, cells_table: str, scratch) -> PopulationClasses:
+    """The population table's classes in the codes of the cells table `cells_table` (its columns
+    keyed as `facts` says); `scratch(kind)` names the temp tables (dropped with the statement's others)."""
     shown = shown_name(plan.statement.population)
     check_weights(backend, plan)
     types = _sample_types(backend, plan)
@@ -114,7 +114,7 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     keys, values = [], []
     for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
         read = f"CAST({quoted(column)} AS {type_name})"
-        kind = kind_of(plan, plan.qi[j])
+        kind = facts.kind(plan.qi[j])
         text = f"CAST({read} AS VARCHAR) COLLATE c"
         keys.append(f"{read if kind == VALUE else text} AS k{j}")
         values.append(f"any_value({text if kind == TEXT else read}) AS v{j}")
@@ -128,7 +128,7 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
     cells = quoted(cells_table)
     maps, extra_values = [], []
     for j, column in enumerate(plan.qi):
-        sample_key = qi_alias(j) if kind_of(plan, column) == VALUE else key_alias(j)
+        sample_key = qi_alias(j) if facts.kind(column) == VALUE else key_alias(j)
         code = code_alias(j)
         (count,) = backend.one(duckdb_sql(f"SELECT count(DISTINCT {quoted(code)}) FROM {cells}"))
         mapping = scratch(f"population_map{j}")
@@ -187,8 +187,8 @@ def check_contained(hist, population: PopulationClasses, shown: str) -> None:
                              "their values")
 
 
-def published_matches(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
-                      scratch) -> tuple[np.ndarray, tuple[int, int]]:
+def published_matches(backend: Backend, plan: Plan, facts: ColumnFacts, population: PopulationClasses, hierarchies,
+                      levels, scratch) -> tuple[np.ndarray, tuple[int, int]]:
     """Per published class of the target (as written): its rows and the population rows whose
     values generalize to its labels, counted in the engine: the published table grouped by its QI
     texts, joined to the population grouped by the labels of the node's `levels` (each
@@ -200,7 +200,7 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
         if level == 0:
             # the text the sample's value of this key is published as (a TIMESTAMPTZ's UTC instant)
             key = exp.column(f"k{j}", table="g", quoted=True)
-            text = published_text(plan, column, key) if kind_of(plan, column) == VALUE else exp.cast(key, "VARCHAR")
+            text = published_text(facts, column, key) if facts.kind(column) == VALUE else exp.cast(key, "VARCHAR")
             labels.append(f"{text.sql('duckdb')} AS l{j}")
             continue
         bound = hierarchies[j]
@@ -262,12 +262,13 @@ def population_only(backend: Backend, plan: Plan, population: PopulationClasses,
     return int(classes), int(people)
 
 
-def check_release(backend: Backend, plan: Plan, models, population: PopulationClasses, solution, hierarchies,
-                  scratch) -> dict:
+def check_release(backend: Backend, plan: Plan, facts: ColumnFacts, models, population: PopulationClasses, solution,
+                  hierarchies, scratch) -> dict:
     """Before COMMIT: every published class of the target meets the population models, counted
     from the published table and the population table (published_matches); what was found, for
     the result's details. A violation is a bug, never published: nothing is written."""
-    matches, unpublished = published_matches(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
+    matches, unpublished = published_matches(backend, plan, facts, population, hierarchies, solution.notes["levels"],
+                                             scratch)
     sizes, counts = matches[:, 0], matches[:, 1]
     for model in models:
         if model.needs_population and not model.satisfied_in(sizes, counts).all():

@@ -58,9 +58,8 @@ from duckanon.backends import duckdb_names
 from duckanon.backends.base import Backend
 from duckanon.backends.duckdb import in_explicit_transaction
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import (
-    FINGERPRINT_LANES, duckdb_sql, fingerprint_checksum, fingerprint_factor, fingerprint_product,
-)
+from duckanon.pipeline.columns import duckdb_sql
+from duckanon.pipeline.histogram import FINGERPRINT_LANES, fingerprint_checksum, fingerprint_factor, fingerprint_product
 from duckanon.pipeline.plan import Plan, hierarchy_specs
 from duckanon.pipeline.provenance import release_parameters
 from duckanon.sql.parser import AnonDialect, Anonymize, AnonOption, parse_statement

@@ -84,7 +84,7 @@ def test_keep_columns_publish_what_duckdb_does_with_codes_through_the_sort(spark
     from pyspark.sql import types as T
 
     from duckanon.backends.spark import SparkBackend
-    from duckanon.pipeline.materialize import ENUM_LIMIT
+    from duckanon.pipeline.dictionaries import ENUM_LIMIT
     from duckanon.spark import execute
 
     pairs = ENUM_LIMIT + 100  # classes of two rows, one per `many` value; then ten rows of classes of one
