@@ -27,7 +27,7 @@ from duckanon.solver.models import rejects_unreached
 from duckanon.sql.names import shown_name
 
 
-@dataclass
+@dataclass(frozen=True)
 class PopulationClasses:
     """The population's distinct QI vectors as codes (values the sample lacks numbered after the
     sample's, in `extra_values` per column, in code order) and the rows (or weights) of each."""

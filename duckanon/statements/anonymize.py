@@ -8,6 +8,7 @@ as it was and a re-run replaces the target atomically.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from duckanon import progress
 from duckanon.backends import Backend, BackendError, work
@@ -42,7 +43,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
             statement_work.commit()
         recording.after_commit(backend, statement_work.own_transaction)
         if recording.note:
-            _say_unrecorded(summary, recording.note)
+            summary = _say_unrecorded(summary, recording.note)
     except BaseException as error:
         if pending is not None:
             pending.unlink(missing_ok=True)
@@ -53,7 +54,7 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
     finally:  # committed or not, the release leaves the registry's count (registry.end_release)
         recording.end(backend)
     if pending is not None:
-        summary.report = place_report(pending, plan.statement.report)
+        summary = replace(summary, report=place_report(pending, plan.statement.report))
     return summary
 
 
@@ -87,8 +88,7 @@ def _release(backend: Backend, plan: Plan, started: float, listener, recording: 
     if not statement.report:
         return summary, None
     pending = render_report(backend, plan, summary, read, listener, problem)
-    summary.report = str(statement.report)
-    return summary, pending
+    return replace(summary, report=str(statement.report)), pending
 
 
 def _failure(backend: Backend, plan: Plan, error: BaseException, statement_work) -> BaseException:
@@ -108,11 +108,11 @@ def _failure(backend: Backend, plan: Plan, error: BaseException, statement_work)
     return error
 
 
-def _say_unrecorded(summary: Summary, note: str) -> None:
+def _say_unrecorded(summary: Summary, note: str) -> Summary:
     """The release stands without a registry entry: its details say why (`details.registry`)."""
     details = json.loads(summary.details)
     details["registry"] = note
-    summary.details = json.dumps(details, default=str, sort_keys=True)
+    return replace(summary, details=json.dumps(details, default=str, sort_keys=True))
 
 
 def _conflict_message(backend: Backend, plan: Plan, conflict: WriteConflict, verb: str, own_transaction: bool) -> str:
