@@ -308,7 +308,8 @@ def build_cells(backend: Backend, plan: Plan, facts: ColumnFacts, table: str, me
     """The cells table `table` (a temp table of the backend) of the columns `plan` reads, keyed as
     `facts` says (columns.column_facts), and the histogram; with `fingerprint_of`, the registry's
     fingerprint of the source computed in the same GROUP BY (fingerprinted)."""
-    backend.create_temp(table, cells_select(plan, facts, fingerprint_of))
+    grouped = cells_select(plan, facts, fingerprint_of)  # the one GROUP BY of the source
+    backend.create_temp(table, grouped)
     _reject_star_values(backend, plan, facts, table)
     _check_memory(backend, plan, table, memory_budget)
     code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]

@@ -51,6 +51,9 @@ class Plan:
     # hierarchies = ...: per QI (in `qi`'s order) its hierarchy as read from its spec (not yet bound
     # to the column's values), None for a QI without one; None when the statement gives none
     hierarchies: tuple | None = None
+    # QI column -> the table its `table(name)` spec reads, as written (placed by bind, so the target
+    # never replaces one, whatever the method: mondrian reads them without taking them as lattice does)
+    hierarchy_tables: dict = field(default_factory=dict)
     # weights = ...: per QI (in `qi`'s order) its attribute weight (1 where none is given); None without
     weights: list[float] | None = None
 
@@ -185,10 +188,8 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     patterns = _patterns(statement, qi, roles.resolve)
     weights = _weights(statement, qi)
     specs = _hierarchy_specs(statement, qi)
-    # the target may replace no table a hierarchy reads (whatever the method: mondrian reads them for
-    # its local recoding without taking them as `lattice` does)
-    tables = [(qi[j], spec.table) for j, spec in specs.items() if spec.table is not None]
-    source, target = backend.place(statement.source, _target(statement), tables)
+    tables = {qi[j]: spec.table for j, spec in specs.items() if spec.table is not None}
+    source, target = backend.place(statement.source, _target(statement), list(tables.items()))
     sa_hierarchy_rows = None
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
@@ -198,7 +199,8 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     return Plan(statement, source, target, columns, qi, roles.sensitives[0] if roles.sensitives else None, roles.keep,
                 patterns, sa_hierarchy_rows, counts=counts, population=population, population_qi=population_qi,
                 population_weight=population_weight, sensitives=roles.sensitives, identifiers=roles.identifiers,
-                masks=roles.masks, hierarchies=_hierarchies(backend, specs, qi), weights=weights)
+                masks=roles.masks, hierarchies=_hierarchies(backend, specs, qi), hierarchy_tables=tables,
+                weights=weights)
 
 
 @dataclass(frozen=True)
