@@ -1,5 +1,5 @@
 """EXPLAIN ANONYMIZE: the plan and a dry run of the solver, nothing written; with a list of k, l
-or t values, one dry run per value."""
+or t values, one problem built (one GROUP BY) and solved once per value."""
 
 from __future__ import annotations
 
