@@ -14,7 +14,7 @@ Each repetition runs, in this order and in one process (so the ratios are measur
                    SELECT joining the source back to it on those columns (IS NOT DISTINCT FROM),
                    publishing the source's columns (with id for the keep cases)
   table            ANONYMIZE, no kept column (rows generated from the class counts: from blocks of the
-                   parts, materialize.rows_per_block, so that both threads write them)
+                   parts, generated.rows_per_block, so that both threads write them)
   table, one thread  the same with the rows generated from the keyed table itself (one row group,
                    so one thread: the path before blocks); same rows in the same order as `table`
   keep             ANONYMIZE ... keep = (id): the join back to the source and the seeded sort
@@ -22,10 +22,10 @@ Each repetition runs, in this order and in one process (so the ratios are measur
                    ('b', 'x'), ('c', 'y') in proportions 6:1:1, k = 3/8 of the rows: the solution
                    moves a sixth of class ('a', 'x') into the suppressed group, so one cell of 75%
                    of the rows is split (the split path at its heaviest: its rows are dealt into
-                   the parts by buckets of their order hash, materialize.SMALL_CELL); its floor is
+                   the parts by buckets of their order hash, keyed.SMALL_CELL); its floor is
                    the same GROUP BY + join on that table
   keep, split, window  the same statement with the cell ranked by a window over the whole cell
-                   (materialize.SMALL_CELL raised above it), the split path before the buckets
+                   (keyed.SMALL_CELL raised above it), the split path before the buckets
   view             ANONYMIZE ... materialize = 'view' (a view over a table of counts)
 Ratios are ANONYMIZE's wall time over the floor's of the same repetition (with id in the floor
 for the keep cases). A repetition counts as disturbed when other processes took more than 10% of
@@ -52,8 +52,9 @@ from pathlib import Path
 import duckdb
 
 import duckanon
+import duckanon.pipeline.generated as generated
+import duckanon.pipeline.keyed as keyed
 import duckanon.pipeline.materialize as materialize
-import duckanon.statements.anonymize as anonymize_statement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_anonymize import ADULT_CSV, QI, SA, Meter, q  # noqa: E402
@@ -61,7 +62,7 @@ from machine import cpu_model  # noqa: E402
 
 CASES = {
     "table": "",
-    "table, one thread": "",  # materialize.BLOCKED_FROM_ROWS raised above the table's rows
+    "table, one thread": "",  # generated.BLOCKED_FROM_ROWS raised above the table's rows
     "keep": ", keep = (id)",
     "keep, split": None,  # its own table and statement: split_statement
     "keep, split, window": None,  # the same, its cell ranked by a window (the split path before buckets)
@@ -120,22 +121,22 @@ def split_answer(raw) -> tuple[list, int]:
 def by_window(con, split_rows: int) -> None:
     """The split case with its cell ranked by a window over the whole cell (SMALL_CELL raised above
     it: how every split cell was ranked before the buckets)."""
-    small_cell = materialize.SMALL_CELL
-    materialize.SMALL_CELL = 1 << 62
+    small_cell = keyed.SMALL_CELL
+    keyed.SMALL_CELL = 1 << 62
     try:
         con.execute(split_statement(split_rows))
     finally:
-        materialize.SMALL_CELL = small_cell
+        keyed.SMALL_CELL = small_cell
 
 
 def unblocked(con, copies: int) -> None:
     """The table path with its rows generated from the keyed table on one thread (no blocks)."""
-    blocked_from = materialize.BLOCKED_FROM_ROWS
-    materialize.BLOCKED_FROM_ROWS = 1 << 62
+    blocked_from = generated.BLOCKED_FROM_ROWS
+    generated.BLOCKED_FROM_ROWS = 1 << 62
     try:
         con.execute(statement(copies, CASES["table, one thread"]))
     finally:
-        materialize.BLOCKED_FROM_ROWS = blocked_from
+        generated.BLOCKED_FROM_ROWS = blocked_from
 
 
 def ordered_fingerprint(raw) -> int:
@@ -150,7 +151,7 @@ class SplitSeen:
 
     def __init__(self):
         self.seen = []
-        self.original = anonymize_statement._any_split
+        self.original = materialize.any_split
 
     def __call__(self, parts):
         found = self.original(parts)
@@ -174,7 +175,7 @@ def run(copies: int, reps: int, only: list[str] | None = None) -> dict:
         reference = split_answer(raw)
         assert reference[1] == split_rows, "the window path did not publish every id once"
     split = SplitSeen()
-    anonymize_statement._any_split = split
+    materialize.any_split = split
     results = {name: [] for name in [*dict.fromkeys(FLOOR_OF[n] for n in wanted), *wanted]}
     order_of_table = None
     for rep in range(reps):
@@ -205,7 +206,7 @@ def run(copies: int, reps: int, only: list[str] | None = None) -> dict:
             results[name].append(record)
             print(f"rep {rep + 1} {name:12s} {record['wall']:6.2f} s  cpu {record['cpu']:6.2f} s"
                   f"{'' if record['clean'] else '  (disturbed)'}", flush=True)
-    anonymize_statement._any_split = split.original
+    materialize.any_split = split.original
     summary = {}
     for name in wanted:
         base = FLOOR_OF[name]

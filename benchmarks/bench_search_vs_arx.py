@@ -196,7 +196,7 @@ STEPS = [
     ("duckanon.pipeline.problem", "column_domains", "domains"),
     ("duckanon.pipeline.problem", "solve", "solve"),
     ("duckanon.solver.generalize", "Lattice", "search"),
-    ("duckanon.statements.anonymize", "keyed_arrow", "keyed arrow"),
+    ("duckanon.pipeline.materialize", "keyed_arrow", "keyed arrow"),
     ("duckanon.statements.anonymize", "check_published_rows", "check"),
     ("duckanon.statements.anonymize", "column_loss", "column loss"),
     ("duckanon.statements.anonymize", "describe_target", "provenance"),

@@ -11,7 +11,8 @@ itself, level H (the top) is normally `*`. Sources, one module each:
   column per level; `to_table` writes VARCHAR columns `value, level1, ..., levelH` in row order.
 - `builders` (`prefix`, `ordered_groups`, alias `ordered`) and `ranges` (`intervals`, `dates`):
   computed with numpy on the column's distinct values, so any value is covered.
-- `spec`: `parse_spec`, the text users write in SQL (see its docstring for the syntax).
+- `spec`: the text users write in SQL, parsed once into a `HierarchySpec` (`read_spec`, see its
+  docstring for the syntax) and loaded from it (`HierarchySpec.load`; `parse_spec` does both).
 
 Values match the hierarchy by their string form, `str(value)`; a number that misses also matches an
 entry with the same numeric value (`39.0` or `Decimal('39.00')` matches `39`). NULL matches the row
@@ -29,14 +30,14 @@ from duckanon.hierarchy.builders import STAR, ordered, ordered_groups, prefix
 from duckanon.hierarchy.missing import SOURCE_PLACEHOLDER, missing_query, sa_order_missing
 from duckanon.hierarchy.ranges import dates, intervals
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy, from_rows
-from duckanon.hierarchy.spec import PLACEHOLDER_PATTERN, _SPEC, _split, parse_spec, table_spec, table_spec_name
+from duckanon.hierarchy.spec import (PLACEHOLDER_PATTERN, HierarchySpec, parse_spec, read_spec, spec_kind, table_spec,
+                                    table_spec_name)
 from duckanon.hierarchy.tables import from_table, to_table, write_hierarchy_table
 
 __all__ = [
-    "BoundHierarchy", "Hierarchy", "dates", "from_csv", "from_rows", "from_table", "intervals", "ordered",
-    "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "sa_order_missing", "table_spec", "table_spec_name",
-    "to_table",
-    "write_hierarchy_table",
+    "BoundHierarchy", "Hierarchy", "HierarchySpec", "dates", "from_csv", "from_rows", "from_table", "intervals",
+    "ordered", "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "read_spec", "sa_order_missing",
+    "spec_kind", "table_spec", "table_spec_name", "to_table", "write_hierarchy_table",
 ]
-# Also importable from here: STAR, SOURCE_PLACEHOLDER, NULL_SPELLINGS, TableHierarchy, missing_query,
-# and the spec grammar (_SPEC, _split) that duckanon.plan reads to name hierarchies before binding.
+# Also importable from here: STAR, SOURCE_PLACEHOLDER, NULL_SPELLINGS, PLACEHOLDER_PATTERN, TableHierarchy,
+# missing_query.

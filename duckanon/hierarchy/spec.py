@@ -1,8 +1,10 @@
-"""The hierarchy a user names in SQL (`parse_spec`): a builder call, `table(name)` or a file path."""
+"""The hierarchy a user names in SQL: a builder call, `table(name)` or a file path, parsed once into a
+`HierarchySpec` (`read_spec`) and loaded from it (`HierarchySpec.load`; `parse_spec` does both)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -26,17 +28,53 @@ _PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 PLACEHOLDER_PATTERN = _PLACEHOLDER
 
 
+@dataclass(frozen=True)
+class HierarchySpec:
+    """A hierarchy as a user names it in SQL, parsed once (`read_spec`): a builder's hierarchy,
+    ready, or the file or table it is read from, named; `load` reads the file or table."""
+
+    kind: str  # a builder's name, "table" or "file"
+    name: str | None = None  # the file's path or the table's name, `{column}` replaced
+    built: Hierarchy | None = None  # a builder's hierarchy
+    nearest: str | None = None  # a file named by a bare word: the builder it may misspell
+
+    @property
+    def table(self) -> str | None:
+        """The table a `table(name)` spec reads, None for another spec."""
+        return self.name if self.kind == "table" else None
+
+    def load(self, con=None) -> Hierarchy:
+        """The hierarchy: a builder's as parsed, else read from the file or table through `con`
+        (DuckDB's file-access rules apply)."""
+        if self.built is not None:
+            return self.built
+        if self.kind == "table":
+            if con is None or self.name is None:
+                raise AnonymizeError("table(name) needs one table name and a connection")
+            return from_table(con, self.name)
+        try:
+            return from_csv(self.name, con)
+        except AnonymizeError as error:  # no such file: perhaps a builder, misspelt
+            if self.nearest is None:
+                raise
+            raise AnonymizeError(f"{error}; did you mean the builder '{self.nearest}'?") from None
+
+
 def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
-    """The hierarchy a user names in SQL. Forms (keywords case-insensitive):
+    """The hierarchy a user names in SQL (`read_spec`), loaded through `con` (`HierarchySpec.load`)."""
+    return read_spec(spec, column).load(con)
+
+
+def read_spec(spec: str, column: str | None = None) -> HierarchySpec:
+    """The hierarchy a user names in SQL, parsed; nothing is read yet. Forms (keywords case-insensitive):
 
     - `prefix` or `prefix(3)`: see `prefix`;
     - `intervals(5, 10, 20)`: see `intervals`;
     - `dates` or `dates(month, year)`: see `dates`;
     - `ordered(a, b, c, d; 2, 4)`: categories in order, `;`, then group sizes; a category with a
       comma, semicolon or spaces at its ends is single-quoted (`'HS, grad'`, `''` for a quote);
-    - `table(name)`: a DuckDB table on `con` (see `from_table`);
-    - anything else: an ARX CSV path, relative to the current directory; read through DuckDB when
-      `con` is given (see `from_csv`).
+    - `table(name)`: a DuckDB table (see `from_table`);
+    - anything else: an ARX CSV path, relative to the current directory (see `from_csv`).
     `{column}` in a path or table name is replaced by the column name.
     """
     match = _SPEC.match(spec)
@@ -51,14 +89,22 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
         if call:
             raise AnonymizeError(unknown_name("hierarchy builder", call.group(1), BUILDERS))
         word = _WORD.match(text)
-        nearest = nearest_name(word.group(1), BUILDERS) if word else None
-        try:
-            return from_csv(text, con)
-        except AnonymizeError as error:  # no such file: perhaps a builder, misspelt
-            if nearest is None:
-                raise
-            raise AnonymizeError(f"{error}; did you mean the builder '{nearest}'?") from None
+        return HierarchySpec("file", text, nearest=nearest_name(word.group(1), BUILDERS) if word else None)
     kind, arguments = match.group(1).lower(), match.group(2)
+    if kind == "table":
+        return HierarchySpec("table", _table_argument(arguments) if arguments is not None else None)
+    return HierarchySpec(kind, built=_built(kind, arguments))
+
+
+def spec_kind(spec: str) -> str:
+    """What a spec names, by the parser's own test, without checking it further: a builder's name,
+    "table" or "file"."""
+    match = _SPEC.match(spec)
+    return "file" if match is None else match.group(1).lower()
+
+
+def _built(kind: str, arguments: str | None) -> Hierarchy:
+    """The hierarchy of a builder call (prefix, intervals, dates, ordered) and its arguments' text."""
     items = _split(arguments, ",") if arguments is not None else []
     if kind == "prefix":
         if len(items) > 1:
@@ -71,24 +117,16 @@ def parse_spec(spec: str, column: str | None = None, con=None) -> Hierarchy:
             if unit.strip().lower() not in _Dates.UNITS:
                 raise AnonymizeError("dates: " + unknown_name("level", unit.strip(), tuple(_Dates.UNITS)))
         return dates(items) if arguments is not None else dates()
-    if kind == "ordered":
-        parts = _split(arguments or "", ";", unquote=False)
-        if len(parts) != 2:
-            raise AnonymizeError("ordered needs categories and group sizes: ordered(a, b, c, d; 2, 4)")
-        return ordered_groups(_split(parts[0], ","), [_integer(s, "ordered") for s in _split(parts[1], ",")])
-    name = _table_argument(arguments) if arguments is not None else None
-    if con is None or name is None:
-        raise AnonymizeError("table(name) needs one table name and a connection")
-    return from_table(con, name)
+    parts = _split(arguments or "", ";", unquote=False)
+    if len(parts) != 2:
+        raise AnonymizeError("ordered needs categories and group sizes: ordered(a, b, c, d; 2, 4)")
+    return ordered_groups(_split(parts[0], ","), [_integer(s, "ordered") for s in _split(parts[1], ",")])
 
 
 def table_spec_name(spec: str, column: str | None = None) -> str | None:
     """The table name a `table(name)` spec reads (after `{column}`), or None for another spec."""
-    match = _SPEC.match(spec.replace("{column}", column) if column is not None else spec)
-    if not match or match.group(1).lower() != "table" or match.group(2) is None:
-        return None
     try:
-        return _table_argument(match.group(2))
+        return read_spec(spec, column).table
     except AnonymizeError:
         return None
 

@@ -11,32 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import sqlglot
 from sqlglot import exp
 
-from duckanon.backends.base import Backend, BackendError
+from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, parse_type
+from duckanon.pipeline.columns import (STRING, TEXT, TYPED, VALUE, ColumnFacts, hashable, key_of, published_text, qcol,
+                                       temp_table)
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.sql.statement import TableName
+from duckanon.names import TableName
 
 STAR = "*"
-
-
-def qcol(name: str, table: str | None = None) -> exp.Column:
-    return exp.column(name, table=table, quoted=True)
-
-
-def duckdb_sql(text: str) -> exp.Expr:
-    """A statement written in DuckDB's SQL, as the expression a backend runs (the population,
-    registry and masking queries, which use DuckDB's own functions)."""
-    return sqlglot.parse_one(text, read="duckdb")
-
-
-def quoted(name: str) -> str:
-    """An identifier quoted for DuckDB text."""
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
 def qi_alias(j: int) -> str:
@@ -55,210 +40,12 @@ SA_ALIAS, SA_KEY, SA_CODE, COUNT, CELL_ID = "s", "sk", "s_code", "n", "cell_id"
 # per lane, a cell's sum of per-row products and its share of the registry's checksum of the source (_fingerprint)
 FINGERPRINT, FINGERPRINT_SHARE = "fingerprint_rows", "fingerprint"
 
-# ------------------------------------------------------------------------------ the class key
-#
-# A published QI cell is text, so a class is a set of rows with the same published text, whatever
-# the column's type. GROUP BY groups by `=`, which for many types is coarser than the text: a
-# collation ('Ann' = 'ann' under NOCASE, or under SET default_collation), INTERVAL ('1 month' =
-# '30 days'), -0.0 = 0.0, 'nan' = '-nan', nested values holding any of these. Grouping those by
-# value would publish each row's own spelling inside one class: classes smaller than k, and the
-# spelling telling rows apart. So each column is grouped by a key whose equality is exactly the
-# equality of the published text:
-#
-#   VALUE   types whose `=` is equality of their text (integers, DECIMAL of one scale, DATE, TIME,
-#           TIMESTAMP, UUID, BLOB, BIT, ENUM, ..., and VARCHAR compared byte by byte: no collation
-#           of its own and no default_collation), and TIMESTAMPTZ (`=` is the instant's, and its
-#           canonical text tells every instant apart): the value itself (the fastest GROUP BY and join);
-#   STRING  VARCHAR under a collation, JSON: the string with the binary collation; one spelling of
-#           the class is kept as its value, with the column's own collation (kept by the output);
-#   TYPED   types with a coarser `=` whose text still determines the value (FLOAT, DOUBLE, INTERVAL,
-#           TIMETZ): the text with the binary collation; one value of the class is
-#           kept to order the codes (Mondrian's ranges stay numeric), and its text to publish;
-#   TEXT    everything else (LIST, ARRAY, STRUCT, MAP, UNION, types of extensions): the text with
-#           the binary collation, and the text as the class's value (MAP{'a=b': 'c'} and
-#           MAP{'a': 'b=c'} print alike: one published string, one class).
-#
-# The text published is a value's canonical text (canonical.canonical_text): DuckDB's own text,
-# except for a TIMESTAMPTZ (alone or inside a LIST, STRUCT, MAP, UNION), which a session prints in
-# its TimeZone: it is published, and hashed for the published order, as its instant in UTC (a
-# TIMESTAMPTZ by value), so two sessions publish the same release. A TEXT column's key stays its
-# session's text (the population's classes are keyed alike, population.py): within one session
-# that text and the canonical one tell the same values apart, so the classes are the same.
-#
-# What is published is never the key itself: its collation (c) would clash with the collations
-# of other columns wherever DuckDB combines them (a UNPIVOT, a join, hash()).
-#
-# The binary collation is explicit (COLLATE c), so neither a column's collation nor the session's
-# default_collation can merge two spellings again. The join back to the source compares the same
-# key computed on the source row. The sensitive column is keyed the same way (each spelling is
-# published as it is), but its codes, which the privacy models count, follow `=`: 'Flu' and 'flu'
-# in a NOCASE column are one sensitive value, never two.
-#
-# A window's ORDER BY column comes out of DuckDB 1.5 normalized (-0.0 as 0.0), so a value that is
-# published is never a window's sort column when its type has such values: a TYPED column
-# publishes its text p{j}, and the sensitive codes of a TYPED column sort a copy of the value.
-
-VALUE, STRING, TYPED, TEXT = "value", "string", "typed", "text"
-VALUE_TYPES = {
-    "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
-    "UHUGEINT", "DATE", "TIME", "TIME_NS", "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "UUID", "BLOB",
-    "BIT", "BIGNUM", "VARINT",
-    # an instant: `=` is the instant's, and a session prints every instant apart (its offset included);
-    # hashed by value, the published order does not follow the session's TimeZone
-    "TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ_NS",
-}
-STRING_TYPES = {"VARCHAR", "JSON"}
-TYPED_TYPES = {"FLOAT", "DOUBLE", "INTERVAL", "TIME WITH TIME ZONE"}
-BINARY_COLLATION = "c"  # DuckDB's name for byte-wise comparison (also "binary", "posix")
-
-
-def type_kind(type_name: str) -> str:
-    """How a column of this DuckDB type (as DESCRIBE writes it) is keyed: VALUE, STRING, TYPED or TEXT."""
-    name = type_name.strip().upper()
-    if name in VALUE_TYPES or name.startswith("DECIMAL(") or name.startswith("ENUM("):
-        return VALUE
-    if name in STRING_TYPES:
-        return STRING
-    if name in TYPED_TYPES:
-        return TYPED
-    return TEXT
-
-
-class SessionKind(str):
-    """The kind of a column whose type a session prints in its settings (a TIMESTAMPTZ, alone or
-    inside a container): equal to its kind (VALUE or TEXT), and carrying the type, from which its
-    published text is made (published_text)."""
-
-    type_name: str
-
-    def __new__(cls, kind: str, type_name: str) -> "SessionKind":
-        made = super().__new__(cls, kind)
-        made.type_name = type_name
-        return made
-
-
-def _kind_with_type(kind: str, type_name: str) -> str:
-    """`kind`, as a SessionKind where the type's text depends on the session's settings and has a
-    canonical text. A type the parser does not read (an extension's) and a VARIANT (no canonical
-    text: canonical.NoCanonicalText) keep DuckDB's own text, as before."""
-    try:
-        if not parse_type(type_name).session_dependent:
-            return kind
-        canonical_text(exp.column("v", quoted=True), type_name)
-    except NoCanonicalText:
-        return kind
-    return SessionKind(kind, type_name)
-
-
-def session_type(plan: Plan, column: str) -> str | None:
-    """The type of `column` where a session prints it in its settings, else None."""
-    return getattr(kinds_of(plan).get(column.lower()), "type_name", None)
-
-
-def published_text(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
-    """The text a value of `column` is published as: its canonical text (the instant in UTC of a
-    TIMESTAMPTZ, inside a container too), which is CAST(value AS VARCHAR) for every type whose text
-    no setting changes."""
-    type_name = session_type(plan, column)
-    if type_name is None:
-        return exp.Cast(this=value, to=exp.DataType.build("VARCHAR"))
-    return canonical_text(value, type_name)
-
-
-def shows_own_text(plan: Plan, j: int) -> bool:
-    """Whether QI j's cells hold its published text beside its value (p{j}): a TYPED column, or a
-    VALUE one whose text follows the session (a TIMESTAMPTZ)."""
-    column = plan.qi[j]
-    return kind_of(plan, column) == TYPED or (kind_of(plan, column) == VALUE and session_type(plan, column) is not None)
-
-
-def text_of(value: exp.Expr) -> exp.Expr:
-    """The published text of a value, compared byte by byte."""
-    return exp.Collate(this=exp.Cast(this=value, to=exp.DataType.build("VARCHAR")),
-                       expression=exp.Var(this=BINARY_COLLATION))
-
-
-def key_of(kind: str, value: exp.Expr) -> exp.Expr:
-    """The class key of a source value (see above): equal exactly when the published texts are."""
-    return value if kind == VALUE else text_of(value)
-
-
-def kinds_of(plan: Plan) -> dict[str, str]:
-    """The kind of each published column (lower-case name -> kind), as build_cells found them.
-    Before build_cells (and on engines other than DuckDB) every column is keyed by value."""
-    return plan.column_kinds
-
-
-def kind_of(plan: Plan, column: str) -> str:
-    return kinds_of(plan).get(column.lower(), VALUE)
-
-
-def binary_text(plan: Plan, value: exp.Expr) -> exp.Expr:
-    """A VARCHAR compared and hashed byte by byte whatever its collation (DuckDB's COLLATE c;
-    another engine's strings compare byte by byte already). Also what lets VARCHARs of different
-    collations meet in one hash(): DuckDB refuses to combine them."""
-    if not plan.collations:
-        return value
-    return exp.Collate(this=value, expression=exp.Var(this=BINARY_COLLATION))
-
-
-def hashable(plan: Plan, column: str, value: exp.Expr) -> exp.Expr:
-    """A published value of `column` as it enters a hash() of the published order: by value where
-    equal values print alike (a VARCHAR byte by byte, a TIMESTAMPTZ's instant), else by its
-    published text byte by byte (a collation would hash 'Ann' and 'ann' alike; a LIST of
-    TIMESTAMPTZ by its canonical text, never the session's)."""
-    if kind_of(plan, column) == TEXT and session_type(plan, column) is not None:
-        return exp.Collate(this=published_text(plan, column, value), expression=exp.Var(this=BINARY_COLLATION))
-    return key_hashable(plan, column, value)
-
-
-def key_hashable(plan: Plan, column: str, key: exp.Expr) -> exp.Expr:
-    """A class key of `column` (key_of), or a value of a column whose text no setting changes, as
-    it enters a hash(): the value, a string byte by byte, or its text byte by byte."""
-    if kind_of(plan, column) != VALUE:
-        return text_of(key)
-    return binary_text(plan, key) if column.lower() in plan.string_columns else key
-
-
-BINARY_COLLATIONS = {"", "binary", "c", "posix"}
-
-
-def column_kinds(backend: Backend, plan: Plan) -> tuple[dict[str, str], set[str], dict[str, str]]:
-    """The kind of every published column (lower-case name -> kind), from the types the backend
-    binds for the source (with their collations), the columns that are strings (VARCHAR, JSON),
-    and the declared collation of each VARCHAR column that has one (lower-case name -> collation).
-    A type that has no text (no cast to VARCHAR) cannot be published as text: refused, naming it."""
-    columns = plan.published
-    declared: dict[str, str] = {}
-    if not backend.binds_column_types or not columns:
-        return {c.lower(): VALUE for c in columns}, set(), declared  # e.g. Spark: its `=` on these types is the text's
-    probe = exp.select(*[qcol(c) for c in columns]).from_(plan.source.table.copy()).limit(0)
-    types = backend.column_types(probe)
-    kinds = {c.lower(): _kind_with_type(type_kind(t), t) for c, t in zip(columns, types)}
-    string_columns = {c.lower() for c, t in zip(columns, types) if t.strip().upper() in STRING_TYPES}
-    strings = [c for c, t in zip(columns, types) if t.strip().upper() == "VARCHAR"]
-    if strings:
-        collations, default = backend.collations(plan.source, strings)
-        declared = {column.lower(): collation for column, collation in collations.items()}
-        for column in strings:
-            collation = collations.get(column)
-            binary = collation.lower() in BINARY_COLLATIONS if collation else default.lower() in BINARY_COLLATIONS
-            kinds[column.lower()] = VALUE if binary else STRING
-    for column, type_name in zip(columns, types):
-        if kinds[column.lower()] in (TYPED, TEXT):
-            try:
-                backend.column_types(exp.select(text_of(qcol(column))).from_(plan.source.table.copy()).limit(0))
-            except BackendError:
-                raise AnonymizeError(f"column '{column}' has type {type_name}, which has no text form "
-                                     "(no cast to VARCHAR): duckanon cannot publish it") from None
-    return kinds, string_columns, declared
-
 
 class HistogramTooLarge(AnonymizeError):
     """The solver side would need more memory than the budget (raised before the fetch)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cells:
     """The histogram and, per cell, the class and SA code it belongs to."""
 
@@ -291,37 +78,37 @@ def shown_alias(j: int) -> str:
     return f"p{j}"
 
 
-def qi_order(plan: Plan, j: int) -> list[str]:
+def qi_order(plan: Plan, facts: ColumnFacts, j: int) -> list[str]:
     """The cells-table columns that order QI j's codes: its value, then (when keyed by text) the
     key, so two spellings equal under `=` get two codes, next to each other."""
-    return [qi_alias(j)] if kind_of(plan, plan.qi[j]) == VALUE else [qi_alias(j), key_alias(j)]
+    return [qi_alias(j)] if facts.kind(plan.qi[j]) == VALUE else [qi_alias(j), key_alias(j)]
 
 
-def qi_key(plan: Plan, j: int) -> str:
+def qi_key(plan: Plan, facts: ColumnFacts, j: int) -> str:
     """The cells-table column holding QI j's class key."""
-    return qi_alias(j) if kind_of(plan, plan.qi[j]) == VALUE else key_alias(j)
+    return qi_alias(j) if facts.kind(plan.qi[j]) == VALUE else key_alias(j)
 
 
-def qi_shown(plan: Plan, j: int) -> str:
+def qi_shown(plan: Plan, facts: ColumnFacts, j: int) -> str:
     """The cells-table column whose text QI j publishes: the class's text, with the column's own
     collation (a string) or none, and never a window's sort column (see above)."""
-    return shown_alias(j) if shows_own_text(plan, j) else qi_alias(j)
+    return shown_alias(j) if facts.shows_own_text(plan.qi[j]) else qi_alias(j)
 
 
-def sa_key(plan: Plan) -> str:
+def sa_key(plan: Plan, facts: ColumnFacts) -> str:
     """The cells-table column holding the sensitive column's key."""
-    return SA_ALIAS if kind_of(plan, plan.sensitive) == VALUE else SA_KEY
+    return SA_ALIAS if facts.kind(plan.sensitive) == VALUE else SA_KEY
 
 
-def _sa_code_order(plan: Plan) -> list[str]:
+def _sa_code_order(plan: Plan, facts: ColumnFacts) -> list[str]:
     """What orders the sensitive codes (by `=`: ties are one value) and, with the key, the cells."""
-    kind = kind_of(plan, plan.sensitive)
-    if kind == TEXT and session_type(plan, plan.sensitive) is not None:
+    kind = facts.kind(plan.sensitive)
+    if kind == TEXT and facts.session_type(plan.sensitive) is not None:
         return [SA_ORDER]  # its canonical text, not the session's
     return {VALUE: [SA_ALIAS], STRING: [SA_ALIAS], TYPED: [SA_ORDER], TEXT: [SA_KEY]}[kind]
 
 
-def cells_select(plan: Plan) -> exp.Select:
+def cells_select(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> exp.Select:
     """SELECT <QI values and keys>, <SA value and key>, count, codes, cell id FROM (GROUP BY the
     keys). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
     above): q{j} is its QI j value (the key itself for a VALUE column), k{j} the key of the others,
@@ -329,21 +116,21 @@ def cells_select(plan: Plan) -> exp.Select:
     the value, so a copy of a TYPED value that its codes sort."""
     keys, values, shown = [], [], []
     for j, column in enumerate(plan.qi):
-        kind = kind_of(plan, column)
+        kind = facts.kind(column)
         if kind == VALUE:
             keys.append(exp.alias_(qcol(column), qi_alias(j), quoted=True))
-            if shows_own_text(plan, j):  # a TIMESTAMPTZ: its canonical text, once per cell
-                shown.append(exp.alias_(published_text(plan, column, qcol(qi_alias(j))), shown_alias(j), quoted=True))
+            if facts.shows_own_text(plan.qi[j]):  # a TIMESTAMPTZ: its canonical text, once per cell
+                shown.append(exp.alias_(published_text(facts, column, qcol(qi_alias(j))), shown_alias(j), quoted=True))
             continue
         # the key; one value of the class: its spelling (STRING), its value for the order of the
         # codes (TYPED, beside its text), or its text (TEXT); the texts with no collation of ours
         keys.append(exp.alias_(key_of(kind, qcol(column)), key_alias(j), quoted=True))
-        text = published_text(plan, column, qcol(column))
+        text = published_text(facts, column, qcol(column))
         values.append(exp.alias_(_any_value(text if kind == TEXT else qcol(column)), qi_alias(j), quoted=True))
         if kind == TYPED:
             values.append(exp.alias_(_any_value(text), shown_alias(j), quoted=True))
     if plan.sensitive:
-        kind = kind_of(plan, plan.sensitive)
+        kind = facts.kind(plan.sensitive)
         if kind == VALUE:
             keys.append(exp.alias_(qcol(plan.sensitive), SA_ALIAS, quoted=True))
         else:  # the value published (its own type), and the key its spellings are told apart by
@@ -351,22 +138,22 @@ def cells_select(plan: Plan) -> exp.Select:
             values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ALIAS, quoted=True))
             if kind == TYPED:
                 values.append(exp.alias_(_any_value(qcol(plan.sensitive)), SA_ORDER, quoted=True))
-            elif _sa_code_order(plan) == [SA_ORDER]:  # a TEXT value a session prints in its settings
-                values.append(exp.alias_(_any_value(hashable(plan, plan.sensitive, qcol(plan.sensitive))), SA_ORDER,
+            elif _sa_code_order(plan, facts) == [SA_ORDER]:  # a TEXT value a session prints in its settings
+                values.append(exp.alias_(_any_value(hashable(facts, plan.sensitive, qcol(plan.sensitive))), SA_ORDER,
                                          quoted=True))
     group_by = [exp.Literal.number(i + 1) for i in range(len(keys))]
-    summed, shares = _fingerprint(plan)
+    summed, shares = _fingerprint(plan, facts, fingerprint_of)
     grouped = (
         exp.select(*keys, *values, exp.alias_(exp.Count(this=exp.Star()), COUNT, quoted=True), *summed)
         .from_(plan.source.table.copy())
         .group_by(*group_by)
     )
     outer = [exp.Star(), *shown, *shares]
-    outer += [exp.alias_(_dense_code(*qi_order(plan, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
-    cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, j)]
+    outer += [exp.alias_(_dense_code(*qi_order(plan, facts, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
+    cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, facts, j)]
     if plan.sensitive:
-        outer.append(exp.alias_(_dense_code(*_sa_code_order(plan)), SA_CODE, quoted=True))
-        cell_order += list(dict.fromkeys(_sa_code_order(plan) + [sa_key(plan)]))
+        outer.append(exp.alias_(_dense_code(*_sa_code_order(plan, facts)), SA_CODE, quoted=True))
+        cell_order += list(dict.fromkeys(_sa_code_order(plan, facts) + [sa_key(plan, facts)]))
     # cell ids numbered in value order, so every engine numbers the cells alike
     row_number = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), order=exp.Order(expressions=[_ascending(c) for c in cell_order]))
     outer.append(exp.alias_(exp.Sub(this=row_number, expression=exp.Literal.number(1)), CELL_ID, quoted=True))
@@ -422,27 +209,28 @@ def fingerprint_checksum(lane_sums: list[exp.Expr]) -> exp.Expr:
     return exp.Add(this=exp.Mul(this=exp.Paren(this=high), expression=exp.Literal.number(1 << 32)), expression=low)
 
 
-def fingerprinted(plan: Plan) -> bool:
-    """Whether build_cells computes the registry's fingerprint: asked for, and of the table it reads."""
-    return plan.fingerprint_of is not None and plan.fingerprint_of[0] == plan.source.sql()
+def fingerprinted(plan: Plan, fingerprint_of: tuple[str, tuple[str, ...]] | None) -> bool:
+    """Whether build_cells computes the registry's fingerprint `fingerprint_of` ((the source as SQL,
+    the columns it covers): registry.fingerprint_sql): asked for, and of the table `plan` reads."""
+    return fingerprint_of is not None and fingerprint_of[0] == plan.source.sql()
 
 
-def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
+def _fingerprint(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> tuple[list[exp.Expr], list[exp.Expr]]:
     """The GROUP BY's aggregates and the cells' columns that compute each cell's share of the
-    registry's checksum of the source, per lane; ([], []) when the plan asks for none or reads
+    registry's checksum of the source, per lane; ([], []) when none is asked for or the plan reads
     another table (a masked or combined copy).
 
     A column whose class key is the value itself (VALUE: equal keys are identical values) is
     the same in every row of a cell: its factor is taken once per cell. The others (kept columns,
     and keys that are a text) are multiplied per row and summed by the GROUP BY."""
-    if not fingerprinted(plan):
+    if not fingerprinted(plan, fingerprint_of):
         return [], []
     as_key = {c.lower(): qi_alias(j) for j, c in enumerate(plan.qi)}
     if plan.sensitive:
         as_key[plan.sensitive.lower()] = SA_ALIAS
     per_cell, per_row = [], []  # (the column as the cells or the source name it, its position)
-    for i, column in enumerate(plan.fingerprint_of[1]):
-        if column.lower() in as_key and kind_of(plan, column) == VALUE:
+    for i, column in enumerate(fingerprint_of[1]):
+        if column.lower() in as_key and facts.kind(column) == VALUE:
             per_cell.append((as_key[column.lower()], i))
         else:
             per_row.append((column, i))
@@ -457,9 +245,9 @@ def _fingerprint(plan: Plan) -> tuple[list[exp.Expr], list[exp.Expr]]:
     return summed, shares
 
 
-def source_fingerprint(backend: Backend, plan: Plan, table: str) -> tuple[int, int] | None:
+def source_fingerprint(backend: Backend, plan: Plan, table: str, fingerprint_of=None) -> tuple[int, int] | None:
     """(rows, checksum) of the source, from the cells table `table` when build_cells computed it."""
-    if not fingerprinted(plan):
+    if not fingerprinted(plan, fingerprint_of):
         return None
     checksum = fingerprint_checksum([exp.func("sum", qcol(f"{FINGERPRINT_SHARE}{n}"))
                                      for n in range(len(FINGERPRINT_LANES))])
@@ -515,21 +303,28 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | None = None) -> Cells:
-    """The cells table `table` (a temp table of the backend) and the histogram. Records on `plan`
-    how each column is keyed (`plan.column_kinds`), which the publishing step (materialize) reads
-    from the same plan."""
-    plan.column_kinds, plan.string_columns, plan.column_collations = column_kinds(backend, plan)
-    plan.collations = backend.has_collations  # COLLATE c exists (see binary_text)
-    backend.create_temp(table, cells_select(plan))
-    _reject_star_values(backend, plan, table)
+def build_cells(backend: Backend, plan: Plan, facts: ColumnFacts, table: str, memory_budget: int | None = None,
+                fingerprint_of: tuple[str, tuple[str, ...]] | None = None) -> Cells:
+    """The cells table `table` (a temp table of the backend) of the columns `plan` reads, keyed as
+    `facts` says (columns.column_facts), and the histogram; with `fingerprint_of`, the registry's
+    fingerprint of the source computed in the same GROUP BY (fingerprinted)."""
+    grouped = cells_select(plan, facts, fingerprint_of)  # the one GROUP BY of the source
+    backend.create_temp(table, grouped)
+    _reject_star_values(backend, plan, facts, table)
     _check_memory(backend, plan, table, memory_budget)
     code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
-    arrow = backend.arrow(fetch)
-    m = len(plan.qi)
+    histogram, cell_class, cell_sa, cell_count = _histogram_of(backend.arrow(fetch), plan.qi)
+    return Cells(table, histogram, cell_class, cell_sa, cell_count,
+                 source_fingerprint(backend, plan, table, fingerprint_of))
+
+
+def _histogram_of(arrow, qi: list[str]) -> tuple[Histogram, np.ndarray, np.ndarray, np.ndarray]:
+    """The class histogram of the cells' codes and counts (one row per cell, in cell id order),
+    and per cell its class, SA code and rows."""
+    m = len(qi)
     n_cells = arrow.num_rows
     codes = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64) if n_cells else np.zeros((0, m), np.int64)
     cell_sa = arrow.column(m).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
@@ -542,15 +337,14 @@ def build_cells(backend: Backend, plan: Plan, table: str, memory_budget: int | N
     n_sa = int(cell_sa.max()) + 1 if n_cells else 1
     sa_counts = np.bincount(cell_class * n_sa + cell_sa, weights=cell_count,
                             minlength=len(class_codes) * n_sa).astype(np.int64).reshape(len(class_codes), n_sa)
-    histogram = Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(plan.qi))
-    return Cells(table, histogram, cell_class, cell_sa, cell_count, source_fingerprint(backend, plan, table))
+    return Histogram(codes=class_codes, sa_counts=sa_counts, columns=tuple(qi)), cell_class, cell_sa, cell_count
 
 
-def _reject_star_values(backend: Backend, plan: Plan, table: str) -> None:
+def _reject_star_values(backend: Backend, plan: Plan, facts: ColumnFacts, table: str) -> None:
     """A source value published as '*' would be indistinguishable from a suppressed cell: refuse it."""
     checks = []
     for j, column in enumerate(plan.qi):
-        text = exp.Cast(this=qcol(qi_shown(plan, j)), to=exp.DataType.build("VARCHAR"))  # the text published
+        text = exp.Cast(this=qcol(qi_shown(plan, facts, j)), to=exp.DataType.build("VARCHAR"))  # the text published
         checks.append(exp.EQ(this=text, expression=exp.Literal.string(STAR)))
     condition = exp.or_(*checks) if len(checks) > 1 else checks[0]
     query = exp.select(*[exp.alias_(exp.func("bool_or", c), f"x{j}", quoted=True) for j, c in enumerate(checks)]).from_(
@@ -596,10 +390,3 @@ def snapshot_source(backend: Backend, plan: Plan, name: str) -> Plan:
         return plan
     backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published]).from_(plan.source.table.copy()))
     return replace(plan, source=temp_table(name), columns=list(plan.published))
-
-
-def temp_table(name: str) -> TableName:
-    """The temp table `name` (Backend.create_temp), as a plan's source to read instead of the
-    user's: the copies of a changing source, of masked identifiers, of several sensitive columns."""
-    return TableName(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier("main", quoted=True),
-                               catalog=exp.to_identifier("temp", quoted=True)))

@@ -27,9 +27,9 @@ from sqlglot import exp
 from duckanon.backends.base import Backend, temporary
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.canonical import NoCanonicalText, canonical_text, utc_wall_clock
-from duckanon.pipeline.histogram import qcol, temp_table
+from duckanon.pipeline.columns import qcol, temp_table
 from duckanon.pipeline.plan import Plan
-from duckanon.sql.statement import MaskRule
+from duckanon.sql.options import MaskRule
 
 # Where the key is read from when the statement does not say (mask_key = 'env:NAME' | 'variable:NAME').
 KEY_ENVIRONMENT = "DUCKANON_PSEUDONYM_KEY"

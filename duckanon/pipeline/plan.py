@@ -1,4 +1,6 @@
-"""Step 1 of the pipeline: bind a statement to the catalog (tables and columns resolved and checked)."""
+"""Step 1 of the pipeline: bind a statement to the catalog. Every name is resolved and checked here,
+before any scan: tables, columns and roles, the hierarchies (their specs parsed once and read), the
+weights mapped to QI positions, the population's columns."""
 
 from __future__ import annotations
 
@@ -9,11 +11,17 @@ from sqlglot import exp
 from duckanon import hierarchy
 from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
-from duckanon.sql.statement import AnonymizeStatement, TableName, shown_name
+from duckanon.names import TableName, shown_name
+from duckanon.sql.statement import AnonymizeStatement
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
+    """A statement bound to the catalog: every name resolved (tables as the backend resolves them,
+    columns as the source spells them) and checked before anything is read; the hierarchies parsed
+    and read, the weights mapped to the QIs. A variant (a copy of the source to read instead, the
+    columns published per row) is a dataclasses.replace."""
+
     statement: AnonymizeStatement
     source: TableName  # catalog.schema.name of the object read, as the backend resolved it (Backend.place)
     target: TableName  # the table written and commented, as the backend resolved it
@@ -25,15 +33,6 @@ class Plan:
     # t_distance = hierarchical: the rows of the sa_hierarchy file, read through DuckDB (so its file
     # access rules apply) and checked; for duckanon.solver.emd.SAHierarchy.from_rows
     sa_hierarchy_rows: list[list[str]] | None = None
-    # How each published column is keyed and published (histogram.column_kinds: lower-case name ->
-    # VALUE / STRING / TYPED / TEXT), which columns are strings, and whether the engine has
-    # COLLATE c: set by histogram.build_cells from the source's bound types, read by materialize.
-    column_kinds: dict[str, str] = field(default_factory=dict)
-    string_columns: set[str] = field(default_factory=set)
-    collations: bool = False
-    # the VARCHAR columns declared with a collation (lower-case name -> the collation, as the
-    # engine writes it): a QI that the keep path decodes from a code gets it back (materialize)
-    column_collations: dict[str, str] = field(default_factory=dict)
     # materialize = 'view': the table holding one row per distinct published row and its count,
     # which the view (the target) expands
     counts: TableName | None = None
@@ -42,19 +41,21 @@ class Plan:
     population: TableName | None = None
     population_qi: list[str] = field(default_factory=list)
     population_weight: str | None = None
-    # set by problem.build_problem: the population's classes and the temp tables they were
-    # counted in (population.PopulationClasses), which the release's check reads again
-    population_classes: object = None
     # sensitive = (a, b, ...): every sensitive column (empty or one: `sensitive` alone)
     sensitives: list[str] = field(default_factory=list)
     # direct identifiers (names as the source spells them) and the masking rule of those published
     identifiers: list[str] = field(default_factory=list)
     masks: dict = field(default_factory=dict)
     # columns the pipeline added to what it reads (several sensitive columns as one value): never published
-    hidden: set = field(default_factory=set)
-    # the publication registry's fingerprint of the source (registry.fingerprint_sql): (the source
-    # as SQL, the columns it covers); build_cells computes it in its GROUP BY when it reads that source
-    fingerprint_of: tuple[str, tuple[str, ...]] | None = None
+    hidden: frozenset = frozenset()
+    # hierarchies = ...: per QI (in `qi`'s order) its hierarchy as read from its spec (not yet bound
+    # to the column's values), None for a QI without one; None when the statement gives none
+    hierarchies: tuple | None = None
+    # QI column -> the table its `table(name)` spec reads, as written (placed by bind, so the target
+    # never replaces one, whatever the method: mondrian reads them without taking them as lattice does)
+    hierarchy_tables: dict = field(default_factory=dict)
+    # weights = ...: per QI (in `qi`'s order) its attribute weight (1 where none is given); None without
+    weights: list[float] | None = None
 
     @property
     def source_shown(self) -> str:
@@ -133,16 +134,40 @@ def hierarchy_specs(specs, qi: list[str]) -> dict[str, str]:
     return {}
 
 
-def _hierarchy_tables(statement: AnonymizeStatement, qi: list[str]) -> list[tuple[str, str]]:
-    """(QI column, table name) of every `table(name)` hierarchy the statement names: whatever the
-    method (mondrian reads them for its local recoding without taking them as `lattice` does), so
-    the target can never replace one."""
-    if statement.hierarchies is None:
-        return []
-    # the spec's table as the hierarchy reader takes it (also a name of quoted parts with commas)
-    named = ((column, hierarchy.table_spec_name(spec, column))
-             for column, spec in hierarchy_specs(statement.hierarchies, qi).items())
-    return [(column, name) for column, name in named if name is not None]
+def _hierarchy_specs(statement: AnonymizeStatement, qi: list[str]) -> dict[int, hierarchy.HierarchySpec]:
+    """QI position -> its hierarchy's spec, parsed (hierarchy.read_spec, `{column}` replaced by the
+    QI's name); a name in `hierarchies` that is no QI is refused."""
+    specs = statement.hierarchies
+    if isinstance(specs, dict):
+        qi_lower = {c.lower() for c in qi}
+        for name in specs:
+            if name.lower() not in qi_lower:
+                raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
+    by_column = hierarchy_specs(specs, qi)
+    return {j: hierarchy.read_spec(by_column[column], column) for j, column in enumerate(qi) if column in by_column}
+
+
+def _hierarchies(backend: Backend, specs: dict[int, hierarchy.HierarchySpec], qi: list[str]) -> tuple | None:
+    """Per QI its hierarchy, read from its spec through the backend (a file or table: DuckDB's
+    file-access rules apply), None where it has none; None when the statement gives none."""
+    if not specs:
+        return None
+    return tuple(specs[j].load(backend) if j in specs else None for j in range(len(qi)))
+
+
+def _weights(statement: AnonymizeStatement, qi: list[str]) -> list[float] | None:
+    """The statement's `weights` per QI in QI order (1 where none is given), None without them;
+    a name that is no QI is refused."""
+    given = statement.weights
+    if given is None:
+        return None
+    qi_lower = {c.lower() for c in qi}
+    unknown = [name for name in given if name.lower() not in qi_lower]
+    if unknown:
+        raise AnonymizeError(f"weights names column {unknown[0]}, which is not a quasi-identifier "
+                             f"(quasi-identifiers: {', '.join(qi)})")
+    by_lower = {name.lower(): weight for name, weight in given.items()}
+    return [by_lower.get(c.lower(), 1.0) for c in qi]
 
 
 def source_columns(backend: Backend, table: TableName) -> list[str]:
@@ -155,78 +180,108 @@ def source_columns(backend: Backend, table: TableName) -> list[str]:
 
 
 def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
+    """The statement bound to the catalog (Plan): every name the statement holds resolved and
+    checked here, before anything is read."""
     columns = source_columns(backend, statement.source)
-    by_lower = {c.lower(): c for c in columns}
-
-    def resolve(name: str, role: str) -> str:
-        found = by_lower.get(name.lower())
-        if found is None:
-            raise AnonymizeError(
-                f"unknown column '{name}' in {role} for table {statement.source.sql()} (columns: {', '.join(columns)})"
-            )
-        return found
-
-    sensitives = [resolve(c, "sensitive") for c in statement.sensitives]
-    sensitive = sensitives[0] if sensitives else None
-    keep = [resolve(c, "keep") for c in statement.keep]
-    masks = {resolve(c, "mask"): rule for c, rule in statement.mask.items()}
-    identifiers = [resolve(c, "identifiers") for c in statement.identifiers]
-    identifiers += [c for c in masks if c.lower() not in {i.lower() for i in identifiers}]  # a masked column is one
-    if statement.qi is not None:
-        qi = [resolve(c, "qi") for c in statement.qi]
-    else:
-        excluded = {c.lower() for c in keep + sensitives + identifiers}
-        qi = [c for c in columns if c.lower() not in excluded]
-    for role, names in (("qi", qi), ("keep", keep)):
-        lowered = [c.lower() for c in names]
-        duplicates = sorted({c for c in lowered if lowered.count(c) > 1})
-        if duplicates:
-            raise AnonymizeError(f"column '{duplicates[0]}' is listed twice in {role}")
-    if not qi:
-        raise AnonymizeError("no quasi-identifier columns: name them with qi = (...)")
-    qi_lower = {c.lower() for c in qi}
-    for column in sensitives:
-        if column.lower() in qi_lower:
-            raise AnonymizeError(f"column '{column}' cannot be both sensitive and a quasi-identifier")
-    _check_identifiers(identifiers, masks, qi, sensitives, keep)
-    for c in keep:
-        if c.lower() in qi_lower:
-            raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
-        if c.lower() in {s.lower() for s in sensitives}:
-            raise AnonymizeError(f"column '{c}' cannot be both kept and sensitive")
-
-    patterns = None
-    if statement.patterns is not None:
-        index = {c.lower(): j for j, c in enumerate(qi)}
-        patterns = []
-        for pattern in statement.patterns:
-            resolved = [resolve(c, "patterns").lower() for c in pattern]
-            missing = [c for c in resolved if c not in index]
-            if missing:
-                raise AnonymizeError(f"pattern column '{missing[0]}' is not a quasi-identifier")
-            patterns.append(sorted(index[c] for c in resolved))
-
-    if statement.target is not None:
-        target = statement.target
-    else:
-        source_table = statement.source.table
-        target = TableName(
-            exp.Table(
-                this=exp.to_identifier(f"{source_table.name}_anon", quoted=True),
-                db=source_table.args.get("db"),
-                catalog=source_table.args.get("catalog"),
-            )
-        )
-    source, target = backend.place(statement.source, target, _hierarchy_tables(statement, qi))
+    roles = _Roles.of(statement, columns)
+    qi = roles.qi
+    patterns = _patterns(statement, qi, roles.resolve)
+    weights = _weights(statement, qi)
+    specs = _hierarchy_specs(statement, qi)
+    tables = {qi[j]: spec.table for j, spec in specs.items() if spec.table is not None}
+    source, target = backend.place(statement.source, _target(statement), list(tables.items()))
     sa_hierarchy_rows = None
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)
     counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
-    plan = Plan(statement, source, target, columns, qi, sensitive, keep, patterns, sa_hierarchy_rows, counts=counts,
-                sensitives=sensitives, identifiers=identifiers, masks=masks)
-    if statement.population is not None:
-        _bind_population(backend, plan)
-    return plan
+    population, population_qi, population_weight = (
+        _population(backend, statement, qi, target) if statement.population is not None else (None, [], None))
+    return Plan(statement, source, target, columns, qi, roles.sensitives[0] if roles.sensitives else None, roles.keep,
+                patterns, sa_hierarchy_rows, counts=counts, population=population, population_qi=population_qi,
+                population_weight=population_weight, sensitives=roles.sensitives, identifiers=roles.identifiers,
+                masks=roles.masks, hierarchies=_hierarchies(backend, specs, qi), hierarchy_tables=tables,
+                weights=weights)
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The columns of each role, as the source spells them, checked against one another."""
+
+    columns: list[str]
+    qi: list[str]
+    sensitives: list[str]
+    keep: list[str]
+    masks: dict
+    identifiers: list[str]
+    source: str  # the source as the statement names it, for messages
+
+    def resolve(self, name: str, role: str) -> str:
+        """The source's spelling of a column the statement names (matched without case)."""
+        found = {c.lower(): c for c in self.columns}.get(name.lower())
+        if found is None:
+            raise AnonymizeError(f"unknown column '{name}' in {role} for table {self.source} "
+                                 f"(columns: {', '.join(self.columns)})")
+        return found
+
+    @classmethod
+    def of(cls, statement: AnonymizeStatement, columns: list[str]) -> _Roles:
+        named = cls(columns, [], [], [], {}, [], statement.source.sql())
+        sensitives = [named.resolve(c, "sensitive") for c in statement.sensitives]
+        keep = [named.resolve(c, "keep") for c in statement.keep]
+        masks = {named.resolve(c, "mask"): rule for c, rule in statement.mask.items()}
+        identifiers = [named.resolve(c, "identifiers") for c in statement.identifiers]
+        identifiers += [c for c in masks if c.lower() not in {i.lower() for i in identifiers}]  # a masked column is one
+        if statement.qi is not None:
+            qi = [named.resolve(c, "qi") for c in statement.qi]
+        else:
+            excluded = {c.lower() for c in keep + sensitives + identifiers}
+            qi = [c for c in columns if c.lower() not in excluded]
+        roles = cls(columns, qi, sensitives, keep, masks, identifiers, named.source)
+        roles._check()
+        return roles
+
+    def _check(self) -> None:
+        for role, names in (("qi", self.qi), ("keep", self.keep)):
+            lowered = [c.lower() for c in names]
+            duplicates = sorted({c for c in lowered if lowered.count(c) > 1})
+            if duplicates:
+                raise AnonymizeError(f"column '{duplicates[0]}' is listed twice in {role}")
+        if not self.qi:
+            raise AnonymizeError("no quasi-identifier columns: name them with qi = (...)")
+        qi_lower = {c.lower() for c in self.qi}
+        for column in self.sensitives:
+            if column.lower() in qi_lower:
+                raise AnonymizeError(f"column '{column}' cannot be both sensitive and a quasi-identifier")
+        _check_identifiers(self.identifiers, self.masks, self.qi, self.sensitives, self.keep)
+        for c in self.keep:
+            if c.lower() in qi_lower:
+                raise AnonymizeError(f"column '{c}' cannot be both kept and a quasi-identifier")
+            if c.lower() in {s.lower() for s in self.sensitives}:
+                raise AnonymizeError(f"column '{c}' cannot be both kept and sensitive")
+
+
+def _patterns(statement: AnonymizeStatement, qi: list[str], resolve) -> list[list[int]] | None:
+    """The statement's patterns as QI positions (each sorted)."""
+    if statement.patterns is None:
+        return None
+    index = {c.lower(): j for j, c in enumerate(qi)}
+    patterns = []
+    for pattern in statement.patterns:
+        resolved = [resolve(c, "patterns").lower() for c in pattern]
+        missing = [c for c in resolved if c not in index]
+        if missing:
+            raise AnonymizeError(f"pattern column '{missing[0]}' is not a quasi-identifier")
+        patterns.append(sorted(index[c] for c in resolved))
+    return patterns
+
+
+def _target(statement: AnonymizeStatement) -> TableName:
+    """The target as the statement names it: INTO's, else `<source>_anon` beside the source."""
+    if statement.target is not None:
+        return statement.target
+    source_table = statement.source.table
+    return TableName(exp.Table(this=exp.to_identifier(f"{source_table.name}_anon", quoted=True),
+                               db=source_table.args.get("db"), catalog=source_table.args.get("catalog")))
 
 
 def _check_identifiers(identifiers: list[str], masks: dict, qi: list[str], sensitives: list[str], keep: list[str]) -> None:
@@ -244,9 +299,10 @@ def _check_identifiers(identifiers: list[str], masks: dict, qi: list[str], sensi
                                      "direct identifiers only")
 
 
-def _bind_population(backend: Backend, plan: Plan) -> None:
-    """The population table: found, holding every QI (matched without case) and the weight column."""
-    statement = plan.statement
+def _population(backend: Backend, statement: AnonymizeStatement, qi: list[str],
+                target: TableName) -> tuple[TableName, list[str], str | None]:
+    """The population table as the backend resolves it, its QI columns (matched without case) in
+    `qi`'s order and its weight column: the table found, holding every QI and the weight column."""
     shown = shown_name(statement.population)
     try:
         columns = backend.columns(statement.population)
@@ -255,34 +311,35 @@ def _bind_population(backend: Backend, plan: Plan) -> None:
     except BackendError as error:
         raise AnonymizeError(f"cannot read population table {shown}: {error}") from None
     by_lower = {c.lower(): c for c in columns}
-    missing = [c for c in plan.qi if c.lower() not in by_lower]
+    missing = [c for c in qi if c.lower() not in by_lower]
     if missing:
         raise AnonymizeError(f"population table {shown} lacks the quasi-identifier column '{missing[0]}' "
-                             f"(it must hold every QI: {', '.join(plan.qi)})")
-    plan.population = backend.resolved(statement.population)
-    plan.population_qi = [by_lower[c.lower()] for c in plan.qi]
+                             f"(it must hold every QI: {', '.join(qi)})")
+    population = backend.resolved(statement.population)
+    weight = None
     if statement.population_weight is not None:
         weight = by_lower.get(statement.population_weight.lower())
         if weight is None:
             raise AnonymizeError(f"unknown column '{statement.population_weight}' in population_weight for population "
                                  f"table {shown}")
-        plan.population_weight = weight
-    _refuse_population_target(backend, plan)
+    _refuse_population_target(backend, statement, target, population)
+    return population, [by_lower[c.lower()] for c in qi], weight
 
 
-def _refuse_population_target(backend: Backend, plan: Plan) -> None:
+def _refuse_population_target(backend: Backend, statement: AnonymizeStatement, target: TableName,
+                              population: TableName) -> None:
     """The release never replaces the population table: the target is compared with it as with
     the source (Backend.place: the objects the engine resolves, and the tables a view reads), so
     every spelling of the same table (quoted, other case, qualified, an attached alias, the
     search path, a view over it) is refused."""
     try:
-        backend.place(plan.statement.population, plan.target)
+        backend.place(statement.population, target)
     except AnonymizeError:
-        target, population = shown_name(plan.target), shown_name(plan.population)
-        kind = (backend.catalog_entry(plan.population) or ("table",))[0].lower()
+        shown_target, shown_population = shown_name(target), shown_name(population)
+        kind = (backend.catalog_entry(population) or ("table",))[0].lower()
         defaults = backend.session_defaults()
-        if full_key(plan.target, *defaults) == full_key(plan.population, *defaults):
-            raise AnonymizeError(f"the target {target} is the population {kind} {population}: choose another name "
-                                 "with INTO") from None
-        raise AnonymizeError(f"the target {target} is read by the population {kind} {population}: choose another "
-                             "name with INTO") from None
+        if full_key(target, *defaults) == full_key(population, *defaults):
+            raise AnonymizeError(f"the target {shown_target} is the population {kind} {shown_population}: choose "
+                                 "another name with INTO") from None
+        raise AnonymizeError(f"the target {shown_target} is read by the population {kind} {shown_population}: choose "
+                             "another name with INTO") from None

@@ -2,7 +2,7 @@
 of a release against it.
 
 A population row matches a sample class when its QI values, read as the sample's column types,
-have the sample's keys (histogram.key_of: the value, or its text where the sample's classes are
+have the sample's keys (columns.key_of: the value, or its text where the sample's classes are
 told apart by text). Values the sample lacks get codes after the sample's, so the lattice's
 hierarchies are bound to both tables' values and every population row rolls up with the labels
 of the node. Everything is one GROUP BY of the population and joins in the engine; only codes
@@ -19,7 +19,8 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import TEXT, VALUE, code_alias, key_alias, kind_of, published_text, qcol, qi_alias
+from duckanon.pipeline.columns import TEXT, VALUE, ColumnFacts, published_text, qcol
+from duckanon.pipeline.histogram import code_alias, key_alias, qi_alias
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.lattice import with_population
 from duckanon.solver.models import rejects_unreached
@@ -63,7 +64,7 @@ def _with(select: exp.Query, **ctes: exp.Query) -> exp.Query:
     return select
 
 
-@dataclass
+@dataclass(frozen=True)
 class PopulationClasses:
     """The population's distinct QI vectors as codes (values the sample lacks numbered after the
     sample's, in `extra_values` per column, in code order) and the rows (or weights) of each."""
@@ -139,13 +140,13 @@ def population_size(backend: Backend, plan: Plan) -> int:
     return int(people)
 
 
-def _grouped_select(plan: Plan, types: list[str]) -> exp.Select:
+def _grouped_select(plan: Plan, facts: ColumnFacts, types: list[str]) -> exp.Select:
     """The population grouped by its QI keys read as the sample's types (k{j}: the value, or its
     text where the sample's classes are told apart by text), one value of each (v{j}), and n."""
     keys, values = [], []
     for j, (column, type_name) in enumerate(zip(plan.population_qi, types)):
         read = exp.cast(qcol(column), _type(type_name))
-        kind = kind_of(plan, plan.qi[j])
+        kind = facts.kind(plan.qi[j])
         text = exp.Collate(this=exp.cast(read.copy(), "VARCHAR"), expression=exp.Var(this="c"))
         keys.append(exp.alias_(read if kind == VALUE else text, f"k{j}", quoted=True))
         values.append(exp.alias_(exp.func("any_value", text.copy() if kind == TEXT else read.copy()), f"v{j}",
@@ -154,10 +155,10 @@ def _grouped_select(plan: Plan, types: list[str]) -> exp.Select:
             .from_(plan.population.table.copy()).group_by(*_positions(len(keys))))
 
 
-def _code_map_select(plan: Plan, j: int, cells_table: str, grouped: str, sample_codes: int) -> exp.Query:
+def _code_map_select(plan: Plan, facts: ColumnFacts, j: int, cells_table: str, grouped: str, sample_codes: int) -> exp.Query:
     """Per key of QI j, its code: the sample's (from the cells table), and for the keys only the
     population has, codes after the sample's `sample_codes` in the keys' order (added, with a value)."""
-    sample_key = qi_alias(j) if kind_of(plan, plan.qi[j]) == VALUE else key_alias(j)
+    sample_key = qi_alias(j) if facts.kind(plan.qi[j]) == VALUE else key_alias(j)
     k, code, v = (exp.column(name, quoted=True) for name in ("k", "code", "v"))
     sample = exp.select(exp.alias_(qcol(sample_key), "k", quoted=True), exp.alias_(qcol(code_alias(j)), "code",
                                                                                    quoted=True)).distinct().from_(
@@ -177,16 +178,17 @@ def _code_map_select(plan: Plan, j: int, cells_table: str, grouped: str, sample_
     return _with(union, s=sample, p=population, new=new)
 
 
-def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) -> PopulationClasses:
-    """The population table's classes in the codes of the cells table `cells_table`; `scratch(kind)`
-    names the temp tables (dropped with the statement's others)."""
+def population_classes(backend: Backend, plan: Plan, facts: ColumnFacts, cells_table: str, scratch) -> PopulationClasses:
+    """The population table's classes in the codes of the cells table `cells_table` (its columns
+    keyed as `facts` says); `scratch(kind)` names the temp tables (dropped with the statement's others)."""
+
     shown = shown_name(plan.statement.population)
     check_weights(backend, plan)
     types = _sample_types(backend, plan)
     check_convertible(backend, plan, types)
     grouped = scratch("population")
     try:
-        backend.create_temp(grouped, _grouped_select(plan, types))
+        backend.create_temp(grouped, _grouped_select(plan, facts, types))
     except BackendError:  # (the engine's message would quote a value: check_convertible said what it can)
         raise AnonymizeError(f"cannot read population table {shown} with the sample's column types") from None
     maps, extra_values = [], []
@@ -194,7 +196,7 @@ def population_classes(backend: Backend, plan: Plan, cells_table: str, scratch) 
         (count,) = backend.one(exp.select(exp.Count(this=exp.Distinct(expressions=[qcol(code_alias(j))]))).from_(
             _table(cells_table)))
         mapping = scratch(f"population_map{j}")
-        backend.create_temp(mapping, _code_map_select(plan, j, cells_table, grouped, int(count)))
+        backend.create_temp(mapping, _code_map_select(plan, facts, j, cells_table, grouped, int(count)))
         extra = backend.rows(exp.select(qcol("v")).from_(_table(mapping)).where(qcol("added")).order_by(qcol("code")))
         extra_values.append([row[0] for row in extra])
         maps.append(mapping)
@@ -260,8 +262,8 @@ def _register_labels(backend: Backend, table: str, bound, level: int) -> None:
         "label": pa.array([names[c] for c in bound.codes[:, level].tolist()], pa.string())}))
 
 
-def published_matches(backend: Backend, plan: Plan, population: PopulationClasses, hierarchies, levels,
-                      scratch) -> tuple[np.ndarray, tuple[int, int]]:
+def published_matches(backend: Backend, plan: Plan, facts: ColumnFacts, population: PopulationClasses, hierarchies,
+                      levels, scratch) -> tuple[np.ndarray, tuple[int, int]]:
     """Per published class of the target (as written): its rows and the population rows whose
     values generalize to its labels, counted in the engine: the published table grouped by its QI
     texts, joined to the population grouped by the labels of the node's `levels` (each
@@ -273,7 +275,7 @@ def published_matches(backend: Backend, plan: Plan, population: PopulationClasse
         if level == 0:
             # the text the sample's value of this key is published as (a TIMESTAMPTZ's UTC instant)
             key = qcol(f"k{j}", "g")
-            text = published_text(plan, column, key) if kind_of(plan, column) == VALUE else exp.cast(key, "VARCHAR")
+            text = published_text(facts, column, key) if facts.kind(column) == VALUE else exp.cast(key, "VARCHAR")
             labels.append(exp.alias_(text, f"l{j}", quoted=True))
             continue
         table = scratch(f"population_labels{j}")
@@ -342,12 +344,13 @@ def population_only(backend: Backend, plan: Plan, population: PopulationClasses,
     return int(classes), int(people)
 
 
-def check_release(backend: Backend, plan: Plan, models, population: PopulationClasses, solution, hierarchies,
-                  scratch) -> dict:
+def check_release(backend: Backend, plan: Plan, facts: ColumnFacts, models, population: PopulationClasses, solution,
+                  hierarchies, scratch) -> dict:
     """Before COMMIT: every published class of the target meets the population models, counted
     from the published table and the population table (published_matches); what was found, for
     the result's details. A violation is a bug, never published: nothing is written."""
-    matches, unpublished = published_matches(backend, plan, population, hierarchies, solution.notes["levels"], scratch)
+    matches, unpublished = published_matches(backend, plan, facts, population, hierarchies, solution.notes["levels"],
+                                             scratch)
     sizes, counts = matches[:, 0], matches[:, 1]
     for model in models:
         if model.needs_population and not model.satisfied_in(sizes, counts).all():

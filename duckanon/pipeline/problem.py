@@ -1,15 +1,18 @@
-"""Step 3 of the pipeline: the solver's input (the problem) and the solve.
+"""Step 3 of the pipeline: the solver's input (the problem), built once, and the solve.
 
-`prepare(con, text)` is the one public way to build what ANONYMIZE gives the solver, for
-benchmarks and tests; the statements build it the same way (build_problem, solve_problem).
+`build_problem` reads the cells and everything the solver needs from the engine once (the
+histogram, the values the models and domains are made of); `solve_problem(problem, models,
+method, context)` only computes, so EXPLAIN's sweep builds one problem and solves it once per
+value. `prepare(con, text)` is the one public way to build what ANONYMIZE gives the solver, for
+benchmarks and tests; the statements build it the same way.
 """
 
 from __future__ import annotations
 
 import decimal
 import math
-import uuid
-from dataclasses import dataclass, replace
+import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -18,29 +21,47 @@ from sqlglot import exp
 from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, HistogramTooLarge, build_cells, code_alias, qcol, qi_alias,
-                                         duckdb_sql, sa_values, temp_table)
+from duckanon.pipeline.columns import ColumnFacts, column_facts, duckdb_sql, qcol, scratch_name, temp_table
+from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, Cells, HistogramTooLarge, build_cells, code_alias, qi_alias,
+                                         sa_values)
 from duckanon.pipeline.masking import masked_source
-from duckanon.pipeline.plan import Plan, bind, hierarchy_specs
+from duckanon.pipeline.plan import Plan, bind
 from duckanon.pipeline.population import (PopulationClasses, bind_with_population, check_contained, population_classes,
                                          population_size)
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
+from duckanon.solver.context import SolveContext
+from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.generalize import FlatHierarchy
+from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
                                     OnAttribute, PopulationUniqueness)
-from duckanon.solver.emd import SAHierarchy
+from duckanon.solver.partition import Solution
 from duckanon.solver.population import KMAP_SIGNIFICANCE
-from duckanon.solver.generalize import FlatHierarchy
-from duckanon.sql import AnonymizeStatement, statement_for
-from duckanon.sql.statement import shown_name
+from duckanon.names import shown_name
+from duckanon.sql.statement import AnonymizeStatement, statement_for
 
 
+@dataclass(frozen=True)
+class ModelInputs:
+    """What the privacy models are made of besides the statement's options, read once per problem
+    (so a sweep makes each value's models without reading anything again): the rows per SA code,
+    the SA values in code order (for a declared SA order or an SA hierarchy), the population
+    table's rows or weights (the population models), and with several sensitive columns the code
+    of each column's value per joint code (sensitive_marginals)."""
 
-def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None = None, marginals=None) -> list:
-    """The privacy models of the statement; `sa_values` (SA values in code order) is needed for a
-    declared SA order or an SA hierarchy, `population_rows` (the population table's rows or
-    weights) for the population models, `marginals` (sensitive_marginals) with several
-    sensitive columns: then each model of the sensitive values applies to each column."""
+    sa_total: np.ndarray
+    sa_values: list | None = None
+    population_rows: int | None = None
+    marginals: list[np.ndarray] | None = None
+
+
+def models_for(plan: Plan, inputs: ModelInputs) -> list:
+    """The privacy models of the plan's statement; with several sensitive columns each model of
+    the sensitive values applies to each column. A k_map the population table cannot reach is
+    refused."""
     statement = plan.statement
+    sa_total, sa_values, population_rows, marginals = (inputs.sa_total, inputs.sa_values, inputs.population_rows,
+                                                       inputs.marginals)
     models = []
     if statement.k is not None:
         models.append(KAnonymity(statement.k))
@@ -49,6 +70,9 @@ def models_for(plan: Plan, sa_total, sa_values=None, population_rows: int | None
     rows = int(np.asarray(sa_total).sum())
     if statement.k_map is not None:
         if statement.population is not None:
+            if rows and population_rows < statement.k_map:
+                raise AnonymizeError(f"k_map = {statement.k_map} is infeasible: population table "
+                                     f"{shown_name(statement.population)} has {population_rows} rows")
             models.append(KMap(statement.k_map))
         else:
             models.append(EstimatedKMap(statement.k_map, statement.population_size, rows,
@@ -116,10 +140,10 @@ def _in_utc(value):
     return value
 
 
-def column_domains(backend: Backend, plan: Plan, cells, population: PopulationClasses | None = None) -> Domains:
-    """Per QI: its values in code order, whether numeric, and its bound hierarchy (lattice); with
-    a population, the values only it has follow the sample's (their codes) and the hierarchies
-    are bound to both."""
+def column_domains(backend: Backend, plan: Plan, cells: Cells, population: PopulationClasses | None = None) -> Domains:
+    """Per QI: its values in code order, whether numeric, and its hierarchy (the plan's, read when
+    it was bound) bound to those values; with a population, the values only it has follow the
+    sample's (their codes) and the hierarchies are bound to both."""
     statement = plan.statement
     values, numeric = [], []
     for j in range(len(plan.qi)):
@@ -131,28 +155,21 @@ def column_domains(backend: Backend, plan: Plan, cells, population: PopulationCl
         numeric.append(isinstance(sample, (int, float, decimal.Decimal)) and not isinstance(sample, bool))
     hierarchies = None
     if methods.spec(statement.method).takes_hierarchies or statement.recodes or population is not None:
-        specs = statement.hierarchies
-        if isinstance(specs, dict):
-            qi_lower = {c.lower() for c in plan.qi}
-            for name in specs:
-                if name.lower() not in qi_lower:
-                    raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
-        by_column = hierarchy_specs(specs, plan.qi)
-        hierarchies = []
-        for j, column in enumerate(plan.qi):
-            spec = by_column.get(column)
-            if spec is None:  # no hierarchy: the value or '*' (suppression of the whole column)
-                hierarchies.append(FlatHierarchy(len(values[j])))
-            else:
-                parsed = hierarchy.parse_spec(spec, column, backend)
-                if population is None:
-                    hierarchies.append(parsed.bind(values[j], column=column, source=plan.source_shown))
-                else:  # a value only the population has is the population table's, and said so
-                    hierarchies.append(bind_with_population(parsed, values[j], len(values[j]) - len(
-                        population.extra_values[j]), plan, j))
+        given = plan.hierarchies or (None,) * len(plan.qi)
+        hierarchies = [FlatHierarchy(len(values[j])) if given[j] is None  # the value or '*' (the whole column)
+                       else _bound(plan, j, given[j], values[j], population) for j in range(len(plan.qi))]
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
                    None if population is None else (population.codes, population.rows), statement.stable_levels)
+
+
+def _bound(plan: Plan, j: int, parsed, values: list, population: PopulationClasses | None):
+    """QI j's hierarchy bound to its values; a value only the population has is the population
+    table's, and said so."""
+    column = plan.qi[j]
+    if population is None:
+        return parsed.bind(values, column=column, source=plan.source_shown)
+    return bind_with_population(parsed, values, len(values) - len(population.extra_values[j]), plan, j)
 
 
 # Without memory_limit, the solver side may use this share of the memory available when the
@@ -172,8 +189,10 @@ def memory_budget(limit: int | None) -> int | None:
         return None
 
 
-def _cells(backend: Backend, plan: Plan, cells_table: str):
-    """The cells table and histogram, and the plan the solver and the join-back use.
+def _cells(backend: Backend, plan: Plan, cells_table: str,
+           fingerprint_of=None) -> tuple[Plan, ColumnFacts, Cells]:
+    """The plan the solver and the join-back use, the facts of the columns it reads, and its cells
+    table and histogram.
 
     With k alone the solver never looks at the sensitive values. When they would push the
     histogram (classes x SA values) over the memory budget, they are left out of it: the
@@ -186,15 +205,15 @@ def _cells(backend: Backend, plan: Plan, cells_table: str):
         plan = masked_source(backend, plan, cells_table + "_masked")
     if len(plan.sensitives) > 1:
         plan = _joint_sensitive(backend, plan, cells_table + "_source")
+    facts = column_facts(backend, plan.source, plan.published)
     try:
-        return plan, build_cells(backend, plan, cells_table, budget)
+        return plan, facts, build_cells(backend, plan, facts, cells_table, budget, fingerprint_of)
     except HistogramTooLarge:
-        statement = plan.statement
-        if plan.sensitive is None or statement.reads_sensitive:
+        if plan.sensitive is None or plan.statement.reads_sensitive:
             raise
     backend.drop_temp(cells_table)
     solver_plan = replace(plan, sensitive=None, keep=plan.keep + [plan.sensitive])
-    return solver_plan, build_cells(backend, solver_plan, cells_table, budget)
+    return solver_plan, facts, build_cells(backend, solver_plan, facts, cells_table, budget, fingerprint_of)
 
 
 def risk_notes(models, solution) -> dict:
@@ -219,20 +238,6 @@ def risk_notes(models, solution) -> dict:
     return notes
 
 
-def column_weights(plan: Plan) -> list[float] | None:
-    """The statement's `weights` per QI in QI order (1 where none is given), None without them."""
-    given = plan.statement.weights
-    if given is None:
-        return None
-    qi_lower = {c.lower(): c for c in plan.qi}
-    unknown = [name for name in given if name.lower() not in qi_lower]
-    if unknown:
-        raise AnonymizeError(f"weights names column {unknown[0]}, which is not a quasi-identifier "
-                             f"(quasi-identifiers: {', '.join(plan.qi)})")
-    by_lower = {name.lower(): weight for name, weight in given.items()}
-    return [by_lower.get(c.lower(), 1.0) for c in plan.qi]
-
-
 # the one value several sensitive columns are counted as (Plan.hidden: never published), named
 # apart from every source column
 JOINT_SENSITIVE = "__duckanon_sensitive"
@@ -250,7 +255,7 @@ def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
         duckdb_sql(f"struct_pack({fields})"), joint, quoted=True)).from_(plan.source.table.copy()))
     keep = plan.keep + [c for c in plan.sensitives]
     return replace(plan, source=temp_table(name), columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
-                   sensitives=[], hidden={joint})
+                   sensitives=[], hidden=frozenset({joint}))
 
 
 def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[np.ndarray]:
@@ -265,47 +270,71 @@ def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[
     return marginals
 
 
-@dataclass
+@dataclass(frozen=True)
 class Problem:
-    """What the solver receives for one statement: the bound plan, the class histogram, the
-    privacy models, the user's patterns (column indexes) and, for generalizing methods, the
-    columns' domains. `solve(problem.histogram, problem.models, method, problem.patterns,
-    domains=problem.domains)` is what ANONYMIZE runs."""
+    """What the solver receives for one statement, and what it was built from: the plan the
+    histogram was built for (it may read a masked or combined copy of the source, and publish the
+    sensitive column per row), the class histogram, the privacy models, the user's patterns
+    (column indexes), for generalizing methods the columns' domains, the attribute weights; the
+    cells table, the facts of its columns, the population's classes, the models' inputs (for the
+    models of another value of a swept parameter) and the seconds building it took.
+    `solve(problem.histogram, problem.models, method, problem.patterns, domains=problem.domains)`
+    is what ANONYMIZE runs (solve_problem)."""
 
     plan: Plan
-    histogram: object
+    histogram: Histogram
     models: list
     patterns: list | None
     domains: Domains | None
     weights: list[float] | None = None
+    cells: Cells | None = None
+    facts: ColumnFacts = field(default_factory=ColumnFacts)
+    population: PopulationClasses | None = None
+    model_inputs: ModelInputs | None = None
+    seconds: float = 0.0
+
+    def models_of(self, statement: AnonymizeStatement) -> list:
+        """The models of a variant of the statement (another value of a swept parameter)."""
+        return models_for(replace(self.plan, statement=statement), self.model_inputs)
 
 
-def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None):
-    """The histogram built in DuckDB (a temp table) and the solver's input, and the cells and plan
-    they were built for (see _cells)."""
+def build_problem(backend: Backend, plan: Plan, cells_table: str, listener=None, fingerprint: bool = False) -> Problem:
+    """The solver's input for `plan`, read from the engine once: the cells table `cells_table` (a
+    temp table) and its histogram, the population's classes, the models, the domains; with
+    `fingerprint`, the registry's fingerprint of the source from the same GROUP BY. Nothing but
+    temp tables is written."""
+    started = time.perf_counter()
     statement = plan.statement
     progress.tell(listener, "building the class histogram (GROUP BY)")
-    plan, cells = _cells(backend, plan, cells_table)
+    fingerprint_of = (plan.source.sql(), tuple(plan.published)) if fingerprint else None
+    plan, facts, cells = _cells(backend, plan, cells_table, fingerprint_of)
     hist = cells.histogram
+    population, people = _population(backend, plan, facts, cells, listener)
     needs_values = statement.t is not None and (statement.t_distance == "hierarchical" or statement.sa_order is not None)
-    population, people = None, None
-    if statement.population_models:  # the population's classes: the lattice counts them per node
-        progress.tell(listener, "counting the population table's classes (GROUP BY)")
-        population = plan.population_classes = population_classes(backend, plan, cells_table, scratch_name)
-        people = population.total
-        if statement.delta_presence is not None:
-            check_contained(hist, population, shown_name(statement.population))
-        if statement.k_map is not None and hist.n_rows and population.total < statement.k_map:
-            raise AnonymizeError(f"k_map = {statement.k_map} is infeasible: population table "
-                                 f"{shown_name(statement.population)} has {population.total} rows")
-    elif plan.population is not None:  # population_uniqueness alone: the table gives N
-        people = population_size(backend, plan)
-    marginals = sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive in plan.hidden else None
-    models = models_for(plan, hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None,
-                        people, marginals)
+    inputs = ModelInputs(hist.sa_counts.sum(axis=0), sa_values(backend, cells) if needs_values else None, people,
+                         sensitive_marginals(backend, cells, statement.sensitives) if plan.sensitive in plan.hidden
+                         else None)
+    models = models_for(plan, inputs)
     generalizing = statement.method in GENERALIZING or statement.recodes or population is not None
     domains = column_domains(backend, plan, cells, population) if generalizing else None
-    return cells, Problem(plan, hist, models, plan.patterns, domains, column_weights(plan))
+    return Problem(plan, hist, models, plan.patterns, domains, plan.weights, cells, facts, population, inputs,
+                   time.perf_counter() - started)
+
+
+def _population(backend: Backend, plan: Plan, facts: ColumnFacts, cells: Cells,
+                listener=None) -> tuple[PopulationClasses | None, int | None]:
+    """The population's classes, where a model counts them per class (the lattice counts them per
+    node), and the people the population holds (N for the estimates), where it is given."""
+    statement = plan.statement
+    if statement.population_models:
+        progress.tell(listener, "counting the population table's classes (GROUP BY)")
+        population = population_classes(backend, plan, facts, cells.table, scratch_name)
+        if statement.delta_presence is not None:
+            check_contained(cells.histogram, population, shown_name(statement.population))
+        return population, population.total
+    if plan.population is not None:  # population_uniqueness alone: the table gives N
+        return None, population_size(backend, plan)
+    return None, None
 
 
 def prepare(con, text: str) -> Problem:
@@ -318,28 +347,28 @@ def prepare(con, text: str) -> Problem:
     backend = backend_for(con, statement)
     plan = bind(backend, statement)
     with work(backend):  # never committed: the temp tables go, nothing is written
-        return build_problem(backend, plan, scratch_name("cells"))[1]
+        return build_problem(backend, plan, scratch_name("cells"))
 
 
-def scratch_name(kind: str) -> str:
-    """A temp object's name no user table has and no concurrent statement shares."""
-    return f"__duckanon_{kind}_{uuid.uuid4().hex[:12]}"
+def statement_context(statement: AnonymizeStatement, started: float | None = None, listener=None) -> SolveContext:
+    """The solve's bounds for a statement started at `started` (a time.perf_counter() value; None:
+    now): time_limit bounds the whole statement, so the deadline counts from its start."""
+    if statement.time_limit is None:
+        return SolveContext(None, listener)
+    return SolveContext((time.perf_counter() if started is None else started) + statement.time_limit, listener)
 
 
-def solve_problem(backend: Backend, plan: Plan, cells_table: str, started: float | None = None, listener=None):
-    """Classes and solver: the histogram built by the backend (a temp table) and the Solution, and
-    the plan they were built for (see _cells)."""
-    statement = plan.statement
-    cells, problem = build_problem(backend, plan, cells_table, listener)
-    plan, hist, models, domains = problem.plan, problem.histogram, problem.models, problem.domains
-    progress.tell(listener, f"solving: {statement.method}", classes=hist.n_classes, rows=hist.n_rows)
-    # time_limit bounds the whole statement: the solver's deadline counts from the statement's start
-    deadline = None if statement.time_limit is None or started is None else started + statement.time_limit
-    solution = solve(hist, models, statement.method, plan.patterns, time_limit=statement.time_limit, domains=domains,
-                     deadline=deadline, progress=listener, weights=problem.weights)
+def solve_problem(problem: Problem, models: list, method: str, context: SolveContext) -> Solution:
+    """The solver on the problem's histogram under `models` with `method`, stopped by `context`'s
+    deadline (if any) and heard by its listener; nothing is read or written. The solution's notes
+    add what the risk models measure on the published classes."""
+    hist = problem.histogram
+    progress.tell(context.progress, f"solving: {method}", classes=hist.n_classes, rows=hist.n_rows)
+    solution = solve(hist, models, method, problem.patterns, domains=problem.domains, deadline=context.deadline,
+                     progress=context.progress, weights=problem.weights)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
         solution.notes["whole_domain_cells"] = solution.whole_domain_cells
     solution.notes.update(risk_notes(models, solution))
-    if plan.sensitive is None and statement.sensitive:
+    if problem.plan.sensitive is None and problem.plan.statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
-    return plan, cells, hist, solution, models, domains
+    return solution

@@ -9,7 +9,7 @@ from duckanon import hierarchy, methods
 from duckanon._version import __version__
 from duckanon.backends import Backend
 from duckanon.pipeline.plan import COUNTS_COMMENT, Plan
-from duckanon.sql.statement import shown_name
+from duckanon.names import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
@@ -98,10 +98,10 @@ def released_hierarchy_spec(spec):
     """A hierarchy spec as the comment holds it: a builder as given, a file or table as its kind."""
     if not isinstance(spec, str):
         return spec
-    match = hierarchy._SPEC.match(spec)  # the parser's own test of a builder
-    if match is None:
+    kind = hierarchy.spec_kind(spec)  # the parser's own test of a builder
+    if kind == "file":
         return HIERARCHY_FILE
-    return HIERARCHY_TABLE if match.group(1).lower() == "table" else spec
+    return HIERARCHY_TABLE if kind == "table" else spec
 
 
 def _released_parameters(statement, qi: list[str]) -> dict:

@@ -7,7 +7,6 @@ Corrupt: the entry is listed as corrupt, never run.
 from __future__ import annotations
 
 import math
-import secrets
 
 from sqlglot import exp
 
@@ -212,7 +211,5 @@ def rebuild(data, database: str, source: exp.Table, target: exp.Table) -> tuple[
         statement = bind_statement(parsed, parsed.sql(dialect=AnonDialect))
     except AnonymizeError as error:
         raise Corrupt(f"statement: {error}") from None
-    if statement.seed is None:
-        statement.seed = secrets.randbelow(2**63)
     return statement, given
 

@@ -9,9 +9,9 @@ from dataclasses import asdict, dataclass
 from sqlglot import exp
 
 
-@dataclass
+@dataclass(frozen=True)
 class Summary:
-    """The one-row result of ANONYMIZE."""
+    """The one-row result of ANONYMIZE (a variant, its report placed: dataclasses.replace)."""
 
     rows: int
     classes: int
@@ -50,7 +50,7 @@ class Summary:
         return "SELECT " + ", ".join(items), [values[name] for name in self.SQL_TYPES]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Table:
     """A small result table (EXPLAIN's rows), returned like the summary row."""
 

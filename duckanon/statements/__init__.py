@@ -23,7 +23,8 @@ from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
 from duckanon.pipeline import registry
 from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
-from duckanon.sql.statement import RefreshStatement, TableName, shown_name
+from duckanon.names import TableName, shown_name
+from duckanon.sql.report_refresh import RefreshStatement
 from duckanon.statements.anonymize import publish
 from duckanon.statements.explain import run_explain
 from duckanon.statements.refresh import run_refresh

@@ -1,29 +1,32 @@
 """EXPLAIN ANONYMIZE: the plan and a dry run of the solver, nothing written; with a list of k, l
-or t values, one dry run per value."""
+or t values, one problem built (one GROUP BY) and solved once per value."""
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 from sqlglot import exp
 
 from duckanon import macros, methods
 from duckanon.backends import Backend, work
-from duckanon.pipeline.histogram import duckdb_sql
+from duckanon.pipeline.columns import duckdb_sql, scratch_name
 from duckanon.pipeline.plan import bind
-from duckanon.pipeline.problem import scratch_name, solve_problem
+from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
-from duckanon.sql.statement import SWEEPABLE
+from duckanon.sql.options import SWEEPABLE
 
 
 def dry_run(backend: Backend, statement, listener=None):
-    """Plan and solve without writing anything; returns (plan, hist, solution, models, seconds)."""
+    """Plan and solve without writing anything; returns (plan, problem, solution, seconds)."""
     started = time.perf_counter()
     plan = bind(backend, statement)
     with work(backend):  # never committed: the temp tables go, nothing is written
-        _, _, hist, solution, models, _ = solve_problem(backend, plan, scratch_name("cells"), started, listener)
-    return plan, hist, solution, models, time.perf_counter() - started
+        problem = build_problem(backend, plan, scratch_name("cells"), listener)
+        solution = solve_problem(problem, problem.models, statement.method,
+                                 statement_context(statement, started, listener))
+    return plan, problem, solution, time.perf_counter() - started
 
 
 def _size_histogram(sizes) -> str:
@@ -47,13 +50,23 @@ def swept_key(name: str) -> str:
     return f"requested_{name}" if name in MEASURED_RISKS else name
 
 
-def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
-    """One dry run per value of the swept parameter (k, l or t): loss and risk against it."""
+def sweep_rows(backend: Backend, statement, listener=None, problem: Problem | None = None) -> list[dict]:
+    """One dry run per value of the swept parameter (k, l or t): loss and risk against it. The
+    problem is built once (one GROUP BY; `problem`: the one the release was built from, for its
+    report) and solved once per value, with that value's models; a value's seconds are the
+    problem's building and its own solve, what a dry run of it alone would take."""
     name, values = statement.sweep
+    if problem is None:
+        with work(backend):  # never committed: the temp tables go, nothing is written
+            problem = build_problem(backend, bind(backend, statement), scratch_name("cells"), listener)
     rows = []
     for value in values:
-        setattr(statement, name, value)
-        _, _, solution, _, seconds = dry_run(backend, statement, listener)
+        started = time.perf_counter()
+        swept = replace(statement, **{name: value})
+        # each value's time_limit counts as it would for a dry run of it alone (the build included)
+        context = statement_context(swept, started - problem.seconds, listener)
+        solution = solve_problem(problem, problem.models_of(swept), swept.method, context)
+        seconds = problem.seconds + time.perf_counter() - started
         published = solution.published_classes()
         kept_rows = int(published.sum())
         rows.append({swept_key(name): value, "stars": solution.stars, "suppressed_rows": solution.suppressed_rows,
@@ -62,7 +75,6 @@ def sweep_rows(backend: Backend, statement, listener=None) -> list[dict]:
                      "highest_risk": 1.0 / published.min() if len(published) else None,
                      "average_risk": len(published) / kept_rows if kept_rows else None,
                      "method": solution.method, "optimal": bool(solution.optimal), "seconds": round(seconds, 3)})
-    setattr(statement, name, values[0])
     return rows
 
 
@@ -76,7 +88,8 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
                    ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
                    ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
         return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])
-    plan, hist, solution, models, seconds = dry_run(backend, statement, listener)
+    plan, problem, solution, seconds = dry_run(backend, statement, listener)
+    hist, models = problem.histogram, problem.models
     sizes = hist.sizes
     published = solution.published_classes()
     min_size = max([m.min_group_size() for m in models], default=1)  # the models the dry run used

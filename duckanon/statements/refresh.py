@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 from duckanon.backends import Backend, BackendError, work
 from duckanon.backends.base import WriteConflict
@@ -32,7 +33,8 @@ from duckanon.errors import AnonymizeError, one_line
 from duckanon.pipeline import registry
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Table, release_risks
-from duckanon.sql.statement import RefreshStatement, TableName, shown_name
+from duckanon.names import TableName, shown_name
+from duckanon.sql.report_refresh import RefreshStatement
 from duckanon.statements.anonymize import publish
 
 COLUMNS = [("target", "VARCHAR"), ("mode", "VARCHAR"), ("mode_used", "VARCHAR"),
@@ -82,12 +84,10 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
     except registry.Corrupt:  # checked when read: not expected
         raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
     _check_hierarchy_tables(backend.con, shown, entry)
-    reason = None
-    if mode == "stable":
-        statement.stable_levels, reason = _stable_levels(entry)
+    levels, reason = _stable_levels(entry) if mode == "stable" else (None, None)
     before = entry.summary
-    statement.previous_release = {"summary": before, "source_rows": entry.row["source_rows"],
-                                  "published_at": str(entry.row["published_at"])}
+    statement = replace(statement, stable_levels=levels, previous_release={
+        "summary": before, "source_rows": entry.row["source_rows"], "published_at": str(entry.row["published_at"])})
     plan = bind(backend, statement)
     recording = registry.Recording(backend, plan, given=given, deferred=True)
     if (recording.placement.database or "").lower() != entry.registry.lower():

@@ -18,12 +18,13 @@ from duckanon.backends import Backend, BackendError
 from duckanon.backends.base import UnknownTable
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import Plan, source_columns
+from duckanon.pipeline.problem import Problem
 from duckanon.pipeline.provenance import (GENERALIZATION_PARAMETERS, RELEASE_PARAMETERS, published_provenance,
                                           release_parameters)
 from duckanon.pipeline.result import Summary, Table
 from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
 from duckanon.sql import ReportStatement
-from duckanon.sql.statement import shown_name
+from duckanon.names import shown_name
 from duckanon.statements.explain import sweep_rows
 
 def _duckdb_of(backend: Backend):
@@ -165,18 +166,18 @@ def check_file_access(backend: Backend, path: str | None, option: str = "report"
 
 
 def render_report(backend: Backend, plan: Plan, summary: Summary, read_plan: Plan | None = None,
-                  listener=None) -> Path | None:
+                  listener=None, problem: Problem | None = None) -> Path | None:
     """Write the report of the release being published, inside the publishing transaction, so a
     report that cannot be written fails the statement before the commit. A regular file is written
     to a temporary file beside it and renamed into place after the commit (see place_report); a
     path that exists and is not a regular file (a device, a pipe) is written directly, now, and
-    None is returned."""
+    None is returned. With a list of values, its sweep solves `problem` (the release's) once per value."""
     statement = plan.statement
     final = Path(statement.report)
     if final.is_dir():
         raise AnonymizeError(f"cannot write the report {statement.report}: it is a directory")
     special = final.exists() and not final.is_file()
-    sweep = sweep_rows(backend, statement, listener) if statement.sweep else None
+    sweep = sweep_rows(backend, statement, listener, problem) if statement.sweep else None  # the release's problem
     params = release_parameters(statement)
     sensitives = plan.sensitives or ([plan.sensitive] if plan.sensitive else [])
     params.update({"qi": ", ".join(plan.qi), "sensitive": ", ".join(sensitives)})

@@ -258,9 +258,9 @@ def test_the_recorded_fingerprint_is_the_sources(case, monkeypatch):
 
     scans, ways = [], set()
     real_way = histogram._fingerprint
-    monkeypatch.setattr(histogram, "_fingerprint", lambda plan: (lambda found: ways.add(
+    monkeypatch.setattr(histogram, "_fingerprint", lambda *args: (lambda found: ways.add(
         "none" if not found[0] else "per row" if "HASH(" in found[0][0].sql("duckdb").upper() else "per cell")
-        or found)(real_way(plan)))
+        or found)(real_way(*args)))
     real_fingerprint = registry.fingerprint
     monkeypatch.setattr(registry, "fingerprint", lambda *args: scans.append(1) or real_fingerprint(*args))
     columns, options = FINGERPRINTED[case]

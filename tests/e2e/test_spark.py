@@ -84,7 +84,7 @@ def test_keep_columns_publish_what_duckdb_does_with_codes_through_the_sort(spark
     from pyspark.sql import types as T
 
     from duckanon.backends.spark import SparkBackend
-    from duckanon.pipeline.materialize import ENUM_LIMIT
+    from duckanon.pipeline.dictionaries import ENUM_LIMIT
     from duckanon.spark import execute
 
     pairs = ENUM_LIMIT + 100  # classes of two rows, one per `many` value; then ten rows of classes of one
@@ -133,7 +133,7 @@ def test_classes_whose_key_hashes_collide_join_back_on_their_keys(spark, monkeyp
     in its own class (with a hash join, every row of both would be joined to both)."""
     from pyspark.sql import types as T
 
-    import duckanon.statements.anonymize as anonymize_statement
+    import duckanon.pipeline.materialize as materialize
     from duckanon.backends.spark import SparkBackend
     from duckanon.spark import execute
 
@@ -141,13 +141,13 @@ def test_classes_whose_key_hashes_collide_join_back_on_their_keys(spark, monkeyp
     schema = T.StructType([T.StructField("q1", T.StringType()), T.StructField("q2", T.StringType()),
                            T.StructField("id", T.LongType())])
     spark.createDataFrame(rows, schema).createOrReplaceTempView("colliding")
-    distinct, original = [], anonymize_statement.key_hashes_distinct
+    distinct, original = [], materialize.key_hashes_distinct
 
-    def recording(backend, plan, cells_table):
-        distinct.append(original(backend, plan, cells_table))
+    def recording(backend, plan, facts, cells_table):
+        distinct.append(original(backend, plan, facts, cells_table))
         return distinct[-1]
 
-    monkeypatch.setattr(anonymize_statement, "key_hashes_distinct", recording)
+    monkeypatch.setattr(materialize, "key_hashes_distinct", recording)
     execute(spark, "ANONYMIZE colliding WITH (k = 2, qi = (q1, q2), keep = (id), method = 'greedy', seed = 1)")
     assert SparkBackend.hashes_64_bits and distinct == [False]
     published = sorted((r["id"], r["q1"], r["q2"]) for r in spark.table("colliding_anon").collect())

@@ -1,7 +1,7 @@
 """Cells split between published groups, published with kept columns (the join-back path).
 
 A split cell's rows are dealt into its parts by their rank in the cell's seeded order: a window
-over the cell for small cells, buckets of the row hash for large ones (materialize.SMALL_CELL).
+over the cell for small cells, buckets of the row hash for large ones (keyed.SMALL_CELL).
 Both must give every part exactly its count, each source row once, the same published multiset
 of (QI, SA) rows per class, and the same table again for the same seed. The bucket path is forced
 here on small tables by lowering SMALL_CELL and BUCKET_ROWS; the window path by raising SMALL_CELL.
@@ -14,8 +14,9 @@ from collections import Counter
 import pytest
 
 import duckanon
+import duckanon.pipeline.join_back as join_back
+import duckanon.pipeline.keyed as keyed
 import duckanon.pipeline.materialize as materialize
-import duckanon.statements.anonymize as anonymize_statement
 from conftest import stored_files
 
 # 800 rows in the proportions of benchmarks/bench_publish.py's split case: with k = 300 the
@@ -43,12 +44,20 @@ PATHS = {
 }
 
 
+
+def _set(monkeypatch, name: str, value: int) -> None:
+    """A constant of the split path, in every module that reads it (keyed's own, join_back's copy)."""
+    for module in (keyed, join_back):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)
+
+
 class Recorder:
     """keyed_arrow as the statement calls it, recording the bucket counts of split cells."""
 
     def __init__(self):
         self.buckets = []
-        self.original = anonymize_statement.keyed_arrow
+        self.original = materialize.keyed_arrow
 
     def __call__(self, cells, solution):
         parts = self.original(cells, solution)
@@ -60,9 +69,9 @@ def publish(monkeypatch, path: str, statement: str, target: str, create: str):
     """Run `statement` on a fresh connection with the split path `path`; the published rows (in
     their order) and the bucket counts its split cells got."""
     for name, value in PATHS[path].items():
-        monkeypatch.setattr(materialize, name, value)
+        _set(monkeypatch, name, value)
     recorder = Recorder()
-    monkeypatch.setattr(anonymize_statement, "keyed_arrow", recorder)
+    monkeypatch.setattr(materialize, "keyed_arrow", recorder)
     con = duckanon.connect()
     con.execute(create)
     con.execute(statement)
@@ -147,7 +156,7 @@ def test_on_spark(spark_session, monkeypatch, path):
     from duckanon.spark import execute
 
     for name, value in PATHS[path].items():
-        monkeypatch.setattr(materialize, name, value)
+        _set(monkeypatch, name, value)
     rows = [(q1, q2, i * 8 + j + 1) for i in range(100)
             for j, (q1, q2) in enumerate([("a", "x")] * 6 + [("b", "x"), ("c", "y")])]
     spark_session.createDataFrame(rows, ["q1", "q2", "id"]).createOrReplaceTempView("split")
@@ -171,7 +180,7 @@ def test_on_spark_rows_whose_hashes_collide_are_placed_by_their_values(spark_ses
     from duckanon.spark import execute
 
     for name, value in PATHS[path].items():
-        monkeypatch.setattr(materialize, name, value)
+        _set(monkeypatch, name, value)
     rows = ([("a", "x", None, "v")] * 300 + [("a", "x", "v", None)] * 300
             + [("b", "x", f"b{i % 7}", None) for i in range(100)] + [("c", "y", None, f"c{i % 5}") for i in range(100)])
     schema = T.StructType([T.StructField(c, T.StringType()) for c in ("q1", "q2", "a", "b")])

@@ -1,4 +1,4 @@
-"""The `keep` path's join back and sort (materialize.publish_select): the join on one hash of the
+"""The `keep` path's join back and sort (join_back.publish_select): the join on one hash of the
 class keys publishes what the join on the keys does, the QIs packed into part keys come back as
 the very strings, and the published order still depends on the published values and the seed only.
 
@@ -14,10 +14,11 @@ from collections import Counter
 import pytest
 
 import duckanon
-import duckanon.statements.anonymize as anonymize
 from duckanon.backends import DuckDBBackend
-from duckanon.pipeline import materialize
-from duckanon.pipeline.materialize import CODINGS, PACK_LIMIT, Dictionary, key_hashes_distinct, part_key_layout
+from duckanon.pipeline import dictionaries as dictionaries_module, join_back, materialize
+from duckanon.pipeline.columns import ColumnFacts, column_facts
+from duckanon.pipeline.dictionaries import CODINGS, PACK_LIMIT, Dictionary, part_key_layout
+from duckanon.pipeline.keyed import key_hashes_distinct
 from duckanon.pipeline.plan import bind
 from duckanon.sql import statement_for
 
@@ -87,21 +88,22 @@ def test_packed_qis_come_back_as_the_strings_the_other_codings_publish(db, monke
     con, raw = db
     _wide_table(raw)
     made = []
-    real_layout = materialize.part_key_layout
+    real_layout = dictionaries_module.part_key_layout
 
     def recording(dictionaries):
         made.append(real_layout(dictionaries))
         return real_layout(dictionaries)
 
-    monkeypatch.setattr(materialize, "part_key_layout", recording)
+    monkeypatch.setattr(dictionaries_module, "part_key_layout", recording)
+    monkeypatch.setattr(join_back, "part_key_layout", recording)
     con.execute(WIDE)
     packed = rows_of(raw, "t_anon")
     assert {word for word, _ in made[-1].values()} == {0, 1} and 9 not in made[-1]
-    monkeypatch.setattr(materialize, "PACK_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "PACK_LIMIT", 0)
     con.execute(WIDE)
     assert made[-1] == {}
     enums = rows_of(raw, "t_anon")
-    monkeypatch.setattr(materialize, "ENUM_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "ENUM_LIMIT", 0)
     con.execute(WIDE)
     strings = rows_of(raw, "t_anon")
     assert Counter(packed) == Counter(enums) == Counter(strings)
@@ -131,10 +133,10 @@ def test_a_collated_qi_keeps_its_collation_whatever_carries_it_through_the_sort(
     published = {}
     con.execute(statement)
     published["packed"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
-    monkeypatch.setattr(materialize, "PACK_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "PACK_LIMIT", 0)
     con.execute(statement)
     published["enum"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
-    monkeypatch.setattr(materialize, "ENUM_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "ENUM_LIMIT", 0)
     con.execute(statement)
     published["string"] = (_published_type(raw, "t_anon", "n"), rows_of(raw, "t_anon"))
     assert {kind for kind, _ in published.values()} == {declared}
@@ -153,7 +155,9 @@ def test_strings_with_a_nul_character_are_not_coded(db):
     con.execute(statement)
     assert Counter(r[0] for r in rows_of(raw, "t_anon")) == Counter(r[0] for r in rows_of(raw, "t"))
     raw.execute("CREATE TEMP TABLE keyed AS SELECT a AS o0, b::VARCHAR AS o1 FROM t")
-    dictionaries = materialize.published_dictionaries(DuckDBBackend(raw), plan, "keyed", 1)
+    backend = DuckDBBackend(raw)
+    facts = column_facts(backend, plan.source, plan.published)
+    dictionaries = dictionaries_module.published_dictionaries(backend, plan, facts, "keyed", 1)
     assert set(dictionaries) == {1}  # b is coded; a, with its NUL characters, is not
 
 
@@ -189,14 +193,14 @@ def test_key_hashes_distinct_sees_two_cells_sharing_a_hash(db):
     raw.execute("CREATE TABLE src (zip VARCHAR, age INTEGER, s VARCHAR)")
     backend = DuckDBBackend(raw)
     plan = bind(backend, statement_for("ANONYMIZE src WITH (k = 2, qi = (zip, age), sensitive = s)"))
-    plan.string_columns = {"zip", "s"}
+    facts = ColumnFacts(strings=frozenset({"zip", "s"}))
     raw.execute("CREATE TABLE cells AS SELECT * FROM (VALUES ('a', 1, 'x'), ('a', 2, 'x'), (NULL, 1, 'x')) v(q0, q1, s)")
-    assert key_hashes_distinct(backend, plan, "cells")
+    assert key_hashes_distinct(backend, plan, facts, "cells")
     raw.execute("INSERT INTO cells VALUES ('a', 2, 'x')")
-    assert not key_hashes_distinct(backend, plan, "cells")
+    assert not key_hashes_distinct(backend, plan, facts, "cells")
     raw.execute("DELETE FROM cells WHERE q1 = 2")
     backend.hashes_64_bits = False
-    assert not key_hashes_distinct(backend, plan, "cells")
+    assert not key_hashes_distinct(backend, plan, facts, "cells")
 
 
 def _hostile_table(raw) -> None:
@@ -233,24 +237,24 @@ def test_the_join_on_the_key_hash_publishes_the_rows_and_order_of_the_join_on_th
     con, raw = db
     make(raw)
     by_hash = []
-    real = anonymize.publish_select
+    real = materialize.publish_select
 
     def recording(*args, **kwargs):
         by_hash.append(kwargs.get("by_key_hash"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(anonymize, "publish_select", recording)
+    monkeypatch.setattr(materialize, "publish_select", recording)
     summary = con.anonymize(statement)
     hashed = rows_of(raw, f"{table}_anon")
-    monkeypatch.setattr(anonymize, "key_hashes_distinct", lambda *args: False)
+    monkeypatch.setattr(materialize, "key_hashes_distinct", lambda *args: False)
     con.anonymize(statement)
     assert by_hash == [True, False]
     assert rows_of(raw, f"{table}_anon") == hashed
     ids = sorted(r[-1] for r in hashed)
     assert summary.published_rows == len(hashed) == rows and ids == list(range(rows))
     # nothing packed or coded (the strings themselves through the sort): the same rows
-    monkeypatch.setattr(materialize, "PACK_LIMIT", 0)
-    monkeypatch.setattr(materialize, "ENUM_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "PACK_LIMIT", 0)
+    monkeypatch.setattr(dictionaries_module, "ENUM_LIMIT", 0)
     con.anonymize(statement)
     assert Counter(rows_of(raw, f"{table}_anon")) == Counter(hashed)
     if "split" in case:  # the cell ('a', 'x') went to two published groups

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from duckanon.pipeline.histogram import Cells
-from duckanon.pipeline.materialize import BUCKET_ROWS, MAX_BUCKETS, SMALL_CELL, keyed_arrow
+from duckanon.pipeline.keyed import BUCKET_ROWS, MAX_BUCKETS, SMALL_CELL, keyed_arrow
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.partition import Solution
 

@@ -21,12 +21,14 @@ import pytest
 import duckanon
 import duckanon.statements.anonymize
 from duckanon.backends import DuckDBBackend, work
-from duckanon.pipeline.histogram import STRING, TEXT, TYPED, VALUE, Cells, type_kind
+from duckanon.pipeline.columns import STRING, TEXT, TYPED, VALUE, column_facts, type_kind
+from duckanon.pipeline.histogram import Cells
 from duckanon.pipeline.loss import column_loss
-from duckanon.pipeline import materialize
-from duckanon.pipeline.materialize import cell_parts, check_published_rows
+from duckanon.pipeline import generated, materialize
+from duckanon.pipeline.keyed import cell_parts
+from duckanon.pipeline.materialize import check_published_rows
 from duckanon.pipeline.plan import bind
-from duckanon.pipeline.problem import solve_problem
+from duckanon.pipeline.problem import build_problem, solve_problem, statement_context
 from duckanon.sql import statement_for
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.partition import Solution
@@ -167,13 +169,13 @@ def test_parts_are_cut_into_blocks_of_the_given_rows(db):
     raw.execute("CREATE TABLE keyed AS SELECT * FROM (VALUES ('a', 'x', 1, 1), ('b', 'y', 4, 5), ('c', 'z', 1, 3), "
                 "('d', 'w', 1, 5)) AS v(o0, o1, lo, hi)")
     plan = bind(DuckDBBackend(raw), statement_for("ANONYMIZE big INTO out WITH (k = 3, qi = (zipcode, age))"))
-    blocks = raw.execute(materialize.blocks_select(plan, "keyed", 2).sql(dialect="duckdb")).fetchall()
+    blocks = raw.execute(generated.blocks_select(plan, "keyed", 2).sql(dialect="duckdb")).fetchall()
     assert blocks == [("a", "x", 1), ("b", "y", 2), ("c", "z", 2), ("c", "z", 1), ("d", "w", 2), ("d", "w", 2),
                       ("d", "w", 1)]
-    assert materialize.rows_per_block(10_000_000, 2, 122_880) == 20
-    assert materialize.rows_per_block(10_000_000, 1, 122_880) is None
-    assert materialize.rows_per_block(999_999, 4, 122_880) is None
-    assert materialize.rows_per_block(10_000_000, 2, None) is None
+    assert generated.rows_per_block(10_000_000, 2, 122_880) == 20
+    assert generated.rows_per_block(10_000_000, 1, 122_880) is None
+    assert generated.rows_per_block(999_999, 4, 122_880) is None
+    assert generated.rows_per_block(10_000_000, 2, None) is None
 
 
 def test_rows_generated_from_blocks_are_the_rows_and_order_of_the_parts(db, monkeypatch):
@@ -187,17 +189,17 @@ def test_rows_generated_from_blocks_are_the_rows_and_order_of_the_parts(db, monk
                 "'s' || (i % 5) AS s FROM range(600000) r(i)")
     statement = "ANONYMIZE t WITH (k = 400, qi = (g, h), sensitive = s, method = greedy, seed = 4)"
     blocks_made = []
-    real_blocks_select = duckanon.statements.anonymize.blocks_select
+    real_blocks_select = materialize.blocks_select
 
     def counting(plan, keyed, block_rows):
         blocks_made.append(block_rows)
         return real_blocks_select(plan, keyed, block_rows)
 
-    monkeypatch.setattr(duckanon.statements.anonymize, "blocks_select", counting)
-    monkeypatch.setattr(materialize, "BLOCKED_FROM_ROWS", 10 ** 12)
+    monkeypatch.setattr(materialize, "blocks_select", counting)
+    monkeypatch.setattr(generated, "BLOCKED_FROM_ROWS", 10 ** 12)
     con.execute(statement)
     expected = rows_of(raw, "t_anon")
-    monkeypatch.setattr(materialize, "BLOCKED_FROM_ROWS", 0)
+    monkeypatch.setattr(generated, "BLOCKED_FROM_ROWS", 0)
     con.execute(statement)
     assert blocks_made == [2]
     shown = Counter(r[:2] for r in expected)
@@ -528,16 +530,17 @@ def test_a_changed_source_fails_before_anything_is_published(changing):
     raw.execute("CREATE TABLE out AS SELECT 1 AS x")
     backend = DuckDBBackend(raw)
     plan = bind(backend, statement)
-    check_published_rows(backend, plan, 1)
+    facts = column_facts(backend, plan.source, plan.published)
+    check_published_rows(backend, plan, facts, 1)
     with pytest.raises(AnonymizeError, match="the source changed while it was read.*nothing was published"):
-        check_published_rows(backend, plan, 2)
+        check_published_rows(backend, plan, facts, 2)
     # the same number of rows, in other classes: the keyed table's vectors do not add up
     raw.execute("CREATE OR REPLACE TABLE out AS SELECT * FROM (VALUES ('1', 'a'), ('1', 'a'), ('2', 'b')) AS v(zipcode, age)")
     raw.execute("CREATE TABLE keyed AS SELECT * FROM (VALUES ('1', 'a', 1, 2), ('2', 'b', 1, 1)) AS v(o0, o1, lo, hi)")
-    check_published_rows(backend, plan, 3, "keyed")
+    check_published_rows(backend, plan, facts, 3, "keyed")
     raw.execute("UPDATE out SET age = 'c' WHERE zipcode = '2'")
     with pytest.raises(AnonymizeError, match="in other classes"):
-        check_published_rows(backend, plan, 3, "keyed")
+        check_published_rows(backend, plan, facts, 3, "keyed")
 
 
 # --------------------------------------------------------------------------- 14. loss per column
@@ -616,8 +619,9 @@ def _solver_loss(con, statement: str) -> dict[str, float]:
     backend = DuckDBBackend(con)
     plan = bind(backend, statement_for(statement))
     with work(backend):  # never committed
-        plan, _, hist, solution, _, domains = solve_problem(backend, plan, "__loss_cells")
-        return column_loss(plan.qi, hist, solution, domains)
+        problem = build_problem(backend, plan, "__loss_cells")
+        solution = solve_problem(problem, problem.models, plan.statement.method, statement_context(plan.statement))
+        return column_loss(problem.plan.qi, problem.histogram, solution, problem.domains)
 
 
 def _arx_hierarchy(column: str) -> dict:
