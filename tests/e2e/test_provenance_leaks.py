@@ -242,7 +242,7 @@ def test_write_release_labels_takes_a_table_hierarchy_from_the_caller():
 
 
 @pytest.mark.parametrize("options", [
-    "k = 3, t = 0.4, qi = (age, sex), sensitive = occupation",  # auto: exact's refusal counts integer variables
+    "k = 3, qi = (age, education, sex)",  # auto: exact's refusal counts integer variables (2,921)
     "k = 3, qi = (age, sex), sensitive = occupation, keep = (education)",
     "l = 2, qi = (age, sex), sensitive = occupation, method = 'tp'",  # tp_phase, bound
     "average_risk = 0.2, qi = (age, sex, education), method = 'greedy'",  # merged_for

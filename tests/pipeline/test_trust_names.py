@@ -423,7 +423,8 @@ def test_values_missing_from_a_hierarchy_file_are_counted_not_shown(people):
     message = refused(con, "ANONYMIZE people WITH (k = 2, qi = (age), sensitive = disease, method = lattice, "
                            f"hierarchies = (age = '{path}'))")
     assert message.startswith(f"2 values of column age are missing from hierarchy {path}; list them with: SELECT ")
-    assert "117" not in message and "118" not in message
+    outside_the_path = message.replace(str(path), "")  # (pytest's folder may be pytest-117)
+    assert "117" not in outside_the_path and "118" not in outside_the_path
     assert sorted(con.duckdb.execute(_listing(message)).fetchall()) == [(117,), (118,)]
 
 

@@ -645,7 +645,7 @@ def test_fuzz_small_tables(case):
     run_case(case)
 
 
-@settings(FUZZ, max_examples=examples(50))
+@settings(FUZZ, max_examples=examples(35))
 @given(cases(bulk=True))
 def test_fuzz_bulk_tables(case):
     """50-400 rows from a few distinct rows: split classes, larger groups, skew."""
