@@ -59,7 +59,7 @@ def test_a_registered_method_without_a_runner_stops_the_solver_even_under_python
 def test_the_option_words_are_the_solvers_classes_and_estimators():
     """The front end accepts the words of duckanon.methods without loading the solver; each
     builds its own class, and each estimator runs (dankar picks one of the others)."""
-    from duckanon.sql import statement
+    from duckanon.sql import options as statement  # the option readers take the words
 
     assert statement.L_VARIANTS is methods.L_VARIANTS and statement.BETA_VARIANTS is methods.BETA_VARIANTS
     assert statement.UNIQUENESS_ESTIMATORS is population.ESTIMATORS is methods.UNIQUENESS_ESTIMATORS
