@@ -358,8 +358,8 @@ def _install_macros_for(con: duckdb.DuckDBPyConnection, text: str) -> None:
     one (an `anon_` name): installing all of them costs about 90 ms, which every connection used
     to pay up front. A macro reached without its name in the text (a view that calls one) is
     handled by `_run_plain`."""
-    if _NAMES_A_MACRO.search(text) and not macros.installed(con):
-        macros.install(con)
+    if _NAMES_A_MACRO.search(text):
+        macros.ensure_installed(con)
 
 
 def _statement_count(text: str) -> int:
@@ -374,18 +374,19 @@ def _run_plain(con: duckdb.DuckDBPyConnection, text: str, run):
     DuckDB does not find an `anon_` function that the text does not name (a view calling one),
     the macros are installed and a lone statement outside an explicit transaction is run again
     (it failed while binding, so nothing of it ran); a script or a transaction gets the error,
-    which an explicit `duckanon.register(con.duckdb)` (or naming a macro once) prevents."""
+    which taking `con.duckdb` once (or naming a macro) before prevents."""
     _install_macros_for(con, text)
     try:
         return run()
     except duckdb.CatalogException as error:
         if not _NAMES_A_MACRO.search(str(error)) or _statement_count(text) != 1:
             raise
-        try:  # (inside an explicit transaction DuckDB has aborted it: these queries fail too)
-            if macros.installed(con) or _in_open_transaction(con):
-                raise error
-        except duckdb.Error:
-            raise error from None
+        try:
+            retry = not macros.installed(con) and not _in_open_transaction(con)
+        except duckdb.Error:  # inside an explicit transaction DuckDB has aborted it: this fails too
+            retry = False
+        if not retry:
+            raise
         macros.install(con)
         return run()
 
@@ -547,8 +548,7 @@ class Connection:
         directly may call them)."""
         con = self._current()
         if not getattr(self._local, "macros", False):
-            if not macros.installed(con):
-                macros.install(con)
+            macros.ensure_installed(con)
             # (installed inside an explicit transaction, a ROLLBACK would take them away again)
             self._local.macros = not _in_open_transaction(con)
         return con

@@ -26,3 +26,10 @@ def installed(con: duckdb.DuckDBPyConnection) -> bool:
     # fetchall, not fetchone: DuckDB 2 leaves a result open until a fetch returns nothing, and then
     # refuses the caller's next con.sql() or register()
     return con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'anon_utility'").fetchall()[0][0] > 0
+
+
+def ensure_installed(con: duckdb.DuckDBPyConnection) -> None:
+    """Install the macros on `con` unless they are there already (a connection of `connect`
+    installs them when first needed)."""
+    if not installed(con):
+        install(con)

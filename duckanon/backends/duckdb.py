@@ -253,8 +253,7 @@ class DuckDBBackend(DuckDBCatalog, Backend):
         """The SQL macros of sql/*.sql (the report's and the profile's), installed on this
         connection unless they are."""
         with self.translating():
-            if not macros.installed(self.con):
-                macros.install(self.con)
+            macros.ensure_installed(self.con)
 
     def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
         """DESCRIBE does not show collations; the CREATE statement DuckDB writes for an empty copy does."""

@@ -19,8 +19,7 @@ def duckdb_connection(con) -> duckdb.DuckDBPyConnection:
     """The DuckDB connection under `con`, with the macros installed: our queries are plain DuckDB
     SQL, so they skip duckanon's statement splitter."""
     db = getattr(con, "duckdb", con)
-    if not macros.installed(db):  # the report reads through the SQL macros only
-        macros.install(db)
+    macros.ensure_installed(db)  # the report reads through the SQL macros only
     return db
 
 

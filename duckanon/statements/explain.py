@@ -129,8 +129,7 @@ def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     the statement gives each column (DuckDB only: the macros are DuckDB's)."""
     if not backend.writes_reports:
         return []
-    if not macros.installed(backend.con):  # a cursor of its own (the SQL function anonymize())
-        macros.install(backend.con)
+    macros.ensure_installed(backend.con)  # a cursor of its own (the SQL function anonymize())
     source = exp.Literal.string(plan.source.sql()).sql("duckdb")
     roles = plan.roles()
     items = []
