@@ -106,6 +106,17 @@ def either(choices) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
+def having(*capabilities: str) -> tuple[str, ...]:
+    """The methods that have any of the flags `capabilities`, in the table's order."""
+    return tuple(name for name, method in METHODS.items() if any(getattr(method, flag) for flag in capabilities))
+
+
+def requirement(option: str, *capabilities: str, why: str = "") -> str:
+    """The one line refusing `option` for a method without any of `capabilities`: the option
+    needs one of the methods that have one (generated, so a new method is named when it has it)."""
+    return f"option {option} needs method = {either(having(*capabilities))}{why}"
+
+
 def refusal(name: str, capability: str, thing: str = "") -> str:
     """The one line refusing method `name`, which lacks `capability` (a flag of REFUSALS), with
     every method that has it."""

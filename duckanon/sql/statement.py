@@ -191,15 +191,15 @@ def _check_method_options(statement: AnonymizeStatement, seen: set) -> None:
     generalizing, lattice_like = method.generalizes, method.takes_hierarchies
     recoding = statement.recodes
     if statement.hierarchies is not None and not (lattice_like or method.recodes):
-        raise AnonymizeError("option hierarchies needs method = 'lattice', 'gensup', 'mondrian' or 'auto'")
+        raise AnonymizeError(methods.requirement("hierarchies", "takes_hierarchies", "recodes"))
     if "suppression_limit" in seen and not (lattice_like or recoding):
-        raise AnonymizeError("option suppression_limit needs method = 'lattice' or 'gensup', "
-                             "or hierarchies with 'mondrian' or 'auto'")
+        raise AnonymizeError(methods.requirement("suppression_limit", "takes_hierarchies", why=(
+            f", or hierarchies with {methods.either(methods.having('recodes'))}")))
     if recoding and statement.patterns is not None:
         raise AnonymizeError("option patterns does not apply with hierarchies: the labels generalize, "
                              "no pattern of stars is chosen")
     if "metric" in seen and not lattice_like:
-        raise AnonymizeError("option metric needs method = 'lattice' (or 'gensup')")
+        raise AnonymizeError(methods.requirement("metric", "takes_hierarchies"))
     if statement.patterns is not None and not method.takes_patterns and generalizing:
         raise AnonymizeError(methods.refusal(statement.method, "takes_patterns"))
 
@@ -283,8 +283,8 @@ def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
     population_model = "k_map" if statement.k_map is not None and statement.population is not None else \
         "delta_presence" if statement.delta_presence is not None else None
     if population_model and not method.takes_population:
-        raise AnonymizeError(f"option {population_model} with a population table needs method = 'lattice' or 'auto' "
-                             "(the lattice counts the population rows of each generalized class)")
+        raise AnonymizeError(methods.requirement(f"{population_model} with a population table", "takes_population",
+                                                 why=" (the lattice counts the population rows of each generalized class)"))
     whole = next((name for name in ("average_risk", "population_uniqueness") if getattr(statement, name) is not None),
                  None)
     if whole and not method.takes_global:

@@ -112,10 +112,10 @@ RISK_BAD = [
      "method dp does not take average_risk: use 'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'tp', "
      "'tp+', 'hilbert', 'lattice' or 'mondrian'"),
     ("ANONYMIZE hospital WITH (k_map = 2, population = pop, method = 'greedy')",
-     "option k_map with a population table needs method = 'lattice' or 'auto' (the lattice counts the population "
+     "option k_map with a population table needs method = 'auto' or 'lattice' (the lattice counts the population "
      "rows of each generalized class)"),
     ("ANONYMIZE hospital WITH (delta_presence = (0, 0.5), population = pop, method = 'mondrian')",
-     "option delta_presence with a population table needs method = 'lattice' or 'auto' (the lattice counts the "
+     "option delta_presence with a population table needs method = 'auto' or 'lattice' (the lattice counts the "
      "population rows of each generalized class)"),
     ("ANONYMIZE hospital WITH (k_map = 2, population = nosuchpop)", "unknown population table nosuchpop"),
     ("ANONYMIZE hospital WITH (k_map = 2, population = pop, population_weight = nosuch)",

@@ -103,7 +103,7 @@ def test_capabilities_drive_the_option_checks(con, name):
     with pytest.raises(duckanon.AnonymizeError) as refused:
         con.execute(f"ANONYMIZE hospital WITH (k = 2, method = {name}, suppression_limit = 0.1)")
     assert str(refused.value) == ("option suppression_limit needs method = 'lattice' or 'gensup', "
-                                  "or hierarchies with 'mondrian' or 'auto'")
+                                  "or hierarchies with 'auto' or 'mondrian'")
 
 
 def test_explain_says_what_the_requested_method_is(con):
@@ -165,3 +165,28 @@ def test_the_solver_refuses_from_the_same_flags_for_callers_of_its_api():
         assert str(refusal.value) == refused
     # greedy takes them: starring only the first column, (*, x) and (*, y) twice each
     assert solve(hist, [KAnonymity(2)], "greedy", patterns=[[0]]).stars == 4
+
+
+def _named_methods(message: str) -> list[str]:
+    return re.findall(r"'([a-z+]+)'", message.split("needs method = ", 1)[1].split(", or ")[0])
+
+
+@pytest.mark.parametrize("option, statement", [
+    ("hierarchies", "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = {m}, hierarchies = (age = 'prefix'))"),
+    ("metric", "ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = {m}, metric = 'loss')"),
+])
+def test_the_methods_an_option_refusal_names_take_the_option(con, option, statement):
+    """The refusal is generated from the table's flags: every method it names takes the option
+    (the statement publishes), and every method it leaves out is refused with the same line."""
+    with pytest.raises(duckanon.AnonymizeError) as refused:
+        con.execute(statement.format(m="carve"))
+    named = _named_methods(str(refused.value))
+    assert named and set(named) <= set(methods.NAMES)
+    for name in methods.NAMES:
+        text = statement.format(m=f"'{name}'")
+        if name in named:
+            con.execute(text)
+        else:
+            with pytest.raises(duckanon.AnonymizeError) as other:
+                con.execute(text)
+            assert str(other.value) == str(refused.value)
