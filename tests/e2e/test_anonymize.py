@@ -8,7 +8,10 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import DIGIT_QI, HOSPITAL, check_published, fetch, hospital_digits_sql
+
+from support.checks import check_published
+from support.data import DIGIT_QI, HOSPITAL, hospital_digits_sql
+from support.database import fetch
 
 QI = ["zipcode", "age", "education"]
 SUMMARY_COLUMNS = ["rows", "classes", "min_class_size", "stars", "suppressed_rows", "method", "optimal",

@@ -1,7 +1,7 @@
 """The end-to-end cases on every backend, as ibis runs its suite over its backends: the same
 statements through `run_statement(backend, ...)` on DuckDB and, where pyspark and Java are
 present, on Spark. Each release is read back through the backend and checked by the independent
-checker (conftest.check_published); failures leave nothing of ours behind on either engine."""
+checker (support.checks.check_published); failures leave nothing of ours behind on either engine."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import pytest
 from sqlglot import exp
 
 import duckanon
-from conftest import HOSPITAL, check_published
 from duckanon.backends import BackendError, DuckDBBackend
 from duckanon.statements import run_statement
+
+from support.checks import check_published
+from support.data import HOSPITAL
 
 QI = ["zipcode", "age", "education"]
 

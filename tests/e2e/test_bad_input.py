@@ -3,7 +3,9 @@
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_population_uniqueness
+
+from support.refusals import assert_refused_and_unchanged
+from support.solver_checks import check_population_uniqueness
 
 
 @pytest.fixture

@@ -15,10 +15,8 @@ its readers, and a release written for DuckDB 1.5 readers (STORAGE_VERSION 'v1.5
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import duckdb
@@ -28,6 +26,8 @@ sqlalchemy = pytest.importorskip("sqlalchemy")
 pytest.importorskip("duckdb_engine")
 
 import duckanon  # noqa: E402
+
+from support.shell import duckdb_cli  # noqa: E402
 
 # the source has columns the statement does not mention (id, name, phone): never published
 SOURCE = """
@@ -182,12 +182,6 @@ def test_new_release_replaces_the_file_under_running_readers(published, tmp_path
 
 
 # ------------------------------------------------------------------ a release for DuckDB 1.5 readers
-
-
-def duckdb_cli() -> str | None:
-    return (shutil.which("duckdb", path=sysconfig.get_path("scripts"))
-            or shutil.which("duckdb", path=str(Path(sys.executable).parent))
-            or shutil.which("duckdb"))
 
 
 @pytest.mark.skipif(duckdb_cli() is None, reason="duckdb CLI not installed (pip install duckdb-cli)")

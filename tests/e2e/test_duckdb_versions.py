@@ -4,31 +4,20 @@ package of the test extra)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
 import duckanon
-from conftest import HOSPITAL
+
+from support.data import HOSPITAL
+from support.shell import duckdb_15_cli
 
 pytestmark = pytest.mark.e2e
 
 DUCKDB_MAJOR = int(duckdb.__version__.split(".")[0])
-
-
-def duckdb_15_cli() -> str:
-    """The `duckdb` executable of the duckdb-cli package installed beside this Python."""
-    cli = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
-    if cli is None:
-        pytest.skip("the duckdb command-line client (pip install duckdb-cli) is not installed")
-    version = subprocess.run([cli, "-version"], capture_output=True, text=True, timeout=600).stdout
-    if not version.startswith("v1.5"):
-        pytest.skip(f"the duckdb CLI found is not the 1.5 line: {version.strip()}")
-    return cli
 
 
 def cli_query(path: Path, sql: str) -> subprocess.CompletedProcess:

@@ -15,7 +15,8 @@ from duckanon.backends import DuckDBBackend
 from duckanon.backends.base import BackendError, ReadOnlyDatabase, WriteConflict
 from duckanon.backends.duckdb import _translated
 
-from conftest import HOSPITAL, database_state as state, refused_unchanged as refused
+from support.data import HOSPITAL
+from support.refusals import database_state as state, refused_unchanged as refused
 
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import duckanon
-from conftest import SHARED
+
+from support.data import SHARED
 
 QI = "qi = (zipcode, age, education), sensitive = disease"
 

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 import duckanon
-from conftest import result_row
 from duckanon import extras
+
+from support.database import result_row
 
 STATEMENT = "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), sensitive = disease{})"
 

@@ -10,8 +10,10 @@ from collections import Counter
 import pytest
 
 import duckanon
-from conftest import SHARED, check_published
 from duckanon import hierarchy
+
+from support.checks import check_published
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 ARX_LEVELS = [1, 2, 1, 1, 3, 2, 2, 1, 1]

@@ -18,7 +18,9 @@ from collections import Counter
 import pytest
 
 import duckanon
-from conftest import SHARED, check_table
+
+from support.checks import check_table
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 HIERARCHIES = f"{ADULT}/adult_hierarchy_{{column}}.csv"

@@ -29,7 +29,9 @@ import pytest
 
 import duckanon
 import duckanon.pipeline.problem
-from conftest import assert_refused_and_unchanged, qident
+
+from support.database import qident
+from support.refusals import assert_refused_and_unchanged
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,9 @@ from collections import Counter
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_published
+
+from support.checks import check_published
+from support.refusals import assert_refused_and_unchanged
 
 KEY = "duckanon-test-key: 7f3a9c0e51b24d68"
 OTHER_KEY = "another-test-key: 0c1d2e3f40516273"

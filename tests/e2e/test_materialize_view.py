@@ -15,8 +15,10 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_published
-from test_bi import duckdb_cli
+
+from support.checks import check_published
+from support.refusals import assert_refused_and_unchanged
+from support.shell import duckdb_cli
 
 # strings that a NOCASE column holds in several spellings, NULLs, numbers: the cases where a
 # view could publish other bytes than the table form

@@ -16,7 +16,9 @@ import math
 import pytest
 
 import duckanon
-from conftest import SHARED, check_table
+
+from support.checks import check_table
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 ADULT9 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",

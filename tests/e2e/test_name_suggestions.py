@@ -11,7 +11,7 @@ import pytest
 import duckanon
 from duckanon.errors import nearest_name, unknown_name
 
-from conftest import HOSPITAL, database_state as state, refused_unchanged as refused
+from support.refusals import refused_unchanged as refused
 
 
 

@@ -11,9 +11,11 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import SHARED, section, table_rows
 from duckanon.pipeline import provenance
 from duckanon.pipeline.provenance import HIERARCHY_FILE, HIERARCHY_TABLE
+
+from support.data import SHARED
+from support.report_pages import section, table_rows
 
 SOURCE_ROWS = 2000
 POPULATION_ROWS = 3000

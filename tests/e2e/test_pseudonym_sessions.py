@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import shutil
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import duckdb
 import pytest
 from sqlglot import exp
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_published
 from duckanon.pipeline.canonical import canonical_text
+
+from support.checks import check_published
+from support.refusals import assert_refused_and_unchanged
+from support.shell import duckdb_15_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -246,16 +246,6 @@ def test_a_timestamptz_ns_is_masked_as_its_utc_instant():
     assert sorted(r[0] for r in releases[0]) == sorted(pseudonym(KEY, utc_text(m)) for m in moments)
     assert sorted((r[1], r[2]) for r in releases[0]) == sorted((m.year, f"{m.year:04d}-{m.month:02d}") for m in moments)
     assert {r[3] for r in releases[0]} == {None}
-
-
-def duckdb_15_cli() -> str:
-    cli = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
-    if cli is None:
-        pytest.skip("the duckdb command-line client (pip install duckdb-cli) is not installed")
-    version = subprocess.run([cli, "-version"], capture_output=True, text=True, timeout=60).stdout
-    if not version.startswith("v1.5"):
-        pytest.skip(f"the duckdb CLI found is not the 1.5 line: {version.strip()}")
-    return cli
 
 
 def test_duckdb_15_prints_the_same_canonical_texts_and_floats():

@@ -18,8 +18,11 @@ import pyarrow as pa
 import pytest
 
 import duckanon
-from conftest import (HOSPITAL, assert_refused_and_unchanged, check_population, check_published, flat_ancestors,
-                      snapshot)
+
+from support.checks import check_published
+from support.data import HOSPITAL
+from support.refusals import assert_refused_and_unchanged, snapshot
+from support.risk_checks import check_population, flat_ancestors
 
 pytest.importorskip("pandas")
 import pandas as pd  # noqa: E402

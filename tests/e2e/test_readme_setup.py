@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMOKE_ONLY
+from support.tiers import SMOKE_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

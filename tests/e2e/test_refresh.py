@@ -14,7 +14,10 @@ from collections import Counter
 import pytest
 
 import duckanon
-from conftest import SHARED, assert_refused_and_unchanged, check_table
+
+from support.checks import check_table
+from support.data import SHARED
+from support.refusals import assert_refused_and_unchanged
 
 ADULT = SHARED / "adult"
 HIERARCHIES = f"'{ADULT}/adult_hierarchy_{{column}}.csv'"
@@ -222,7 +225,7 @@ def test_kill_during_refresh_leaves_the_old_release(tmp_path):
 
 
 def test_the_report_of_a_refresh_says_what_changed(db, tmp_path):
-    from conftest import table_rows
+    from support.report_pages import table_rows
 
     report = tmp_path / "pub.html"
     db.execute(PUBLISH.replace("metric = 'loss'", f"metric = 'loss', report = '{report}'"))

@@ -11,8 +11,11 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_table, database_file
 from duckanon.pipeline import registry
+
+from support.checks import check_table
+from support.database import database_file
+from support.refusals import assert_refused_and_unchanged
 
 SETUP = ("CREATE TABLE p AS SELECT (13050 + i % 6)::VARCHAR AS zipcode, ['flu', 'cold', 'hiv'][1 + i % 3] AS disease "
          "FROM range(60) r(i)",

@@ -13,8 +13,11 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import assert_refused_and_unchanged, check_table, database_file
 from duckanon.pipeline import registry
+
+from support.checks import check_table
+from support.database import database_file
+from support.refusals import assert_refused_and_unchanged
 
 SETUP = ("CREATE TABLE t AS SELECT i % 5 AS a, 'x' || (i % 3) AS b, 'd' || (i % 2) AS s FROM range(30) r(i)",
          "CREATE TABLE victim AS SELECT 1 AS v")

@@ -13,7 +13,9 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import HOSPITAL, check_published
+
+from support.checks import check_published
+from support.data import HOSPITAL
 
 pytestmark = pytest.mark.e2e
 

@@ -18,12 +18,17 @@ import matplotlib.image  # noqa: E402
 import duckanon  # noqa: E402
 from duckanon.report import write_report  # noqa: E402
 
-from conftest import HOSPITAL, hospital_module as hospital, section, table_rows  # noqa: E402
-if not HOSPITAL.exists():  # a checkout elsewhere: the data sit next to the repository
-    HOSPITAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "hospital.csv"
+from support.report_pages import section, table_rows  # noqa: E402
+
 QI = ["zipcode", "age", "education"]
 PARAMS = {"k": 3, "qi": QI, "sensitive": "disease", "note": "<b>not markup</b>"}
 CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def hospital(hospital_module):
+    """This module's tests share one connection with the hospital table (conftest's hospital_module)."""
+    return hospital_module
 
 
 def anonymize(con, k: int, into: str = "hospital_anon") -> dict:

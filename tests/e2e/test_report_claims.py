@@ -18,7 +18,8 @@ pytest.importorskip("matplotlib")  # the report's optional dependency
 import duckanon  # noqa: E402
 from duckanon.report import at_risk_sql_threshold, smallest_safe_size, write_report  # noqa: E402
 
-from conftest import HOSPITAL, SHARED, hospital_module as hospital, section, table_rows  # noqa: E402
+from support.data import SHARED  # noqa: E402
+from support.report_pages import LAYOUT_SCRIPT, section, table_rows  # noqa: E402
 
 ADULT = SHARED / "adult"
 ADULT_QI = ["sex", "age", "race", "marital-status", "education"]
@@ -34,6 +35,12 @@ ADULT_STATEMENT = (
 ADULT_PARAMS = {"k": 5, "l_variant": "frequency", "t_distance": "equal", "method": "lattice",
                 "hierarchies": f"{ADULT}/adult_hierarchy_{{column}}.csv", "suppression_limit": 0.02,
                 "metric": "entropy", "qi": ", ".join(ADULT_QI), "sensitive": "salary-class"}
+
+
+@pytest.fixture(scope="module")
+def hospital(hospital_module):
+    """This module's tests share one connection with the hospital table (conftest's hospital_module)."""
+    return hospital_module
 
 
 def row_of(cursor) -> dict:
@@ -315,17 +322,6 @@ def test_sa_section_shows_the_least_diverse_classes(tmp_path):
 
 
 # ------------------------------------------------------------------------------ layout
-
-LAYOUT_SCRIPT = """<script>window.addEventListener('load', () => {
-  const page = document.documentElement, bad = [];
-  if (page.scrollWidth > window.innerWidth) bad.push('page ' + page.scrollWidth + ' > ' + window.innerWidth);
-  document.querySelectorAll('.wide').forEach((w, i) => {
-    if (w.scrollWidth > w.clientWidth) bad.push('table ' + i + ' ' + w.scrollWidth + ' > ' + w.clientWidth); });
-  document.querySelectorAll('img, pre, p, h1, h2').forEach((e, i) => {
-    if (e.getBoundingClientRect().right > page.clientWidth + 0.5) bad.push(e.tagName + ' ' + i); });
-  const out = document.createElement('div'); out.id = 'layout';
-  out.textContent = 'LAYOUT=' + (bad.join('; ') || 'fits');
-  document.body.appendChild(out); });</script>"""
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "

@@ -23,7 +23,9 @@ import duckanon  # noqa: E402
 from duckanon.report.markup import format_value  # noqa: E402
 from duckanon.solver.population import kmap_derived_k, population_uniques  # noqa: E402
 
-from conftest import HOSPITAL, SHARED, qident, result_row, section, table_rows  # noqa: E402
+from support.data import HOSPITAL, SHARED  # noqa: E402
+from support.database import qident, result_row  # noqa: E402
+from support.report_pages import section, table_rows  # noqa: E402
 
 ADULT = SHARED / "adult"
 QI = ["sex", "age", "race", "marital-status", "education"]

@@ -8,7 +8,9 @@ import pytest
 
 import duckanon
 from duckanon.cli import main
-from conftest import HOSPITAL, section, table_rows
+
+from support.data import HOSPITAL
+from support.report_pages import section, table_rows
 
 LATTICE = ("ANONYMIZE hospital INTO released WITH (k = 3, qi = (zipcode, age, education), sensitive = disease, "
            "method = 'lattice', hierarchies = (zipcode = 'prefix', age = 'intervals(5, 10, 20)'))")

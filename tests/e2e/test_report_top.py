@@ -20,8 +20,8 @@ pytest.importorskip("matplotlib")  # the report's optional dependency
 import duckanon  # noqa: E402
 from duckanon.report import figures, write_report  # noqa: E402
 
-from conftest import SHARED, adult, hospital_module as hospital, section, table_rows  # noqa: E402, F401
-from test_report_claims import LAYOUT_SCRIPT  # noqa: E402  (the page, its tables and its images within the width)
+from support.data import SHARED  # noqa: E402
+from support.report_pages import LAYOUT_SCRIPT, section, table_rows  # noqa: E402
 
 ADULT = SHARED / "adult"
 HIERARCHIES = f"{ADULT}/adult_hierarchy_{{column}}.csv"
@@ -35,6 +35,12 @@ SWEEP = ("ANONYMIZE adult INTO sweep_anon WITH (k = (5, 2, 10), qi = (age, sex, 
          f"sensitive = occupation, method = 'auto', hierarchies = '{HIERARCHIES}', suppression_limit = 0.02, "
          "report = '{path}')")
 SWEEP_QI = ["age", "sex", "race", "marital-status"]
+
+
+@pytest.fixture(scope="module")
+def hospital(hospital_module):
+    """This module's tests share one connection with the hospital table (conftest's hospital_module)."""
+    return hospital_module
 
 
 def row_of(cursor) -> dict:

@@ -1,6 +1,6 @@
 """Risk-based privacy models (issue 19) end to end: each published through SQL and checked by the
-independent checker of tests/conftest.py (written from the papers' definitions, sharing nothing with
-duckanon's models).
+independent checker of tests/support/risk_checks.py (written from the papers' definitions, sharing
+nothing with duckanon's models).
 
 On Adult: the population is all of Adult (30,162 rows), the sample a seeded 10% of it, the
 hierarchies ARX's files in ../shared/data/adult. Every release is also held to what it claims:
@@ -28,9 +28,14 @@ from hypothesis import strategies as st
 
 import duckanon
 from duckanon.solver.population import population_uniques
-from conftest import (SHARED, examples, average_risk, check_beta_likeness, check_delta_disclosure, check_population,
-                      check_population_uniqueness, check_published, check_risk, class_sizes,
-                      flat_ancestors, hierarchy_ancestors, kmap_derived_k_reference, qident, result_row)
+
+from support.checks import check_published
+from support.data import SHARED
+from support.database import qident, result_row
+from support.risk_checks import (average_risk, check_beta_likeness, check_delta_disclosure, check_population, check_risk,
+                                 class_sizes, flat_ancestors, hierarchy_ancestors, kmap_derived_k_reference)
+from support.solver_checks import check_population_uniqueness
+from support.tiers import examples
 
 ADULT = SHARED / "adult"
 QI = ["sex", "age", "race", "marital-status", "education"]

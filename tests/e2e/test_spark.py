@@ -7,7 +7,9 @@ import pytest
 from sqlglot import exp
 
 import duckanon
-from conftest import HOSPITAL, stored_files
+
+from support.data import HOSPITAL
+from support.spark import stored_files
 
 
 @pytest.fixture

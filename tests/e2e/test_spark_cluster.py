@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 
 import duckanon
-from conftest import SHARED, check_published, spark_missing
+
+from support.checks import check_published
+from support.data import SHARED
+from support.spark import spark_missing
 
 REPO = Path(__file__).resolve().parents[2]
 ADULT = SHARED / "adult" / "adult.csv"

@@ -13,7 +13,8 @@ from urllib.parse import urlparse
 import pytest
 
 import duckanon
-from conftest import HOSPITAL
+
+from support.data import HOSPITAL
 
 STATEMENT = "ANONYMIZE hospital INTO {target} WITH (k = 3, qi = (zipcode, age), keep = (education), method = 'greedy')"
 

@@ -17,7 +17,8 @@ import duckanon
 import duckanon.pipeline.join_back as join_back
 import duckanon.pipeline.keyed as keyed
 import duckanon.pipeline.materialize as materialize
-from conftest import stored_files
+
+from support.spark import stored_files
 
 # 800 rows in the proportions of benchmarks/bench_publish.py's split case: with k = 300 the
 # solution moves 100 rows of class ('a', 'x') into the suppressed group with 'b' and 'c'

@@ -12,7 +12,9 @@ from duckanon import hierarchy as H
 from duckanon.errors import AnonymizeError
 from duckanon.sql import bind_statement, parse_statement, split_statements
 from duckanon.sql.parser import AnonDialect, strip_explain
-from conftest import assert_refused_and_unchanged, qident
+
+from support.database import qident
+from support.refusals import assert_refused_and_unchanged
 
 
 def bind(text):

@@ -15,14 +15,13 @@ module), so the database file is written with STORAGE_VERSION 'v1.5.0', which bo
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import duckdb
 import pytest
+
+from support.shell import duckdb_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SQL_DIR = REPO / "sql"
@@ -49,14 +48,6 @@ QUERIES = [
     # H = 2; class 1: (0.4 on the leaves + 0.4 on level 1) / 4 = 0.2, class 2: (8/15) / 4
     ("SELECT round(t_hierarchical, 6) FROM anon_t_hierarchical('t', ['a'], 's', 'h')", ["0.2"]),
 ]
-
-
-def duckdb_cli() -> str | None:
-    """The duckdb CLI of this environment (duckdb-cli package), else one on PATH."""
-    scripts = sysconfig.get_path("scripts")
-    return (shutil.which("duckdb", path=scripts)
-            or shutil.which("duckdb", path=str(Path(sys.executable).parent))
-            or shutil.which("duckdb"))
 
 
 CLI = duckdb_cli()

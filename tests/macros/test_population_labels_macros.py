@@ -13,7 +13,8 @@ import json
 import pytest
 
 import duckanon
-from conftest import SHARED
+
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 QI = ["sex", "age", "race", "marital-status", "education"]

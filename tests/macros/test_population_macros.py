@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duckanon.solver import population as pop
-from conftest import examples
+
+from support.tiers import examples
 
 SQL = Path(__file__).resolve().parents[2] / "sql"
 FILES = ["checks.sql", "risk.sql", "risk_population.sql"]  # load order (risk_population uses both)

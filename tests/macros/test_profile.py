@@ -16,15 +16,14 @@ import datetime as dt
 import ipaddress
 import random
 import re
-import shutil
 import subprocess
-import sys
-import sysconfig
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
+
+from support.shell import duckdb_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SQL_DIR = REPO / "sql"
@@ -607,12 +606,6 @@ def test_no_data_value_in_any_output(con):
 
 
 # ------------------------------------------------------------------ the plain DuckDB CLI
-
-
-def duckdb_cli() -> str | None:
-    scripts = sysconfig.get_path("scripts")
-    return (shutil.which("duckdb", path=scripts) or shutil.which("duckdb", path=str(Path(sys.executable).parent))
-            or shutil.which("duckdb"))
 
 
 CLI = duckdb_cli()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 import duckanon
-from conftest import result_row
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
+
+from support.database import result_row
 
 STATEMENT = "ANONYMIZE hospital WITH (k = 3, l = 2, qi = (zipcode, age, education), sensitive = disease, method = exact)"
 

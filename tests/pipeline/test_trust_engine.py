@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import duckanon
-from conftest import result_row
+
+from support.database import result_row
 
 
 def test_sa_order_message_counts_missing_values_without_quoting_them(con):

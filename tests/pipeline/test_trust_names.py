@@ -14,11 +14,12 @@ import duckdb
 import pytest
 
 import duckanon
-from conftest import HOSPITAL, SHARED, qident, result_row
 from duckanon.backends.duckdb_names import _resolve_read, _Session, resolved
 from duckanon.sql import split_statements
 from duckanon.sql.parser import parse_statement
 from duckanon.sql.statement import TableName
+
+from support.database import qident, result_row
 
 pytestmark = pytest.mark.e2e
 

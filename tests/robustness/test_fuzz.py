@@ -45,7 +45,9 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import DELTA_MERGE_ROWS, DELTA_MERGE_STATEMENT, delta_merge_published, examples
+
+from support.instances import DELTA_MERGE_ROWS, DELTA_MERGE_STATEMENT, delta_merge_published
+from support.tiers import examples
 
 
 
@@ -786,7 +788,7 @@ def test_exact_and_dp_agree_under_patterns():
 
 
 def test_delta_disclosure_holds_on_the_published_classes():
-    """Found by the slow fuzz (auto: carve+cells on 27 rows); shrunk to 13 rows (conftest's
+    """Found by the slow fuzz (auto: carve+cells on 27 rows); shrunk to 13 rows (support.instances'
     DELTA_MERGE_ROWS) where hilbert's two fully starred groups (a, b, c and a, c, c, c), each
     within delta = 1 of the table (a 3, b 4, c 6 of 13), publish one class of 7 rows with 'b' at
     1/7: |log2((1/7) / (4/13))| = 1.107 >= 1. The plain-SQL checker of this file says so."""

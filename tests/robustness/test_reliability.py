@@ -37,7 +37,8 @@ import pytest
 import duckanon
 import duckanon.pipeline.problem
 from duckanon.backends import BackendError, DuckDBBackend
-from conftest import check_published
+
+from support.checks import check_published
 
 REPO = Path(__file__).resolve().parents[2]
 ROWS = 1_000_000  # about 1-3 s of ANONYMIZE with keep columns, most of it writing the target

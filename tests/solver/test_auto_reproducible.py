@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import duckanon
-from tests.conftest import SHARED
+
+from support.data import SHARED
 
 DURATIONS = ("seconds", "search_seconds")
 RUNS = 5

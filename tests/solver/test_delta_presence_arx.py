@@ -23,10 +23,11 @@ import pyarrow as pa
 import pytest
 
 import duckanon
-from conftest import SHARED
 from duckanon.pipeline.problem import prepare
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import DeltaPresence, KAnonymity, KMap
+
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 HIER = f"hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv'"

@@ -22,8 +22,11 @@ from duckanon.solver.kernel import kernel_threshold, kernelize
 from duckanon.solver.local import local_search
 from duckanon.solver.matching import matching_not_applicable
 from duckanon.solver.partition import STAR
-from test_solvers import BLOCKI_WILLIAMS, assert_valid, bredereck_tightness, hospital_digits
-from conftest import examples
+
+from support.data import hospital_digits
+from support.instances import BLOCKI_WILLIAMS, bredereck_tightness
+from support.solver_checks import assert_valid
+from support.tiers import examples
 
 exact_module = importlib.import_module("duckanon.solver.exact")  # the module: the package exports a function of that name
 

@@ -5,12 +5,14 @@ import json
 
 import pytest
 
-from conftest import SHARED, check_published
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import Instance, Request, _solve
 from duckanon.solver.context import UNBOUNDED
 from duckanon.solver.generalize import (GENSUP_LIMITS, _gensup_at, generalization_loss, gensup_loss_bound,
                                         gensup_solution, lattice_of, loss_row_costs)
+
+from support.checks import check_published
+from support.data import SHARED
 
 
 ADULT = SHARED / "adult"

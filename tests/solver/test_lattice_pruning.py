@@ -8,12 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from conftest import SHARED
 from duckanon.pipeline.problem import prepare
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import KAnonymity, LDiversity, TCloseness, all_satisfied
+
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 ADULT8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]

@@ -8,12 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from conftest import SHARED
 from duckanon.pipeline.problem import prepare
 from duckanon.methods import LATTICE_METRICS
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.lattice import METRICS, Lattice, LatticeMetric
 from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
+
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",

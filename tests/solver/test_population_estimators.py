@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import population as pop
-from conftest import examples
+
+from support.tiers import examples
 
 ADULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "adult" / "adult.csv"
 QI8 = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",

@@ -7,7 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import check_published, examples, qident
+
+from support.checks import check_published
+from support.database import qident
+from support.tiers import examples
 
 NAMES = ["a", "select", "Zip Code", "ünïcødé", 'we"ird', "x.y", "Group", "1col", "n"]
 TEXT = st.sampled_from(["", "x", "y", "ß", "東京", "😀", " a ", "NULL", "'q'", "a\nb"])

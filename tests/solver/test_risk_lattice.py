@@ -13,13 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SHARED, examples
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
 from duckanon.solver.lattice import arx_loss
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, KMap, all_satisfied,
                                     globally_satisfied)
+
+from support.data import SHARED
+from support.tiers import examples
 
 ADULT = SHARED / "adult"
 QI5 = ["sex", "age", "race", "marital-status", "education"]

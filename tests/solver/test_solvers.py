@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import time
 from itertools import product
 
@@ -24,35 +23,10 @@ from duckanon.solver.models import CustomDistanceTCloseness, DistinctLDiversity,
 from duckanon.solver.partition import STAR
 from duckanon.solver.repair import repair
 from duckanon.solver.request import Request
-from conftest import HOSPITAL
 
-
-def hospital_digits():
-    rows = list(csv.DictReader(open(HOSPITAL)))
-    qi = [tuple(r["zipcode"]) + tuple(r["age"]) + (r["education"],) for r in rows]
-    return qi, [r["disease"] for r in rows]
-
-
-def independent_stars(hist, solution):
-    """Recount stars from membership, without using the solution's representatives."""
-    total = 0
-    for g in np.unique(solution.part_group):
-        members = solution.part_class[solution.part_group == g]
-        counts = solution.part_count[solution.part_group == g]
-        varying = sum(len(set(hist.codes[members, j])) > 1 for j in range(hist.m))
-        total += varying * counts.sum()
-    return total
-
-
-def assert_valid(hist, solution, models):
-    sizes = solution.group_sizes()
-    used = sizes > 0
-    assert all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used]).all()
-    # every row of every class is published exactly once, with its own SA value
-    placed = np.zeros_like(hist.sa_counts)
-    np.add.at(placed, (solution.part_class, solution.part_sa), solution.part_count)
-    assert (placed == hist.sa_counts).all()
-    assert solution.stars == independent_stars(hist, solution)
+from support.data import hospital_digits
+from support.instances import BLOCKI_WILLIAMS, bredereck_tightness
+from support.solver_checks import assert_valid
 
 
 def test_hospital_digits_k3_mapprox_within_m_times_opt_and_greedy_valid():
@@ -91,16 +65,6 @@ def test_lower_bound_is_below_the_known_optima():
     assert k_anonymity_lower_bound(hist, 3) >= 10  # every row is alone in its class: >= 1 star each
 
 
-BLOCKI_WILLIAMS = [
-    ("000,001,011,111,110", 2, 8),
-    ("000,000,001,111,111,101", 2, 2),
-    ("000,000,001,111,111,101", 3, 6),
-    ("000,001,011,111,110,100,010", 2, 10),
-    ("1100,1010,1001", 3, 9),
-    ("110,101,011", 3, 9),
-]
-
-
 @pytest.mark.parametrize("rows,k,optimum", BLOCKI_WILLIAMS)
 def test_blocki_williams_instances(rows, k, optimum):
     hist = Histogram.from_rows([tuple(r) for r in rows.split(",")])
@@ -112,16 +76,6 @@ def test_blocki_williams_instances(rows, k, optimum):
         assert solution.lower_bound <= optimum
         if solution.optimal:
             assert solution.stars == optimum
-
-
-def bredereck_tightness(k=3, m=3):
-    rows = [("1",) * m] * k
-    for i in range(m):
-        for copy in range(k - 1):
-            row = ["1"] * m
-            row[i] = f"u{i}_{copy}"
-            rows.append(tuple(row))
-    return rows
 
 
 def test_bredereck_greedy_tightness_instance_costs_18():

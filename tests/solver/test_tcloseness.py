@@ -12,9 +12,12 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import duckanon
-from conftest import DIGIT_QI, check_published, examples, hospital_digits_sql, publish_and_check
 from duckanon.solver import Histogram, TCloseness, solve
 from duckanon.solver.emd import SAHierarchy
+
+from support.checks import check_published, publish_and_check
+from support.data import DIGIT_QI, hospital_digits_sql
+from support.tiers import examples
 
 HOSPITAL_OPTIMA = {0.3: 52, 0.2: 64, 0.1: 64, 0.0: 70}
 

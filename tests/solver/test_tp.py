@@ -11,10 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import check_published, examples, publish_and_check
 from duckanon.solver import Histogram, LDiversity, solve
 from duckanon.solver.hilbert import hilbert_order
 from duckanon.solver.tp import phase_one_caps, three_phase
+
+from support.checks import check_published, publish_and_check
+from support.tiers import examples
 
 PHASE_TWO = [[3, 1, 1, 2, 3], [0, 2, 2, 4, 4], [4, 4, 0, 0, 0]]  # l = 3
 PHASE_THREE = [[3, 1, 2, 3, 3], [1, 3, 2, 3, 3], [4, 4, 4, 0, 0]]  # l = 4; Q3 empties into R
@@ -189,7 +191,7 @@ def test_every_output_is_l_diverse(case):
 ])
 def test_sql_checks_report_every_form_on_adult(variant, extra, check):
     """TP+ on a 5,000-row Adult sample, each form checked by the SQL macros (not by the solver)."""
-    from conftest import SHARED
+    from support.data import SHARED
     con = duckanon.connect()
     con.execute(f"""CREATE TABLE adult AS SELECT sex, race, "marital-status", education, occupation
                     FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';') USING SAMPLE 5000 ROWS (reservoir, 1)""")

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 
 import duckanon
-from conftest import SHARED, check_published
 from duckanon import hierarchy
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.problem import prepare
@@ -31,6 +30,9 @@ from duckanon.solver.heuristics import best_heuristic, run_heuristic
 from duckanon.solver.generalize import lattice_of
 from duckanon.solver.lattice import METRICS, Lattice
 from duckanon.solver.models import all_satisfied
+
+from support.checks import check_published
+from support.data import SHARED
 
 ADULT = SHARED / "adult"
 CUP = SHARED / "cup"

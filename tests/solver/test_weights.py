@@ -28,13 +28,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import duckanon
-from conftest import SHARED, assert_refused_and_unchanged
 from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
 from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import FrequencyLDiversity, KAnonymity
+
+from support.data import SHARED
+from support.refusals import assert_refused_and_unchanged
 
 ADULT = SHARED / "adult"
 QI5 = ["sex", "age", "race", "marital-status", "education"]
