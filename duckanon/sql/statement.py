@@ -137,6 +137,8 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
     seen = {name for name in values if name != "sweep"}
     if "sensitive" in values:  # the option gives a list of names
         sensitives = list(values["sensitive"])
+        if not sensitives:
+            raise AnonymizeError("option sensitive lists no column: name one, sensitive = <column>, or leave it out")
         lowered = [name.lower() for name in sensitives]
         if len(set(lowered)) != len(lowered):
             raise AnonymizeError("option sensitive names a column twice")

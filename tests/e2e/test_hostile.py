@@ -182,6 +182,8 @@ INJECTIONS = [
     ("ANONYMIZE hospital WITH (k = 2)) ; SELECT 1", r"^syntax error at line 1, column 32: unexpected '\)' after the options"),
     ("ANONYMIZE hospital WITH (k = 2) EXTRA", r"^syntax error at line 1, column 37: unexpected 'EXTRA' after the options"),
     ("ANONYMIZE hospital WITH (k = 2, qi = ())", r"^no quasi-identifier columns: name them with qi = \(\.\.\.\)$"),
+    ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), sensitive = ())",
+     r"^option sensitive lists no column: name one, sensitive = <column>, or leave it out$"),
     ('ANONYMIZE hospital WITH (k = 2, qi = (""))', r"^syntax error|^unknown column '' in qi"),
     ("ANONYMIZE hospital WITH (k = 2, sensitive = disease, t = 0.3, t_distance = hierarchical, "
      "sa_hierarchy = '/nonexistent/x.csv')", r"^cannot read hierarchy file /nonexistent/x.csv"),
