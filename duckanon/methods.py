@@ -66,7 +66,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
 )}
 
 NAMES = tuple(METHODS)
-# The metrics `lattice` and `gensup` minimise (solver/lattice.py computes them).
+# The metrics `lattice` and `gensup` minimise (solver/lattice_metrics.py computes them).
 LATTICE_METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
 
 # How a method without a capability is refused (`refusal`): {name} the method, {thing} what it

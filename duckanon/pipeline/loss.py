@@ -4,7 +4,7 @@ A published cell costs (d_L - 1) / (d - 1): d is the column's domain and d_L how
 values the cell's label stands for; 0 for a value shown as it is, 1 for '*' (and for a label
 that stands for the whole column), in between for a generalized label. A removed row costs 1 in
 every column. Per column the mean over the source's rows (`column_loss`); the release's loss is
-ARX's geometric mean over the columns (`release_loss`, solver.lattice.arx_loss).
+ARX's geometric mean over the columns (`release_loss`, solver.lattice_metrics.arx_loss).
 
 With attribute weights (the statement's `weights`, ARX's setAttributeWeight) the loss is ARX's
 weighted geometric mean, prod(1 + w_j loss_j) ^ (1 / QIs) - 1 with each weight divided by the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckanon.solver.lattice import arx_loss
+from duckanon.solver.lattice_metrics import arx_loss
 from duckanon.solver.partition import SHOW_VALUE, Solution
 
 

@@ -190,66 +190,112 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True, weights=
     `weights` (partition.star_weights): optimal in weighted stars, whose optimum is then
     notes["weighted_lower_bound"] (lower_bound stays None: it is about unweighted stars)."""
     models = Request.of(models)
-    k, k_only = models.k, models.k_only
     m = hist.m
     if m > 62:
         raise AnonymizeError("method 'dp' supports at most 62 quasi-identifiers")
     allowed = allowed_star_masks(patterns, m)
-    full_mask = (1 << m) - 1
     user = None if allowed is None else user_star_masks(patterns, m) | {0}
     # the all-star pattern that is not the user's: one fully suppressed (leftover) group only
-    leftover_only = user is not None and full_mask not in user
-    work = hist
-    kernel_parts: list[tuple[int, int]] = []
-    if k_only and k > 1 and use_kernel:
-        # the kernel bounds the starred groups holding a row by the star sets they can publish:
-        # subsets of a pattern, plus the leftover group (valid for both costs below)
-        covered = None if allowed is None else covered_star_sets(patterns, m)
-        kern = kernelize(hist, k, None if covered is None else covered + int(leftover_only))
-        work = kern.hist
-        kernel_parts = [(c, int(sa.sum())) for c, sa in kern.emitted]
+    leftover_only = user is not None and (1 << m) - 1 not in user
+    work, kernel_parts = _kernelized(hist, models, patterns, allowed, leftover_only, use_kernel)
+    space = _StateSpace(work, models)
+    if weights is None:
+        published = (_popcount(space.disagree) * space.size).astype(np.float64)
+    else:
+        published = _weighted_popcount(space.disagree, weights) * space.size
+    bound = _size_bound(models)
+    candidate = space.valid.copy()
+    if bound is not None:
+        candidate &= space.size <= bound
+    if user is None:
+        optimum = _unrestricted_optimum(space, candidate, published)
+    else:
+        optimum = _pattern_guided_optimum(space, candidate, published, user, leftover_only, m, weights)
+    best, leftover, objective, published_bound, choice = optimum
+    if not np.isfinite(best):
+        raise AnonymizeError("method 'dp': no partition satisfies the request")
+    solution = _solution(hist, space, choice, leftover, kernel_parts, models.k_only)
+    solution.optimal = True
+    # with patterns: the fewest published stars of any output that honours them (the docstring)
+    if weights is None:
+        solution.lower_bound = min(int(published_bound), solution.stars)
+    else:
+        solution.notes["weighted_lower_bound"] = min(float(published_bound), solution.weighted_stars(weights))
+    solution.notes.update({"objective": int(objective) if weights is None else float(objective),
+                           "states": space.n_states, "kernel_removed": sum(r for _, r in kernel_parts)})
+    return solution
 
-    # Row types: classes (k-anonymity only) or (class, SA value) cells.
-    if k_only:
-        t_class = np.flatnonzero(work.sizes > 0)
-        t_sa = np.zeros(len(t_class), dtype=np.int64)
-        t_count = work.sizes[t_class]
-        n_sa = 1
-    else:
-        t_class, t_sa = np.nonzero(work.sa_counts)
-        t_count = work.sa_counts[t_class, t_sa]
-        n_sa = work.sa_counts.shape[1]
-    n_types = len(t_class)
-    radix = t_count + 1
-    n_states = int(np.prod(radix.astype(np.float64))) if n_types else 1
-    if n_states > DP_STATE_LIMIT:
-        raise AnonymizeError(
-            f"method 'dp' is for tiny inputs: {int(t_count.sum())} rows in {n_types} row types give "
-            f"{n_states} states (limit {DP_STATE_LIMIT}); use method = 'exact'"
-        )
-    mult = np.ones(n_types, dtype=np.int64)
-    for t in range(1, n_types):
-        mult[t] = mult[t - 1] * radix[t - 1]
-    index = np.arange(n_states, dtype=np.int64)
-    digits = np.empty((n_states, n_types), dtype=np.int16)
-    for t in range(n_types):
-        digits[:, t] = (index // mult[t]) % radix[t]
-    size = digits.sum(axis=1, dtype=np.int64)
-    if k_only:
-        sa = np.zeros((n_states, 1), dtype=np.int64)
-    else:
-        sa = np.zeros((n_states, n_sa), dtype=np.int64)
+
+def _kernelized(hist: Histogram, models: Request, patterns, allowed, leftover_only: bool,
+                use_kernel: bool) -> tuple[Histogram, list[tuple[int, int]]]:
+    """The histogram the DP runs on, and the (class, rows) groups the Blocki-Williams kernel
+    emitted (k-anonymity alone; else none)."""
+    k = models.k
+    if not (models.k_only and k > 1 and use_kernel):
+        return hist, []
+    # the kernel bounds the starred groups holding a row by the star sets they can publish:
+    # subsets of a pattern, plus the leftover group (valid for both costs below)
+    covered = None if allowed is None else covered_star_sets(patterns, hist.m)
+    kern = kernelize(hist, k, None if covered is None else covered + int(leftover_only))
+    return kern.hist, [(c, int(sa.sum())) for c, sa in kern.emitted]
+
+
+class _StateSpace:
+    """The DP's states: the rows left per row type (a class, or a (class, SA value) cell when
+    the SA matters), numbered in mixed radix (count + 1 per type), with per state its rows, its
+    SA counts' verdict (`valid`: the rows can form one satisfying group), its first row type and
+    the columns its rows disagree on."""
+
+    def __init__(self, work: Histogram, models: Request):
+        # Row types: classes (k-anonymity only) or (class, SA value) cells.
+        if models.k_only:
+            t_class = np.flatnonzero(work.sizes > 0)
+            t_sa = np.zeros(len(t_class), dtype=np.int64)
+            t_count = work.sizes[t_class]
+            n_sa = 1
+        else:
+            t_class, t_sa = np.nonzero(work.sa_counts)
+            t_count = work.sa_counts[t_class, t_sa]
+            n_sa = work.sa_counts.shape[1]
+        n_types = len(t_class)
+        radix = t_count + 1
+        n_states = int(np.prod(radix.astype(np.float64))) if n_types else 1
+        if n_states > DP_STATE_LIMIT:
+            raise AnonymizeError(
+                f"method 'dp' is for tiny inputs: {int(t_count.sum())} rows in {n_types} row types give "
+                f"{n_states} states (limit {DP_STATE_LIMIT}); use method = 'exact'"
+            )
+        mult = np.ones(n_types, dtype=np.int64)
+        for t in range(1, n_types):
+            mult[t] = mult[t - 1] * radix[t - 1]
+        index = np.arange(n_states, dtype=np.int64)
+        digits = np.empty((n_states, n_types), dtype=np.int16)
         for t in range(n_types):
-            sa[:, t_sa[t]] += digits[:, t]
-    valid = (size > 0) & all_satisfied(models, size, sa)
-    valid[0] = False
+            digits[:, t] = (index // mult[t]) % radix[t]
+        size = digits.sum(axis=1, dtype=np.int64)
+        if models.k_only:
+            sa = np.zeros((n_states, 1), dtype=np.int64)
+        else:
+            sa = np.zeros((n_states, n_sa), dtype=np.int64)
+            for t in range(n_types):
+                sa[:, t_sa[t]] += digits[:, t]
+        valid = (size > 0) & all_satisfied(models, size, sa)
+        valid[0] = False
+        present = digits > 0
+        self.t_class, self.t_sa, self.t_count, self.n_types, self.n_states = t_class, t_sa, t_count, n_types, n_states
+        self.digits, self.size, self.valid = digits, size, valid
+        self.disagree = _disagreeing_columns(present, work.codes[t_class], size)
+        self.first = np.where(present.any(axis=1), present.argmax(axis=1), -1)
+        self.full = n_states - 1
 
-    # Columns on which a state's rows disagree, as a bitmask.
-    present = digits > 0
-    t_codes = work.codes[t_class]  # (T, m)
+
+def _disagreeing_columns(present: np.ndarray, t_codes: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per state, the columns on which its rows disagree, as a bitmask (`present`: the row types
+    a state holds; `t_codes`: (T, m) each type's codes)."""
+    n_states, n_types = present.shape
     disagree = np.zeros(n_states, dtype=np.int64)
     big = np.iinfo(np.int64).max
-    for j in range(m):
+    for j in range(t_codes.shape[1]):
         lo = np.full(n_states, big, dtype=np.int64)
         hi = np.full(n_states, -1, dtype=np.int64)
         for t in range(n_types):
@@ -259,60 +305,64 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True, weights=
             hi[mask] = np.maximum(hi[mask], code)
         disagree |= (lo != hi).astype(np.int64) << j
     disagree[size == 0] = 0
-    if weights is None:
-        published = (_popcount(disagree) * size).astype(np.float64)
+    return disagree
+
+
+def _unrestricted_optimum(space: _StateSpace, candidate: np.ndarray, published: np.ndarray):
+    """Without patterns: (fewest published stars, leftover state 0, objective, bound, choice)."""
+    layers, work_estimate = _layers(space.valid, candidate, space.first, space.n_types)
+    if work_estimate > DP_WORK_LIMIT:
+        raise AnonymizeError(f"method 'dp': instance too large ({work_estimate:.3g} steps); use method = 'exact'")
+    f, choice = _run(layers, published, space.digits, space.t_count, space.n_states)
+    best = float(f[space.full])
+    return best, 0, best, best, choice
+
+
+def _pattern_guided_optimum(space: _StateSpace, candidate: np.ndarray, published: np.ndarray, user: set[int],
+                            leftover_only: bool, m: int, weights):
+    """With user patterns (module docstring): (the fewest published stars in the tie-broken
+    order's units, the leftover group's state or 0, Bredereck's optimum, the published-star
+    bound, choice)."""
+    size, valid, full = space.size, space.valid, space.full
+    # Bredereck's cost of a group a user pattern covers: |G| * stars of the cheapest such pattern
+    uniq, inv = np.unique(space.disagree, return_inverse=True)
+    cheapest = np.full(len(uniq), np.inf)
+    for mask in sorted(user, key=lambda s: bin(s).count("1")):
+        fits = ((uniq & ~mask) == 0) & ~np.isfinite(cheapest)
+        cheapest[fits] = bin(mask).count("1") if weights is None else \
+            float(_weighted_popcount(np.array(mask), weights))
+    bredereck = cheapest[inv.ravel()] * size
+    covered = np.isfinite(bredereck)
+    layers, work_estimate = _layers(valid, candidate & covered, space.first, space.n_types)
+    if 2 * work_estimate > DP_WORK_LIMIT:
+        raise AnonymizeError(f"method 'dp': instance too large ({2 * work_estimate:.3g} steps); use method = 'exact'")
+    # the output: fewest published stars, ties broken by Bredereck's cost (< scale; not
+    # under weights, module docstring)
+    scale = float(int(size[full]) * m + 1) if weights is None else 1.0
+    tie = bredereck if weights is None else 0.0
+    lex = np.where(covered, published * scale + tie, np.inf)
+    f, choice = _run(layers, lex, space.digits, space.t_count, space.n_states)
+    # Bredereck's optimum (the pattern-star objective), reported in the notes
+    g, _ = _run(layers, bredereck, space.digits, space.t_count, space.n_states)
+    if leftover_only:
+        all_stars = float(m) if weights is None else float(np.sum(weights))
+        leftover_tie = m * size if weights is None else 0.0
+        best, leftover = _with_leftover(f, np.where(valid, published * scale + leftover_tie, np.inf), full)
+        objective, _ = _with_leftover(g, np.where(valid, all_stars * size, np.inf), full)
     else:
-        published = _weighted_popcount(disagree, weights) * size
-    all_stars = float(m) if weights is None else float(np.sum(weights))
-
-    bound = _size_bound(models)
-    candidate = valid.copy()
-    if bound is not None:
-        candidate &= size <= bound
-    first = np.where(present.any(axis=1), present.argmax(axis=1), -1)
-    full = n_states - 1
-
-    if user is None:
-        layers, work_estimate = _layers(valid, candidate, first, n_types)
-        if work_estimate > DP_WORK_LIMIT:
-            raise AnonymizeError(f"method 'dp': instance too large ({work_estimate:.3g} steps); use method = 'exact'")
-        f, choice = _run(layers, published, digits, t_count, n_states)
         best, leftover = float(f[full]), 0
-        objective = published_bound = best
-    else:
-        # Bredereck's cost of a group a user pattern covers: |G| * stars of the cheapest such pattern
-        uniq, inv = np.unique(disagree, return_inverse=True)
-        cheapest = np.full(len(uniq), np.inf)
-        for mask in sorted(user, key=lambda s: bin(s).count("1")):
-            fits = ((uniq & ~mask) == 0) & ~np.isfinite(cheapest)
-            cheapest[fits] = bin(mask).count("1") if weights is None else \
-                float(_weighted_popcount(np.array(mask), weights))
-        bredereck = cheapest[inv.ravel()] * size
-        covered = np.isfinite(bredereck)
-        layers, work_estimate = _layers(valid, candidate & covered, first, n_types)
-        if 2 * work_estimate > DP_WORK_LIMIT:
-            raise AnonymizeError(f"method 'dp': instance too large ({2 * work_estimate:.3g} steps); use method = 'exact'")
-        # the output: fewest published stars, ties broken by Bredereck's cost (< scale; not
-        # under weights, module docstring)
-        scale = float(int(size[full]) * m + 1) if weights is None else 1.0
-        tie = bredereck if weights is None else 0.0
-        lex = np.where(covered, published * scale + tie, np.inf)
-        f, choice = _run(layers, lex, digits, t_count, n_states)
-        # Bredereck's optimum (the pattern-star objective), reported in the notes
-        g, _ = _run(layers, bredereck, digits, t_count, n_states)
-        if leftover_only:
-            leftover_tie = m * size if weights is None else 0.0
-            best, leftover = _with_leftover(f, np.where(valid, published * scale + leftover_tie, np.inf), full)
-            objective, _ = _with_leftover(g, np.where(valid, all_stars * size, np.inf), full)
-        else:
-            best, leftover = float(f[full]), 0
-            objective = float(g[full])
-        published_bound = (best // scale if weights is None else best) if np.isfinite(best) else best
-    if not np.isfinite(best):
-        raise AnonymizeError("method 'dp': no partition satisfies the request")
+        objective = float(g[full])
+    published_bound = (best // scale if weights is None else best) if np.isfinite(best) else best
+    return best, leftover, objective, published_bound, choice
 
+
+def _solution(hist: Histogram, space: _StateSpace, choice: np.ndarray, leftover: int, kernel_parts, k_only: bool
+              ) -> Solution:
+    """The partition the DP chose: the leftover group (if any), then the groups `choice` takes
+    from the full state down, then the kernel's groups."""
+    digits, t_class = space.digits, space.t_class
     groups_out = [leftover] if leftover else []
-    state = full - leftover
+    state = space.full - leftover
     while state:
         g_state = int(choice[state])
         groups_out.append(g_state)
@@ -324,20 +374,11 @@ def dp(hist: Histogram, models, patterns=None, use_kernel: bool = True, weights=
                 cls.append(int(t_class[t])); grp.append(gi); cnt.append(int(digits[g_state, t]))
         for i, (c, rows) in enumerate(kernel_parts):
             cls.append(c); grp.append(len(groups_out) + i); cnt.append(rows)
-        solution = solution_from_class_groups(hist, cls, grp, cnt, "dp")
-    else:
-        pc, ps, pg, pn = [], [], [], []
-        for gi, g_state in enumerate(groups_out):
-            for t in np.flatnonzero(digits[g_state]):
-                pc.append(int(t_class[t])); ps.append(int(t_sa[t])); pg.append(gi); pn.append(int(digits[g_state, t]))
-        arrays = [np.asarray(a, dtype=np.int64) for a in (pc, ps, pg, pn)]
-        solution = build_solution(hist, *arrays, method="dp")
-    solution.optimal = True
-    # with patterns: the fewest published stars of any output that honours them (the docstring)
-    if weights is None:
-        solution.lower_bound = min(int(published_bound), solution.stars)
-    else:
-        solution.notes["weighted_lower_bound"] = min(float(published_bound), solution.weighted_stars(weights))
-    solution.notes.update({"objective": int(objective) if weights is None else float(objective), "states": n_states,
-                           "kernel_removed": sum(r for _, r in kernel_parts)})
-    return solution
+        return solution_from_class_groups(hist, cls, grp, cnt, "dp")
+    pc, ps, pg, pn = [], [], [], []
+    t_sa = space.t_sa
+    for gi, g_state in enumerate(groups_out):
+        for t in np.flatnonzero(digits[g_state]):
+            pc.append(int(t_class[t])); ps.append(int(t_sa[t])); pg.append(gi); pn.append(int(digits[g_state, t]))
+    arrays = [np.asarray(a, dtype=np.int64) for a in (pc, ps, pg, pn)]
+    return build_solution(hist, *arrays, method="dp")

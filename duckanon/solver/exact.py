@@ -97,17 +97,17 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog
 from scipy.sparse import csr_array
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.dp import allowed_star_masks, user_star_masks
 from duckanon.solver.heuristics import best_heuristic
+from duckanon.solver.highs_child import run_milp as _milp  # (the name bench_exact.py times)
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.kernel import kernelize
 from duckanon.solver.models import OrderedDistanceTCloseness, TCloseness, all_satisfied
@@ -369,14 +369,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     if k_only and k > 1 and use_kernel:
         kern = kernelize(hist, k, None if all_mode else len(allowed) - 1)
         work, emitted = kern.hist, kern.emitted
-
-    if k_only:
-        t_class = np.flatnonzero(work.sizes > 0)
-        t_sa = np.zeros(len(t_class), dtype=np.int64)
-        t_count = work.sizes[t_class]
-    else:
-        t_class, t_sa = np.nonzero(work.sa_counts)
-        t_count = work.sa_counts[t_class, t_sa]
+    t_class, t_sa, t_count = _row_types(work, k_only)
 
     total = hist.sa_counts.sum(axis=0).astype(np.float64)
     q = total / max(total.sum(), 1.0)
@@ -385,17 +378,62 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
     l_need = max(l_freq, l_dist)
     k_need = max(k, l_need, 1)
 
-    active = np.flatnonzero(work.sizes > 0)
     limit = MAX_PAIRS if max_pairs is None else min(MAX_PAIRS, max_pairs)
-    if all_mode:
-        if len(active) > CLOSURE_CLASS_LIMIT and m < 40 and (1 << m) * max(len(active), 1) <= ENUM_LIMIT:
-            star_masks = sorted(range(1 << m), key=lambda s: (bin(s).count("1"), s))
-            blocks = _enumerate_by_star_sets(work, active, star_masks, True, k_need, deadline, limit)
-        else:
-            blocks = _enumerate_closed(work, active, k_need, deadline)
+    blocks = _candidate_blocks(work, allowed, k_need, deadline, limit)
+    reps, stars, members, rows_l, sa_l = _collect_candidates(work, blocks, limit)
+    if reps:
+        feasible = _feasible(k, l_need, t_models, q, dist_cache, np.array(rows_l), np.array(sa_l))
     else:
-        blocks = _enumerate_by_star_sets(work, active, allowed, False, k_need, deadline, limit)
+        feasible = np.zeros(0, dtype=bool)
+    keep = np.flatnonzero(feasible)
+    cand_rep = np.array([reps[i] for i in keep], dtype=np.int64).reshape(len(keep), m)
+    cand_stars = np.array([stars[i] for i in keep], dtype=np.int64)
+    unit, cand_cost = 1.0, cand_stars
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64)
+        unit = _cost_unit(weights)
+        cand_cost = (cand_rep == STAR).astype(np.float64) @ weights
+        if unit is not None:
+            cand_cost = np.rint(cand_cost / unit).astype(np.int64)
+    pair_p, pair_t = _pairs(keep, members, t_class)
+    return ExactModel(
+        hist=hist, work=work, models=models, kernel_emitted=emitted, k=k, l_freq=l_freq, l_dist=l_dist,
+        t_models=t_models, k_only=k_only, t_class=t_class, t_sa=t_sa, t_count=t_count,
+        cand_rep=cand_rep, cand_stars=cand_stars, pair_p=pair_p, pair_t=pair_t,
+        pattern_guided=not all_mode,
+        notes={"patterns_before_feasibility": len(reps), "patterns": len(keep)},
+        weights=weights, unit=unit, cand_cost=cand_cost,
+    )
 
+
+def _row_types(work: Histogram, k_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row types (class, SA code, rows): classes for k-anonymity alone (SA code 0), else
+    (class, SA value) cells."""
+    if k_only:
+        t_class = np.flatnonzero(work.sizes > 0)
+        return t_class, np.zeros(len(t_class), dtype=np.int64), work.sizes[t_class]
+    t_class, t_sa = np.nonzero(work.sa_counts)
+    return t_class, t_sa, work.sa_counts[t_class, t_sa]
+
+
+def _candidate_blocks(work: Histogram, allowed: list[int] | None, k_need: int, deadline, limit: int):
+    """The candidate patterns' blocks (star mask, member classes, rows, SA counts), lazily: per
+    star set while 2^m group-bys are cheap, else by meet closure (module docstring, "Candidate
+    enumeration"); under user patterns, their star sets."""
+    active = np.flatnonzero(work.sizes > 0)
+    m = work.m
+    if allowed is not None:
+        return _enumerate_by_star_sets(work, active, allowed, False, k_need, deadline, limit)
+    if len(active) > CLOSURE_CLASS_LIMIT and m < 40 and (1 << m) * max(len(active), 1) <= ENUM_LIMIT:
+        star_masks = sorted(range(1 << m), key=lambda s: (bin(s).count("1"), s))
+        return _enumerate_by_star_sets(work, active, star_masks, True, k_need, deadline, limit)
+    return _enumerate_closed(work, active, k_need, deadline)
+
+
+def _collect_candidates(work: Histogram, blocks, limit: int):
+    """Per candidate block: its representative vector (STAR where starred), stars, member
+    classes, rows and SA counts; ExactTooLarge beyond `limit` (pattern, class) pairs."""
+    m = work.m
     reps, stars, members, rows_l, sa_l = [], [], [], [], []
     n_pairs = 0
     for mask, member, rows, group_sa in blocks:
@@ -411,22 +449,12 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
         n_pairs += len(member)
         if n_pairs > limit:
             raise ExactTooLarge(f"method 'exact': more than {limit} (pattern, class) variables")
-    if reps:
-        feasible = _feasible(k, l_need, t_models, q, dist_cache, np.array(rows_l), np.array(sa_l))
-    else:
-        feasible = np.zeros(0, dtype=bool)
-    keep = np.flatnonzero(feasible)
-    cand_rep = np.array([reps[i] for i in keep], dtype=np.int64).reshape(len(keep), m)
-    cand_stars = np.array([stars[i] for i in keep], dtype=np.int64)
-    unit, cand_cost = 1.0, cand_stars
-    if weights is not None:
-        weights = np.asarray(weights, dtype=np.float64)
-        unit = _cost_unit(weights)
-        cand_cost = (cand_rep == STAR).astype(np.float64) @ weights
-        if unit is not None:
-            cand_cost = np.rint(cand_cost / unit).astype(np.int64)
+    return reps, stars, members, rows_l, sa_l
 
-    # x variables: (pattern, row type) for types whose class is compatible
+
+def _pairs(keep: np.ndarray, members: list, t_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The x variables: (pattern, row type) for the kept patterns and the types whose class is
+    compatible, pattern by pattern."""
     types_of_class: dict[int, list[int]] = {}
     for t, c in enumerate(t_class):
         types_of_class.setdefault(int(c), []).append(t)
@@ -436,15 +464,7 @@ def prepare(hist: Histogram, models, patterns=None, use_kernel: bool = True, max
             for t in types_of_class.get(int(c), ()):
                 pair_p.append(new_p)
                 pair_t.append(t)
-    return ExactModel(
-        hist=hist, work=work, models=models, kernel_emitted=emitted, k=k, l_freq=l_freq, l_dist=l_dist,
-        t_models=t_models, k_only=k_only, t_class=t_class, t_sa=t_sa, t_count=t_count,
-        cand_rep=cand_rep, cand_stars=cand_stars,
-        pair_p=np.asarray(pair_p, dtype=np.int64), pair_t=np.asarray(pair_t, dtype=np.int64),
-        pattern_guided=not all_mode,
-        notes={"patterns_before_feasibility": len(reps), "patterns": len(keep)},
-        weights=weights, unit=unit, cand_cost=cand_cost,
-    )
+    return np.asarray(pair_p, dtype=np.int64), np.asarray(pair_t, dtype=np.int64)
 
 
 class _Rows:
@@ -482,38 +502,54 @@ class _Rows:
         return LinearConstraint(matrix, np.array(self.lo, dtype=np.float64), np.array(self.hi, dtype=np.float64))
 
 
-def _build_milp(model: ExactModel, t_form: str):
-    P = model.n_patterns
-    X = len(model.pair_p)
-    pair_p, pair_t = model.pair_p, model.pair_t
-    t_count, t_sa = model.t_count, model.t_sa
-    n_sa = model.hist.sa_counts.shape[1]
-    total = model.hist.sa_counts.sum(axis=0).astype(np.int64)  # P(T) of the whole table
-    n = int(total.sum())
+class _Variables:
+    """The MILP's variables in blocks (the x variables first): per variable its cost,
+    integrality and bounds."""
 
-    cost = [model.cand_cost[pair_p].astype(np.float64)]
-    integrality = [np.ones(X)]
-    lower = [np.zeros(X)]
-    upper = [t_count[pair_t].astype(np.float64)]
-    n_vars = X
+    def __init__(self, cost: np.ndarray, upper: np.ndarray):
+        count = len(cost)
+        self.cost, self.integrality, self.lower, self.upper = [cost], [np.ones(count)], [np.zeros(count)], [upper]
+        self.n = count
 
-    def new_vars(count, integer, ub=np.inf):
-        nonlocal n_vars
-        start = n_vars
-        cost.append(np.zeros(count))
-        integrality.append(np.full(count, 1.0 if integer else 0.0))
-        lower.append(np.zeros(count))
-        upper.append(np.broadcast_to(np.asarray(ub, dtype=np.float64), (count,)).copy())
-        n_vars += count
+    def new(self, count, integer, ub=np.inf) -> int:
+        """`count` new variables of cost 0 in [0, ub]; the index of the first."""
+        start = self.n
+        self.cost.append(np.zeros(count))
+        self.integrality.append(np.full(count, 1.0 if integer else 0.0))
+        self.lower.append(np.zeros(count))
+        self.upper.append(np.broadcast_to(np.asarray(ub, dtype=np.float64), (count,)).copy())
+        self.n += count
         return start
 
+
+def _build_milp(model: ExactModel, t_form: str):
+    """The MILP of the module docstring for a prepared model: (cost, integrality, bounds,
+    constraint or None), as scipy's milp takes them."""
+    variables = _Variables(model.cand_cost[model.pair_p].astype(np.float64),
+                           model.t_count[model.pair_t].astype(np.float64))
     rows = _Rows()
+    y0 = _add_group_rows(rows, variables, model)
+    if not model.k_only:
+        _add_sa_rows(rows, variables, model, y0, t_form)
+    c = np.concatenate(variables.cost)
+    integ = np.concatenate(variables.integrality)
+    lb = np.concatenate(variables.lower)
+    ub = np.concatenate(variables.upper)
+    return c, integ, Bounds(lb, ub), rows.constraint(variables.n)
+
+
+def _add_group_rows(rows: _Rows, variables: _Variables, model: ExactModel) -> int | None:
+    """Every row released exactly once; with indicators y_p (k, distinct l, a leftover limit),
+    x <= r y, at most one leftover pattern used, and k y_p <= |G_p|. The first y's index, or
+    None without them."""
+    P = model.n_patterns
+    X = len(model.pair_p)
+    pair_p, pair_t, t_count = model.pair_p, model.pair_t, model.t_count
     x_idx = np.arange(X)
-    # every row released exactly once
     rows.add_many(pair_t, x_idx, np.ones(X), t_count.astype(np.float64), t_count.astype(np.float64), len(t_count))
     y0 = None
     if model.needs_indicator:
-        y0 = new_vars(P, True, 1.0)
+        y0 = variables.new(P, True, 1.0)
         # link: x - r * y <= 0
         rr = np.repeat(np.arange(X), 2)
         cc = np.empty(2 * X, dtype=np.int64)
@@ -531,49 +567,53 @@ def _build_milp(model: ExactModel, t_form: str):
         cc = np.concatenate([x_idx, y0 + np.arange(P)])
         vv = np.concatenate([np.ones(X), np.full(P, -float(model.k))])
         rows.add_many(rr, cc, vv, 0.0, np.inf, P)
+    return y0
 
-    if not model.k_only:
-        # group x SA cells present: (p, s) -> list of x
-        cell = pair_p * n_sa + t_sa[pair_t]
-        cells, cell_of_x = np.unique(cell, return_inverse=True)
-        cell_of_x = cell_of_x.ravel()
-        cell_p, cell_s = cells // n_sa, cells % n_sa
-        C = len(cells)
-        if model.l_freq > 1:
-            # l * X_s - N <= 0 for each present (p, s): rows indexed by cell
-            # N_p part: every x of pattern p appears in every cell row of p
-            order = np.argsort(pair_p, kind="stable")
-            bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
-            r_list, c_list, v_list = [cell_of_x], [x_idx], [np.full(X, float(model.l_freq))]
-            for ci in range(C):
-                p = cell_p[ci]
-                xs = order[bounds[p] : bounds[p + 1]]
-                r_list.append(np.full(len(xs), ci))
-                c_list.append(xs)
-                v_list.append(np.full(len(xs), -1.0))
-            rows.add_many(np.concatenate(r_list), np.concatenate(c_list), np.concatenate(v_list), -np.inf, 0.0, C)
-        if model.l_dist > 1:
-            z0 = new_vars(C, True, 1.0)
-            # z - X_s <= 0
-            rows.add_many(np.concatenate([np.arange(C), cell_of_x]), np.concatenate([z0 + np.arange(C), x_idx]),
-                          np.concatenate([np.ones(C), -np.ones(X)]), -np.inf, 0.0, C)
-            # sum_s z - l y >= 0
-            rows.add_many(np.concatenate([cell_p, np.arange(P)]), np.concatenate([z0 + np.arange(C), y0 + np.arange(P)]),
-                          np.concatenate([np.ones(C), np.full(P, -float(model.l_dist))]), 0.0, np.inf, P)
 
-        if model.t_models:
-            order = np.argsort(pair_p, kind="stable")
-            bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
-            present = np.zeros((P, n_sa), dtype=bool)
-            present[cell_p, cell_s] = True
-            for tm in model.t_models:
-                _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present, total, n, n_sa)
-
-    c = np.concatenate(cost)
-    integ = np.concatenate(integrality)
-    lb = np.concatenate(lower)
-    ub = np.concatenate(upper)
-    return c, integ, Bounds(lb, ub), rows.constraint(n_vars)
+def _add_sa_rows(rows: _Rows, variables: _Variables, model: ExactModel, y0: int | None, t_form: str) -> None:
+    """The models that read the SA: frequency and distinct l-diversity per (pattern, SA value)
+    cell present, t-closeness per pattern (`_add_t_constraints`)."""
+    P = model.n_patterns
+    X = len(model.pair_p)
+    pair_p, pair_t, t_sa = model.pair_p, model.pair_t, model.t_sa
+    n_sa = model.hist.sa_counts.shape[1]
+    x_idx = np.arange(X)
+    # group x SA cells present: (p, s) -> list of x
+    cell = pair_p * n_sa + t_sa[pair_t]
+    cells, cell_of_x = np.unique(cell, return_inverse=True)
+    cell_of_x = cell_of_x.ravel()
+    cell_p, cell_s = cells // n_sa, cells % n_sa
+    C = len(cells)
+    if model.l_freq > 1:
+        # l * X_s - N <= 0 for each present (p, s): rows indexed by cell
+        # N_p part: every x of pattern p appears in every cell row of p
+        order = np.argsort(pair_p, kind="stable")
+        bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
+        r_list, c_list, v_list = [cell_of_x], [x_idx], [np.full(X, float(model.l_freq))]
+        for ci in range(C):
+            p = cell_p[ci]
+            xs = order[bounds[p] : bounds[p + 1]]
+            r_list.append(np.full(len(xs), ci))
+            c_list.append(xs)
+            v_list.append(np.full(len(xs), -1.0))
+        rows.add_many(np.concatenate(r_list), np.concatenate(c_list), np.concatenate(v_list), -np.inf, 0.0, C)
+    if model.l_dist > 1:
+        z0 = variables.new(C, True, 1.0)
+        # z - X_s <= 0
+        rows.add_many(np.concatenate([np.arange(C), cell_of_x]), np.concatenate([z0 + np.arange(C), x_idx]),
+                      np.concatenate([np.ones(C), -np.ones(X)]), -np.inf, 0.0, C)
+        # sum_s z - l y >= 0
+        rows.add_many(np.concatenate([cell_p, np.arange(P)]), np.concatenate([z0 + np.arange(C), y0 + np.arange(P)]),
+                      np.concatenate([np.ones(C), np.full(P, -float(model.l_dist))]), 0.0, np.inf, P)
+    if model.t_models:
+        total = model.hist.sa_counts.sum(axis=0).astype(np.int64)  # P(T) of the whole table
+        n = int(total.sum())
+        order = np.argsort(pair_p, kind="stable")
+        bounds = np.searchsorted(pair_p[order], np.arange(P + 1))
+        present = np.zeros((P, n_sa), dtype=bool)
+        present[cell_p, cell_s] = True
+        for tm in model.t_models:
+            _add_t_constraints(rows, variables.new, tm, model, t_form, order, bounds, present, total, n, n_sa)
 
 
 def _add_t_constraints(rows, new_vars, tm, model, t_form, order, bounds, present, total, n, n_sa):
@@ -638,73 +678,6 @@ def _valid(hist, solution, models) -> bool:
     sizes = solution.group_sizes()
     used = sizes > 0
     return bool(all_satisfied(models, sizes[used], solution.group_sa(hist.sa_counts.shape[1])[used]).all())
-
-
-def _milp_inline(c, integrality, bounds, constraint, options):
-    with warnings.catch_warnings():
-        # scipy warns that options beyond its own few are passed to HiGHS verbatim; that is intended
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return milp(c, integrality=integrality, bounds=bounds, constraints=[constraint] if constraint else None,
-                    options=options)
-
-
-def _milp_child(connection, args):
-    try:
-        result = _milp_inline(*args)
-        connection.send({"x": result.x, "status": result.status, "message": result.message,
-                         "mip_dual_bound": getattr(result, "mip_dual_bound", None)})
-    except BaseException as error:  # report, never hang the parent
-        connection.send({"error": f"{type(error).__name__}: {error}"})
-    finally:
-        connection.close()
-
-
-# HiGHS can overrun its own time_limit by minutes on large models (seen: 117 s over a 60 s limit
-# while stuck in the root node), so a limited solve runs in a forked child that is stopped at the
-# deadline plus a grace: 10% of the limit, and at least the limit itself (no less than
-# MIN_GRACE) up to DEADLINE_GRACE, so that short limits stay short.
-DEADLINE_GRACE = 1.0
-MIN_GRACE = 0.25
-
-
-def _grace(limit: float) -> float:
-    return max(0.1 * limit, min(DEADLINE_GRACE, max(MIN_GRACE, limit)))
-
-
-def _milp(c, integrality, bounds, constraint, options, max_grace: float | None = None):
-    limit = options.get("time_limit")
-    if limit is None:
-        return _milp_inline(c, integrality, bounds, constraint, options)
-    import multiprocessing
-    from types import SimpleNamespace
-
-    try:
-        context = multiprocessing.get_context("fork")
-        receiver, sender = context.Pipe(duplex=False)
-        child = context.Process(target=_milp_child, args=(sender, (c, integrality, bounds, constraint, options)),
-                                daemon=True)
-        child.start()
-    except (OSError, ValueError):  # no fork here: run inline, trusting HiGHS's own limit
-        return _milp_inline(c, integrality, bounds, constraint, options)
-    sender.close()
-    grace = _grace(float(limit)) if max_grace is None else min(_grace(float(limit)), max_grace)
-    deadline = float(limit) + grace
-    try:
-        if receiver.poll(deadline):
-            message = receiver.recv()
-        else:
-            message = {"x": None, "status": 1, "message": "stopped at the time limit (HiGHS overran it)",
-                       "mip_dual_bound": None}
-    except EOFError:
-        message = {"error": "the HiGHS process ended without a result"}
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receiver.close()
-    if "error" in message:
-        raise AnonymizeError(f"method 'exact': {message['error']}")
-    return SimpleNamespace(**message)
 
 
 @dataclass(frozen=True)
@@ -895,47 +868,9 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
         heuristic_deadline = None if deadline is None else started + HEURISTIC_SHARE * max(deadline - started, 0.0)
         incumbent = _heuristic(hist, model.models, patterns, context.narrowed(heuristic_deadline), model.weights)
     cutoff = None if model.pattern_guided else model.cost_of(incumbent)
-    # the bounds known before HiGHS runs: the incumbent's stars above; below, what it proves
-    context.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
-    c, integrality, bounds, constraint = _build_milp(model, t_form)
-    n_x = len(model.pair_p)
-    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
-    if cutoff is not None:
-        options["objective_bound"] = model.better_than(cutoff)  # integral objective: strictly better than the incumbent
-    if deadline is not None:
-        left = deadline - time.perf_counter()
-        if model.pattern_guided:
-            left *= PATTERN_MILP_SHARE  # the rest is for the published-star bound
-        options["time_limit"] = max(left, 0.05)
-    res = _budgeted_milp(model, c, integrality, bounds, constraint, options, budget, cutoff, max_grace, context)
-    if "time limit" in str(res.message).lower():
-        context.cut("exact MILP")
-    x_values = res.x
-    solution = None
-    objective = None
-    if x_values is not None:
-        x = np.rint(x_values[:n_x]).astype(np.int64)
-        placed = np.bincount(model.pair_t, weights=x, minlength=len(model.t_count)).astype(np.int64)
-        if (placed == model.t_count).all():
-            objective = model.objective(x)
-            solution = _to_solution(model, x)
-            if not _valid(hist, solution, model.models):
-                solution = None  # numerical trouble: fall back to the incumbent
-    dual = getattr(res, "mip_dual_bound", None)
-    if cutoff is not None and (res.status == 2 or (res.status == 0 and objective is not None
-                                                   and model.at_least(objective, cutoff))):
-        # nothing strictly better than the incumbent exists (HiGHS reports either "infeasible" or,
-        # when a heuristic found a worse point first, that point as "optimal")
-        proven, lower, solution = True, cutoff, None
-    elif res.status == 0 and solution is not None:
-        proven, lower = True, objective  # optimal with zero gap; the objective is integral
-    else:
-        proven = False
-        lower = model.bound(dual) if dual is not None and np.isfinite(dual) else None
-        if cutoff is not None and lower is not None:
-            # the cutoff removed only solutions costing >= the incumbent; with no dual bound
-            # (stopped before the root LP, or killed at the deadline) nothing is proven
-            lower = min(lower, cutoff)
+    res = _run_main_milp(model, incumbent, cutoff, deadline, t_form, budget, max_grace, context)
+    solution, objective = _milp_solution(model, res)
+    proven, lower, solution = _milp_proof(model, res, cutoff, solution, objective)
     if res.status == 2 and cutoff is None:
         raise AnonymizeError("method 'exact': no solution satisfies the request with the given patterns")
 
@@ -948,19 +883,8 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     solution.method = "exact"
     solution.optimal = bool(proven)
     if model.pattern_guided:
-        # `proven` and `objective` are about Bredereck's cost (pattern stars); what is published,
-        # proven optimal and bounded is the published stars (module docstring)
-        solution.notes["pattern_milp_optimal"] = bool(proven)
-        lower, proven, better, bound_notes = _published_optimum(model, model.cost_of(solution), deadline, t_form,
-                                                                patterns, budget, context)
-        if better is not None:
-            notes = solution.notes
-            solution = better
-            solution.method = "exact"
-            solution.notes.update(notes)
-            solution.notes["incumbent_from"] = "published milp"
-        solution.notes.update(bound_notes)
-        solution.optimal = bool(proven) or (lower is not None and model.at_least(lower, model.cost_of(solution)))
+        solution, lower = _with_published_optimum(model, solution, proven, deadline, t_form, patterns, budget,
+                                                  context)
     if lower is not None and model.weights is None:
         solution.lower_bound = min(lower, solution.stars)
     elif lower is not None:  # weighted stars: a float, not the lower_bound on stars
@@ -969,7 +893,7 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     solution.notes.update({
         "milp_status": int(res.status), "milp_message": str(res.message),
         "objective": None if objective is None else model.in_stars(objective),
-        "dual_bound": dual, "integer_variables": model.n_int_vars,
+        "dual_bound": getattr(res, "mip_dual_bound", None), "integer_variables": model.n_int_vars,
         "kernel_removed": sum(int(s.sum()) for _, s in model.kernel_emitted),
         "seconds": round(time.perf_counter() - started, 4),
     })
@@ -980,6 +904,81 @@ def solve_model(model: ExactModel, time_limit: float | None = None, incumbent: S
     context.report("exact: MILP done", upper=int(solution.stars), lower=solution.lower_bound,
                     proven=bool(solution.optimal))
     return solution
+
+
+def _run_main_milp(model: ExactModel, incumbent: Solution, cutoff, deadline: float | None, t_form: str,
+                   budget: WorkBudget | None, max_grace: float | None, context: SolveContext):
+    """HiGHS on the model, looking only for solutions strictly better than `cutoff` (when
+    given), within the time left (with patterns, PATTERN_MILP_SHARE of it) and the budget."""
+    # the bounds known before HiGHS runs: the incumbent's stars above; below, what it proves
+    context.report("exact: MILP (HiGHS)", upper=int(incumbent.stars), integer_variables=model.n_int_vars)
+    c, integrality, bounds, constraint = _build_milp(model, t_form)
+    options = {"disp": False, "mip_rel_gap": 0.0, "presolve": PRESOLVE}
+    if cutoff is not None:
+        options["objective_bound"] = model.better_than(cutoff)  # integral objective: strictly better than the incumbent
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if model.pattern_guided:
+            left *= PATTERN_MILP_SHARE  # the rest is for the published-star bound
+        options["time_limit"] = max(left, 0.05)
+    res = _budgeted_milp(model, c, integrality, bounds, constraint, options, budget, cutoff, max_grace, context)
+    if "time limit" in str(res.message).lower():
+        context.cut("exact MILP")
+    return res
+
+
+def _milp_solution(model: ExactModel, res) -> tuple[Solution | None, int | float | None]:
+    """HiGHS's solution as a Solution, and its objective: (None, None) without one, or when it
+    does not place every row; (None, objective) when it fails the models (numerical trouble)."""
+    if res.x is None:
+        return None, None
+    x = np.rint(res.x[:len(model.pair_p)]).astype(np.int64)
+    placed = np.bincount(model.pair_t, weights=x, minlength=len(model.t_count)).astype(np.int64)
+    if not (placed == model.t_count).all():
+        return None, None
+    objective = model.objective(x)
+    solution = _to_solution(model, x)
+    if not _valid(model.hist, solution, model.models):
+        solution = None  # numerical trouble: fall back to the incumbent
+    return solution, objective
+
+
+def _milp_proof(model: ExactModel, res, cutoff, solution: Solution | None, objective):
+    """What HiGHS's answer proves: (proven optimal, lower bound or None, the MILP's solution to
+    keep or None)."""
+    dual = getattr(res, "mip_dual_bound", None)
+    if cutoff is not None and (res.status == 2 or (res.status == 0 and objective is not None
+                                                   and model.at_least(objective, cutoff))):
+        # nothing strictly better than the incumbent exists (HiGHS reports either "infeasible" or,
+        # when a heuristic found a worse point first, that point as "optimal")
+        return True, cutoff, None
+    if res.status == 0 and solution is not None:
+        return True, objective, solution  # optimal with zero gap; the objective is integral
+    lower = model.bound(dual) if dual is not None and np.isfinite(dual) else None
+    if cutoff is not None and lower is not None:
+        # the cutoff removed only solutions costing >= the incumbent; with no dual bound
+        # (stopped before the root LP, or killed at the deadline) nothing is proven
+        lower = min(lower, cutoff)
+    return False, lower, solution
+
+
+def _with_published_optimum(model: ExactModel, solution: Solution, proven: bool, deadline: float | None,
+                            t_form: str, patterns, budget: WorkBudget | None, context: SolveContext):
+    """With user patterns: `proven` is about Bredereck's cost (pattern stars); what is published,
+    proven optimal and bounded is the published stars (module docstring). The solution to
+    publish (the published-star model's when it has fewer) and its lower bound."""
+    solution.notes["pattern_milp_optimal"] = bool(proven)
+    lower, proven, better, bound_notes = _published_optimum(model, model.cost_of(solution), deadline, t_form,
+                                                            patterns, budget, context)
+    if better is not None:
+        notes = solution.notes
+        solution = better
+        solution.method = "exact"
+        solution.notes.update(notes)
+        solution.notes["incumbent_from"] = "published milp"
+    solution.notes.update(bound_notes)
+    solution.optimal = bool(proven) or (lower is not None and model.at_least(lower, model.cost_of(solution)))
+    return solution, lower
 
 
 def _to_solution(model: ExactModel, x: np.ndarray) -> Solution:

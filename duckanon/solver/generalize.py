@@ -15,7 +15,8 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import METRICS, Lattice, arx_loss, arx_weights
+from duckanon.solver.lattice import Lattice
+from duckanon.solver.lattice_metrics import METRICS, arx_loss, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa, take_rows
 from duckanon.solver.refine import refine_groups
@@ -145,20 +146,10 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None, 
     if not n_classes:
         return group_of
     numeric = list(numeric) if numeric is not None else [False] * m
-    values = np.array([int(codes[:, j].max()) + 1 for j in range(m)], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(values)])
-    flat = codes + offsets[:-1]  # every column's codes in one space: one unique per region
-    scale = 1.0 / np.maximum(values - 1, 1)
+    loss = _RegionLoss(codes, sizes)
     user = arx_weights(weights)
     user = np.ones(m) if user is None else user
-
-    def cost(members: np.ndarray) -> np.ndarray:
-        """(m,): rows x (distinct values - 1) / (values - 1) per column."""
-        present = np.unique(flat[members])
-        distinct = np.bincount(np.searchsorted(offsets, present, side="right") - 1, minlength=m)
-        return float(sizes[members].sum()) * (distinct - 1) * scale
-
-    total = cost(np.arange(n_classes))
+    total = loss(np.arange(n_classes))
     rows = float(sizes.sum())
     stack = [(np.arange(n_classes), total.copy())]
     next_group = 0
@@ -169,45 +160,11 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None, 
         members, region_cost = stack.pop()
         best = None
         if sizes[members].sum() >= 2 * min_size:
-            weights = user / (rows + user * total)  # d/dT_j of sum_j log(1 + w_j T_j / rows)
-            sub = codes[members]
-            member_sizes = sizes[members]
-            for j in range(m):
-                column = sub[:, j]
-                if column.min() == column.max():
-                    continue
-                if numeric[j]:
-                    key = column
-                else:  # most frequent value first
-                    frequency = np.bincount(column, weights=member_sizes, minlength=int(values[j]))
-                    rank = np.empty(int(values[j]), dtype=np.int64)
-                    rank[np.argsort(-frequency, kind="stable")] = np.arange(int(values[j]))
-                    key = rank[column]
-                order = np.argsort(key, kind="stable")
-                cumulative = np.cumsum(member_sizes[order])
-                tried = set()
-                for share in MONDRIAN_CUTS:
-                    at = key[order][min(int(np.searchsorted(cumulative, cumulative[-1] * share)), len(order) - 1)]
-                    for cut in (at, at - 1):  # left = key <= cut; the quantile's both sides
-                        if cut in tried:
-                            continue
-                        tried.add(cut)
-                        left = key <= cut
-                        left_rows = float(member_sizes[left].sum())
-                        if min(left_rows, cumulative[-1] - left_rows) < min_size:
-                            continue
-                        halves = np.stack([hist.sa_counts[members[left]].sum(axis=0),
-                                           hist.sa_counts[members[~left]].sum(axis=0)])
-                        if not all_satisfied(models, halves.sum(axis=1), halves).all():
-                            continue
-                        left_cost, right_cost = cost(members[left]), cost(members[~left])
-                        gain = float((region_cost - left_cost - right_cost) @ weights)
-                        if best is None or gain > best[0]:
-                            best = (gain, left, left_cost, right_cost)
-                        break
+            gains = user / (rows + user * total)  # d/dT_j of sum_j log(1 + w_j T_j / rows)
+            best = _best_split(hist, models, members, region_cost, gains, loss, numeric, min_size)
         if best is not None and request.global_models:
             # the release if nothing else were split: the groups made, the regions waiting, the halves
-            _, left, _, _ = best
+            member_sizes, left = sizes[members], best[1]
             parts = [sizes_made[:next_group].tolist(), [sizes[region].sum() for region, _ in stack],
                      [member_sizes[left].sum(), member_sizes[~left].sum()]]
             release = np.array([size for part in parts for size in part], dtype=np.int64)
@@ -223,6 +180,71 @@ def mondrian_groups(hist: Histogram, models, numeric: list[bool] | None = None, 
         stack.append((members[~left], right_cost))
         stack.append((members[left], left_cost))
     return group_of
+
+
+class _RegionLoss:
+    """Mondrian's loss of a region (the classes `members`), per column: rows x (distinct values -
+    1) / (the column's values - 1)."""
+
+    def __init__(self, codes: np.ndarray, sizes: np.ndarray):
+        m = codes.shape[1]
+        self.m, self.sizes = m, sizes
+        self.values = np.array([int(codes[:, j].max()) + 1 for j in range(m)], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.values)])
+        self.flat = codes + self.offsets[:-1]  # every column's codes in one space: one unique per region
+        self.scale = 1.0 / np.maximum(self.values - 1, 1)
+
+    def __call__(self, members: np.ndarray) -> np.ndarray:
+        """(m,): rows x (distinct values - 1) / (values - 1) per column."""
+        present = np.unique(self.flat[members])
+        distinct = np.bincount(np.searchsorted(self.offsets, present, side="right") - 1, minlength=self.m)
+        return float(self.sizes[members].sum()) * (distinct - 1) * self.scale
+
+
+def _best_split(hist: Histogram, models, members: np.ndarray, region_cost: np.ndarray, weights: np.ndarray,
+                loss: _RegionLoss, numeric: list[bool], min_size: int):
+    """The split of the region `members` that lowers the weighted loss most, of the cuts at
+    MONDRIAN_CUTS in each column's order (mondrian_groups): (gain, left half as a mask of
+    `members`, the halves' losses), or None when no cut leaves two halves that satisfy the
+    models."""
+    sub = hist.codes[members]
+    member_sizes = loss.sizes[members]
+    values = loss.values
+    best = None
+    for j in range(loss.m):
+        column = sub[:, j]
+        if column.min() == column.max():
+            continue
+        if numeric[j]:
+            key = column
+        else:  # most frequent value first
+            frequency = np.bincount(column, weights=member_sizes, minlength=int(values[j]))
+            rank = np.empty(int(values[j]), dtype=np.int64)
+            rank[np.argsort(-frequency, kind="stable")] = np.arange(int(values[j]))
+            key = rank[column]
+        order = np.argsort(key, kind="stable")
+        cumulative = np.cumsum(member_sizes[order])
+        tried = set()
+        for share in MONDRIAN_CUTS:
+            at = key[order][min(int(np.searchsorted(cumulative, cumulative[-1] * share)), len(order) - 1)]
+            for cut in (at, at - 1):  # left = key <= cut; the quantile's both sides
+                if cut in tried:
+                    continue
+                tried.add(cut)
+                left = key <= cut
+                left_rows = float(member_sizes[left].sum())
+                if min(left_rows, cumulative[-1] - left_rows) < min_size:
+                    continue
+                halves = np.stack([hist.sa_counts[members[left]].sum(axis=0),
+                                   hist.sa_counts[members[~left]].sum(axis=0)])
+                if not all_satisfied(models, halves.sum(axis=1), halves).all():
+                    continue
+                left_cost, right_cost = loss(members[left]), loss(members[~left])
+                gain = float((region_cost - left_cost - right_cost) @ weights)
+                if best is None or gain > best[0]:
+                    best = (gain, left, left_cost, right_cost)
+                break
+    return best
 
 
 def _global_holds(hist: Histogram, group_of: np.ndarray, models) -> bool:
@@ -288,7 +310,7 @@ def loss_row_costs(hist: Histogram, hierarchies) -> list[np.ndarray]:
 
 
 def generalization_loss(hist: Histogram, hierarchies, solution: Solution, levels, costs=None, weights=None) -> float:
-    """ARX's Loss of a full-domain solution (lattice.arx_loss): a value at level h costs (leaves
+    """ARX's Loss of a full-domain solution (lattice_metrics.arx_loss): a value at level h costs (leaves
     under its node - 1) / (leaves of the hierarchy - 1), a star 1, a removed row 1 per QI.
     `costs`: loss_row_costs, when the caller has them; `weights`: ARX's attribute weights."""
     costs = loss_row_costs(hist, hierarchies) if costs is None else costs

@@ -42,7 +42,7 @@ import numpy as np
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.generalize import TOP, whole_domain
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import arx_loss, arx_weights
+from duckanon.solver.lattice_metrics import arx_loss, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
 from duckanon.solver.request import Request

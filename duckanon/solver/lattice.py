@@ -72,13 +72,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from duckanon.methods import LATTICE_METRICS
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.lattice_metrics import METRICS, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied, rejects_unreached
 from duckanon.solver.request import Request
-
 
 
 def fewest_removed(count: int, holds) -> int:
@@ -98,197 +97,6 @@ def fewest_removed(count: int, holds) -> int:
     while low < count and not holds(low):
         low += 1
     return low
-
-class LatticeMetric:
-    """What publishing at a node costs (lower is better), as ARX's metric of the same name.
-
-    A separable metric is a sum of per-cell costs: `level_costs` gives what one row with each
-    value costs at a level, so a node's value with nothing removed (its bound) needs no grouping,
-    and `removal_charge` adds what the removed rows cost. The others (`separable = False`) are
-    computed from the node's classes by `value`, and bound by 0."""
-
-    name = "metric"
-    separable = True
-    # what a removed row costs is its cells' 1 - cost at the node's levels (removal_charge below):
-    # known per group of a node, whichever of its rows are removed
-    per_cell_charge = True
-
-    def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int, domain=None) -> np.ndarray:
-        """(n_values,): what one row with value v costs published at level h, given the
-        hierarchy's `codes` (n_values, H+1), the rows per value and the hierarchy's `domain`
-        (its leaves, and per level the leaves under each code; None: the column's values)."""
-        return np.zeros(len(codes))
-
-    def removal_charge(self, lattice: Lattice, levels, which: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """Per column, what the rows of the classes `which` (original class ids, `weights` rows
-        each) cost on top of the bound: 1 per removed cell (the most a cell can cost) unless
-        said otherwise."""
-        removed = float(weights.sum())
-        # (a BLAS dot spins threads)
-        return np.array([removed - float((weights * lattice.class_costs(j, h)[which]).sum()) for j, h in enumerate(levels)])
-
-    def aggregate(self, columns: np.ndarray, rows: int, weights: np.ndarray | None = None) -> np.ndarray | float:
-        """The metric from its per-column totals (last axis): their sum unless said otherwise;
-        with ARX's attribute `weights` (arx_weights) the weighted sum, as ARX's
-        ILMultiDimensionalSum (entropy) and ILMultiDimensionalArithmeticMean (precision) weigh
-        each column's value."""
-        if weights is None:
-            return columns.sum(axis=-1)
-        return (columns * weights).sum(axis=-1)
-
-    def value(self, lattice: Lattice, node: NodeResult) -> float:
-        return lattice.node_value(node.levels, ~node.ok[node.member_of])
-
-
-class EntropyMetric(LatticeMetric):
-    """ARX's default non-uniform entropy: -log2(P(v) / P(gen(v))) per cell; the removed rows pay
-    the entropy of their generalized values within the removed set."""
-
-    name = "entropy"
-    per_cell_charge = False
-
-    def level_costs(self, codes, rows, h, domain=None):
-        g = codes[:, h]
-        present = rows > 0
-        out = np.zeros(len(codes))
-        generalized = np.bincount(g, weights=rows)
-        out[present] = np.log2(generalized[g[present]] / rows[present])
-        return out
-
-    def removal_charge(self, lattice, levels, which, weights):
-        if lattice.cell_suppression_after:
-            return np.zeros(len(levels))
-        # one bincount over every column's generalized codes (offset per column)
-        offsets = np.cumsum([0] + [lattice.cardinality[j][h] for j, h in enumerate(levels)])
-        codes = np.concatenate([lattice.rolled[j][h][which] + offsets[j] for j, h in enumerate(levels)])
-        counts = np.bincount(codes, weights=np.tile(weights, len(levels)), minlength=int(offsets[-1]))
-        present = counts > 0
-        charge = np.zeros(len(counts))
-        charge[present] = counts[present] * np.log2(float(weights.sum()) / counts[present])
-        return np.add.reduceat(charge, offsets[:-1]) if len(levels) else np.zeros(0)
-
-
-# ARX rounds each column's loss down to 1e-10 (Metric.round) before aggregating
-ARX_ROUNDING = 1e10
-
-
-def arx_weights(weights) -> np.ndarray | None:
-    """ARX's attribute weights as its multi-dimensional metrics use them
-    (AbstractMetricMultiDimensional.initializeInternal): each divided by the largest, so the
-    heaviest column weighs 1. None without weights or when all are equal (then every weight is 1,
-    which is the metric without weights)."""
-    if weights is None:
-        return None
-    w = np.asarray(weights, dtype=np.float64)
-    if not len(w) or bool((w == w[0]).all()):
-        return None
-    return w / w.max()
-
-
-def arx_loss(columns: np.ndarray, rows: int, weights=None) -> np.ndarray | float:
-    """ARX's Loss from per-column totals of cell losses over `rows` rows (last axis): each
-    column's mean loss, rounded down as ARX rounds it, aggregated by ARX's geometric mean
-    prod(1 + loss_j) ** (1 / m) - 1 (ILMultiDimensionalGeometricMean). With attribute `weights`
-    (normalised here by arx_weights), prod(1 + w_j loss_j) ** (1 / m) - 1, as ARX weighs them."""
-    columns = np.asarray(columns, dtype=np.float64)
-    if columns.shape[-1] == 0:
-        return columns.sum(axis=-1)
-    mean = np.floor(np.maximum(columns / max(rows, 1), 0.0) * ARX_ROUNDING) / ARX_ROUNDING
-    weights = arx_weights(weights)
-    if weights is not None:
-        mean = mean * weights
-    factors = (mean + 1.0) ** (1.0 / columns.shape[-1])
-    product = factors[..., 0]
-    for j in range(1, columns.shape[-1]):  # in column order, as ARX multiplies (same last bits)
-        product = product * factors[..., j]
-    return product - 1.0
-
-
-class LossMetric(LatticeMetric):
-    """ARX's Loss (Metric.createLossMetric()): a cell costs (leaves under its label - 1) /
-    (leaves of the hierarchy - 1), a suppressed or removed cell 1; per column the mean over the
-    rows, and the columns' geometric mean (arx_loss)."""
-
-    name = "loss"
-
-    def level_costs(self, codes, rows, h, domain=None):
-        g = codes[:, h]
-        if domain is not None:
-            size, leaves = domain
-            return (np.asarray(leaves[h], dtype=np.float64)[g] - 1) / max(size - 1, 1)
-        present = rows > 0
-        n_values = max(int(present.sum()), 1)
-        leaves = np.bincount(g, weights=present.astype(np.float64))
-        return (leaves[g] - 1) / max(n_values - 1, 1)
-
-    def aggregate(self, columns, rows, weights=None):
-        return arx_loss(columns, rows, weights)
-
-    def lower(self, columns: np.ndarray, floor: float, rows: int, weights=None) -> float:
-        """The least the loss can be when the per-column totals are at least `columns` and grow
-        by `floor` in all, shared among the columns in a way not known: the geometric mean grows
-        least when all of it goes to the costliest column (log(1 + x) is concave). With weights
-        the sum of log(1 + w_j x_j) is still concave in the shares, so its least is where all of
-        the floor goes to one column: the least over the columns."""
-        columns = np.array(columns, dtype=np.float64)
-        weights = arx_weights(weights)
-        if weights is not None and len(columns):
-            grown = np.tile(columns, (len(columns), 1)) + floor * np.eye(len(columns))
-            return float(np.min(arx_loss(grown, rows, weights)))
-        if len(columns):
-            columns[np.argmax(columns)] += floor
-        return float(arx_loss(columns, rows))
-
-
-class PrecisionMetric(LatticeMetric):
-    """Sweeney's precision: level / height per cell."""
-
-    name = "precision"
-
-    def level_costs(self, codes, rows, h, domain=None):
-        return np.full(len(codes), h / max(codes.shape[1] - 1, 1))
-
-
-class StarsMetric(LatticeMetric):
-    """1 per cell published as one label for the whole domain (a star)."""
-
-    name = "stars"
-
-    def level_costs(self, codes, rows, h, domain=None):
-        return np.full(len(codes), 1.0 if h > 0 and len(np.unique(codes[:, h])) == 1 else 0.0)
-
-
-class DiscernibilityMetric(LatticeMetric):
-    """ARX's DM: each row costs its class's size; a removed row costs |T|."""
-
-    name = "discernibility"
-    separable = False
-
-    def value(self, lattice, node):
-        sizes = node.sa_counts.sum(axis=1)
-        kept = node.ok
-        return float((sizes[kept] ** 2).sum() + lattice.n * sizes[~kept].sum())
-
-
-class AverageClassSizeMetric(LatticeMetric):
-    """ARX's AECS: rows / published classes, the removed rows counting as one class. Groups of
-    population rows alone (no sample row) publish nothing: they are no class."""
-
-    name = "aecs"
-    separable = False
-
-    def value(self, lattice, node):
-        kept = node.ok
-        published = kept & (node.sa_counts.sum(axis=1) > 0)
-        classes = int(published.sum()) + (1 if (~kept).any() else 0)
-        return float(lattice.n) / max(classes, 1)
-
-
-_METRIC_OBJECTS = {metric.name: metric for metric in (EntropyMetric(), LossMetric(), PrecisionMetric(), StarsMetric(),
-                                                      DiscernibilityMetric(), AverageClassSizeMetric())}
-assert set(_METRIC_OBJECTS) == set(LATTICE_METRICS), "one metric object per registered lattice metric"
-# name -> metric, in the registry's order (duckanon.methods.LATTICE_METRICS)
-METRICS = {name: _METRIC_OBJECTS[name] for name in LATTICE_METRICS}
 
 
 @dataclass
@@ -728,19 +536,45 @@ class Lattice:
     def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
         """The best node (module docstring); at the context's deadline the best found so far,
         optimal only if no undecided node could beat it. Reports the nodes decided."""
-        radices = [h + 1 for h in self.heights]  # every level vector, in product order
+        run = _LatticeSearch(self, context)
+        run.find_first_solutions()
+        optimal = run.close_the_gap()
+        if run.best is None and run.empty is not None:
+            raise AnonymizeError(
+                f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
+                f"the suppression limit removes all {self.n} rows (give each QI a hierarchy whose top level is one "
+                f"label, so the whole table can be one class)")
+        if run.best is None:
+            raise AnonymizeError("no generalization satisfies the request within the suppression limit")
+        best = self.sample_node(self.evaluate(run.best))
+        best.value = run.best_value
+        return LatticeResult(best, self.metric, run.best_value, optimal, run.evaluated, len(run.nodes))
+
+
+class _LatticeSearch:
+    """One run of Lattice.search (module docstring, "Search"): per node of the lattice, every
+    level vector in product order, its bound with nothing removed, its status (+1 solution or no
+    better, -1 fails, 0 undecided), the floor of what removed rows cost there and its value once
+    valued in full; and the best solution found so far."""
+
+    def __init__(self, lattice: Lattice, context: SolveContext):
+        self.lattice, self.context = lattice, context
+        m = lattice.m
+        radices = [h + 1 for h in lattice.heights]  # every level vector, in product order
         nodes = np.stack(np.unravel_index(np.arange(int(np.prod(radices))), radices), axis=1).astype(np.int64) \
-            if self.m else np.zeros((1, 0), dtype=np.int64)
-        columns = np.zeros((len(nodes), self.m))  # per node and column: the cells' cost with nothing removed
-        if self.measure.separable:
-            for j in range(self.m):
-                columns[:, j] = self.column_total[j][nodes[:, j]]
-        bounds = self.aggregate(columns) if self.measure.separable else np.zeros(len(nodes))
-        status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
-        strides = np.cumprod([1] + [h + 1 for h in self.heights[::-1]])[:-1][::-1]  # product order
-        level_sum = nodes.sum(axis=1)
-        state = {"best": None, "value": np.inf, "evaluated": 0, "empty": None}
-        monotone_metric = self.limit_rows == 0  # then a coarser node is never better
+            if m else np.zeros((1, 0), dtype=np.int64)
+        self.nodes = nodes
+        self.heights = np.array(lattice.heights)
+        columns = np.zeros((len(nodes), m))  # per node and column: the cells' cost with nothing removed
+        if lattice.measure.separable:
+            for j in range(m):
+                columns[:, j] = lattice.column_total[j][nodes[:, j]]
+        self.columns = columns
+        self.bounds = lattice.aggregate(columns) if lattice.measure.separable else np.zeros(len(nodes))
+        self.status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
+        self.strides = np.cumprod([1] + [h + 1 for h in lattice.heights[::-1]])[:-1][::-1]  # product order
+        self.best, self.best_value, self.evaluated, self.empty = None, np.inf, 0, None
+        self.monotone_metric = lattice.limit_rows == 0  # then a coarser node is never better
         # When removed rows stay removed at finer nodes (monotone models), what a node's removed
         # rows cost is a floor for every finer node: they are removed there too, at finer levels,
         # and each metric's charge grows with the rows removed and with finer levels (1 - a
@@ -748,173 +582,191 @@ class Lattice:
         # models the rows removed at finer nodes are bounded by count (charge_floor), which
         # prices them for the metrics charged by the cell. A node whose bound plus floor is no
         # better than the best cannot be the answer.
-        charge_floors = self.measure.separable and self.limit_rows > 0 and (
-            self.monotone_with_suppression or self.measure.per_cell_charge)
+        self.charge_floors = lattice.measure.separable and lattice.limit_rows > 0 and (
+            lattice.monotone_with_suppression or lattice.measure.per_cell_charge)
         # per node and column: what removed rows cost there at least (a floor per column: each
         # charge is known column by column, so floors combine by their elementwise maximum)
-        floor = np.zeros((len(nodes), self.m))
-        value_of = np.full(len(nodes), np.inf)  # the value of the solutions valued in full
+        self.floor = np.zeros((len(nodes), m))
+        self.value_of = np.full(len(nodes), np.inf)  # the value of the solutions valued in full
         # per column and level: which nodes are at most / at least that level (cone tagging)
-        at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
-        at_least = [[nodes[:, j] >= h for h in range(height + 1)] for j, height in enumerate(self.heights)]
+        self.at_most = [[nodes[:, j] <= h for h in range(height + 1)] for j, height in enumerate(lattice.heights)]
+        self.at_least = [[nodes[:, j] >= h for h in range(height + 1)] for j, height in enumerate(lattice.heights)]
+        # whether some node can fail: else the frontier of the nodes within the limit is the bottom
+        self.can_fail = lattice.limit_rows < lattice.n or lattice.rejects_unreached
+        self.deferred: list[int] = []  # nodes ruled out by their charge floor alone, in the gap's order
 
-        def cone(levels, sides) -> np.ndarray:
-            inside = np.ones(len(nodes), dtype=bool)
-            for j, h in enumerate(levels):
-                np.logical_and(inside, sides[j][int(h)], out=inside)
-            return inside
+    def _cone(self, levels, sides) -> np.ndarray:
+        inside = np.ones(len(self.nodes), dtype=bool)
+        for j, h in enumerate(levels):
+            np.logical_and(inside, sides[j][int(h)], out=inside)
+        return inside
 
-        def raise_floor(levels, charge: np.ndarray) -> None:
-            if charge.any():
-                finer = cone(levels, at_most)
-                floor[finer] = np.maximum(floor[finer], charge)
+    def _raise_floor(self, levels, charge: np.ndarray) -> None:
+        if charge.any():
+            finer = self._cone(levels, self.at_most)
+            self.floor[finer] = np.maximum(self.floor[finer], charge)
 
-        def visit(levels: np.ndarray) -> bool:
-            """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
-            index = int(levels @ strides)
-            if status[index] == -1:
-                return False
-            key = tuple(int(x) for x in levels)
-            node = None
-            if self.k_only:  # decided by the suppressed-row count alone
-                removed = None  # (the classes, only for a solution's charge)
-                suppressed = self.suppressed_rows(key)
+    def visit(self, levels: np.ndarray) -> bool:
+        """Evaluate one node, tag its cones, keep the best solution; True if it is a solution."""
+        lattice, status = self.lattice, self.status
+        index = int(levels @ self.strides)
+        if status[index] == -1:
+            return False
+        key = tuple(int(x) for x in levels)
+        node = None
+        if lattice.k_only:  # decided by the suppressed-row count alone
+            removed = None  # (the classes, only for a solution's charge)
+            suppressed = lattice.suppressed_rows(key)
+        else:
+            node = lattice.evaluate(key)
+            suppressed = node.suppressed_rows
+            removed = ~node.ok[node.member_of]
+        self.evaluated += 1
+        if self.evaluated % 50 == 0:
+            self.context.report("lattice search", nodes=self.evaluated, of=len(self.nodes),
+                                best=None if self.best is None else round(self.best_value, 2))
+        if node is not None and node.unreached:
+            # a population class no sample row reaches fails the model and cannot be
+            # suppressed: at every finer node it splits into such classes, which fail too
+            status[self._cone(levels, self.at_most)] = -1
+            return False
+        if suppressed > lattice.limit_rows:
+            if lattice.monotone_with_suppression or lattice.removed_floor(node) > lattice.limit_rows:
+                status[self._cone(levels, self.at_most)] = -1  # every finer node fails too
             else:
-                node = self.evaluate(key)
-                suppressed = node.suppressed_rows
-                removed = ~node.ok[node.member_of]
-            state["evaluated"] += 1
-            if state["evaluated"] % 50 == 0:
-                context.report("lattice search", nodes=state["evaluated"], of=len(nodes),
-                                best=None if state["best"] is None else round(state["value"], 2))
-            if node is not None and node.unreached:
-                # a population class no sample row reaches fails the model and cannot be
-                # suppressed: at every finer node it splits into such classes, which fail too
-                status[cone(levels, at_most)] = -1
-                return False
-            if suppressed > self.limit_rows:
-                if self.monotone_with_suppression or self.removed_floor(node) > self.limit_rows:
-                    status[cone(levels, at_most)] = -1  # every finer node fails too
-                else:
-                    status[index] = -1
-                    if charge_floors:
-                        raise_floor(levels, self.charge_floor(node))
-                return False
-            if suppressed >= self.n > 0 and not self.cell_suppression_after:
-                # publishes nothing: never the answer while a node publishes rows
-                state["empty"] = key
-                status[index] = 1
-                return True
-            if self.measure.separable:  # no grouping needed beyond the removed classes
-                value = bounds[index]
-                if charge_floors or value < state["value"]:  # else the charge (>= 0) cannot make it better
-                    if removed is None:
-                        removed = self.removed_classes(key)
-                    charge = self.removal_charge(key, removed)
-                    value = float(self.aggregate(columns[index] + charge))
-                    value_of[index] = value
-                    if charge_floors:
-                        raise_floor(levels, charge if self.monotone_with_suppression else self.charge_floor(node))
-            else:
-                node = node or self.evaluate(key)
-                value = value_of[index] = node.value = self.value(node)
-            if value < state["value"]:
-                state["best"], state["value"] = key, value
-            if monotone_metric and self.monotone_with_suppression:
-                status[cone(levels, at_least)] = 1  # coarser nodes: solutions, no better
-            else:
-                status[index] = 1
+                status[index] = -1
+                if self.charge_floors:
+                    self._raise_floor(levels, lattice.charge_floor(node))
+            return False
+        if suppressed >= lattice.n > 0 and not lattice.cell_suppression_after:
+            # publishes nothing: never the answer while a node publishes rows
+            self.empty = key
+            status[index] = 1
             return True
+        if lattice.measure.separable:  # no grouping needed beyond the removed classes
+            value = self.bounds[index]
+            if self.charge_floors or value < self.best_value:  # else the charge (>= 0) cannot make it better
+                if removed is None:
+                    removed = lattice.removed_classes(key)
+                charge = lattice.removal_charge(key, removed)
+                value = float(lattice.aggregate(self.columns[index] + charge))
+                self.value_of[index] = value
+                if self.charge_floors:
+                    self._raise_floor(levels, charge if lattice.monotone_with_suppression else lattice.charge_floor(node))
+        else:
+            node = node or lattice.evaluate(key)
+            value = self.value_of[index] = node.value = lattice.value(node)
+        if value < self.best_value:
+            self.best, self.best_value = key, value
+        if self.monotone_metric and lattice.monotone_with_suppression:
+            status[self._cone(levels, self.at_least)] = 1  # coarser nodes: solutions, no better
+        else:
+            status[index] = 1
+        return True
 
-        # 1. A good first solution: binary searches along a few bottom-to-top chains (Flash) for
-        #    the frontier of the nodes within the limit. When every node is (a limit that allows
-        #    removing every row, as gensup's cell suppression afterwards does), the frontier is
-        #    the bottom; a descent from the top to a node no finer neighbour improves finds a
-        #    better first solution there.
-        heights = np.array(self.heights)
-        can_fail = self.limit_rows < self.n or self.rejects_unreached
-        if not can_fail and self.m:
-            current = heights.copy()
-            visit(current)
-            while True:
-                finer = [current - np.eye(self.m, dtype=np.int64)[j] for j in range(self.m) if current[j] > 0]
-                for levels in finer:
-                    if status[int(levels @ strides)] == 0:
-                        visit(levels)
-                if not finer:
-                    break
-                step = min(finer, key=lambda levels: value_of[int(levels @ strides)])
-                if not value_of[int(step @ strides)] < value_of[int(current @ strides)]:
-                    break
-                current = step
-        for first in range(max(self.m, 1) if can_fail else 0):
-            chain, current = [np.zeros(self.m, dtype=np.int64)], np.zeros(self.m, dtype=np.int64)
-            while (current < heights).any():
-                ranked = np.argsort(np.where(current < heights, current / np.maximum(heights, 1), np.inf), kind="stable")
-                j = int(ranked[0]) if (current > 0).any() or first >= self.m else first % self.m
-                if current[j] >= heights[j]:
-                    j = int(ranked[0])
-                current = current.copy()
-                current[j] += 1
-                chain.append(current)
-            low, high = 0, len(chain) - 1
-            while low <= high:
-                mid = (low + high) // 2
-                index = int(chain[mid] @ strides)
-                good = status[index] == 1 or (status[index] == 0 and visit(chain[mid]))
-                if good:
-                    high = mid - 1
-                else:
-                    low = mid + 1
-        # 2. Close the gap: every node that could beat the best (bound below it) is decided,
-        #    coarsest first, so a failure tags the most finer nodes at once.
-        #    A node whose charge floor rules it out is deferred, not evaluated: evaluating it could
-        #    only tag its finer nodes as failing, so before a finer node is evaluated the
-        #    deferred nodes above it that could still fail are evaluated first, in this order,
-        #    until one tags it. The nodes evaluated are then a subset of those the bound alone
-        #    would evaluate, and the best found is the same.
-        order = np.lexsort((bounds, -level_sum))
-        deferred: list[int] = []  # in this order
+    # 1. A good first solution: binary searches along a few bottom-to-top chains (Flash) for the
+    #    frontier of the nodes within the limit. When every node is (a limit that allows removing
+    #    every row, as gensup's cell suppression afterwards does), the frontier is the bottom; a
+    #    descent from the top to a node no finer neighbour improves finds a better first solution
+    #    there.
+    def find_first_solutions(self) -> None:
+        m = self.lattice.m
+        if not self.can_fail and m:
+            self._descend_from_top()
+        for first in range(max(m, 1) if self.can_fail else 0):
+            self._bisect_chain(self._chain(first))
 
-        def evaluate_deferred_above(pick: int) -> None:
-            waiting = np.array(deferred, dtype=np.int64)
-            waiting = waiting[status[waiting] == 0]
-            above = waiting[(nodes[waiting] >= nodes[pick]).all(axis=1)]
-            deferred[:] = waiting.tolist()
-            for index in above.tolist():
-                deferred.remove(index)
-                visit(nodes[index])
-                if status[pick] == -1:
-                    return
+    def _descend_from_top(self) -> None:
+        """From the top, step to the finer neighbour of least value while it improves (every
+        neighbour is visited on the way)."""
+        m, status, strides, value_of = self.lattice.m, self.status, self.strides, self.value_of
+        current = self.heights.copy()
+        self.visit(current)
+        while True:
+            finer = [current - np.eye(m, dtype=np.int64)[j] for j in range(m) if current[j] > 0]
+            for levels in finer:
+                if status[int(levels @ strides)] == 0:
+                    self.visit(levels)
+            if not finer:
+                break
+            step = min(finer, key=lambda levels: value_of[int(levels @ strides)])
+            if not value_of[int(step @ strides)] < value_of[int(current @ strides)]:
+                break
+            current = step
 
-        optimal = True
+    def _chain(self, first: int) -> list[np.ndarray]:
+        """A bottom-to-top chain of nodes, one level up a step (one chain per column): the first
+        step raises column `first`, each later one the column least far up its hierarchy."""
+        m, heights = self.lattice.m, self.heights
+        chain, current = [np.zeros(m, dtype=np.int64)], np.zeros(m, dtype=np.int64)
+        while (current < heights).any():
+            ranked = np.argsort(np.where(current < heights, current / np.maximum(heights, 1), np.inf), kind="stable")
+            j = int(ranked[0]) if (current > 0).any() or first >= m else first % m
+            if current[j] >= heights[j]:
+                j = int(ranked[0])
+            current = current.copy()
+            current[j] += 1
+            chain.append(current)
+        return chain
+
+    def _bisect_chain(self, chain: list[np.ndarray]) -> None:
+        """A binary search along `chain` for its finest node within the limit (exact when coarser
+        nodes satisfy whenever finer ones do; else the frontier is guessed, which only seeds the
+        best value)."""
+        status, strides = self.status, self.strides
+        low, high = 0, len(chain) - 1
+        while low <= high:
+            mid = (low + high) // 2
+            index = int(chain[mid] @ strides)
+            good = status[index] == 1 or (status[index] == 0 and self.visit(chain[mid]))
+            if good:
+                high = mid - 1
+            else:
+                low = mid + 1
+
+    # 2. Close the gap: every node that could beat the best (bound below it) is decided,
+    #    coarsest first, so a failure tags the most finer nodes at once.
+    #    A node whose charge floor rules it out is deferred, not evaluated: evaluating it could
+    #    only tag its finer nodes as failing, so before a finer node is evaluated the deferred
+    #    nodes above it that could still fail are evaluated first, in this order, until one tags
+    #    it. The nodes evaluated are then a subset of those the bound alone would evaluate, and
+    #    the best found is the same.
+    def close_the_gap(self) -> bool:
+        """Whether the best found is proven optimal: False when the context's deadline cut the
+        search while an undecided node could still beat it."""
+        lattice, context = self.lattice, self.context
+        status, floor, columns, bounds, nodes = self.status, self.floor, self.columns, self.bounds, self.nodes
+        can_fail, charge_floors, deferred = self.can_fail, self.charge_floors, self.deferred
+        order = np.lexsort((bounds, -nodes.sum(axis=1)))
         for pick in order.tolist():
-            best = state["value"]  # (inf while only empty publications were found)
-            if state["evaluated"] % 16 == 0 and state["best"] is not None and context.expired():
+            best = self.best_value  # (inf while only empty publications were found)
+            if self.evaluated % 16 == 0 and self.best is not None and context.expired():
                 context.cut("lattice search")  # the release depends on how far the search got
                 # the time limit: the best node found so far, optimal only if no undecided node
                 # could still beat it
-                optimal = not ((status == 0) & (self.aggregate(columns + floor)
-                                                < best - 1e-9 * max(1.0, abs(best)))).any()
-                break
+                return not ((status == 0) & (lattice.aggregate(columns + floor)
+                                             < best - 1e-9 * max(1.0, abs(best)))).any()
             if status[pick] != 0:
                 continue
-            if best == np.inf or (self.aggregate(columns[pick] + floor[pick]) if floor[pick].any()
+            if best == np.inf or (lattice.aggregate(columns[pick] + floor[pick]) if floor[pick].any()
                                   else bounds[pick]) < best - 1e-9 * max(1.0, abs(best)):
                 if can_fail and charge_floors and deferred:
-                    evaluate_deferred_above(pick)
+                    self._evaluate_deferred_above(pick)
                     if status[pick] != 0:
                         continue
-                visit(nodes[pick])
+                self.visit(nodes[pick])
             elif can_fail and bounds[pick] < best - 1e-9 * max(1.0, abs(best)):
                 deferred.append(pick)
-        if state["best"] is None and state["empty"] is not None:
-            raise AnonymizeError(
-                f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
-                f"the suppression limit removes all {self.n} rows (give each QI a hierarchy whose top level is one "
-                f"label, so the whole table can be one class)")
-        if state["best"] is None:
-            raise AnonymizeError("no generalization satisfies the request within the suppression limit")
-        best = self.sample_node(self.evaluate(state["best"]))
-        best.value = state["value"]
-        return LatticeResult(best, self.metric, state["value"], optimal, state["evaluated"], len(nodes))
+        return True
+
+    def _evaluate_deferred_above(self, pick: int) -> None:
+        status, nodes, deferred = self.status, self.nodes, self.deferred
+        waiting = np.array(deferred, dtype=np.int64)
+        waiting = waiting[status[waiting] == 0]
+        above = waiting[(nodes[waiting] >= nodes[pick]).all(axis=1)]
+        deferred[:] = waiting.tolist()
+        for index in above.tolist():
+            deferred.remove(index)
+            self.visit(nodes[index])
+            if status[pick] == -1:
+                return

@@ -48,28 +48,12 @@ def class_groups(solution: Solution, n_classes: int) -> np.ndarray | None:
 
 def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
             context: SolveContext = UNBOUNDED, weights=None) -> np.ndarray:
+    """Move classes (each pass by the stars their rows cost, most first) to the group where they
+    cost least, or to a new group of their own, while every group keeps satisfying the models; until a pass moves none,
+    after `max_passes`, or at the context's deadline. The group of each class."""
     group_of = np.unique(group_of, return_inverse=True)[1].ravel().astype(np.int64)
     n_groups = int(group_of.max()) + 1 if len(group_of) else 0
-    capacity = n_groups + hist.n_classes  # room for classes that leave to form their own group
-    sizes = np.zeros(capacity, dtype=np.int64)
-    sa = np.zeros((capacity, hist.sa_counts.shape[1]), dtype=np.int64)
-    np.add.at(sizes, group_of, hist.sizes)
-    np.add.at(sa, group_of, hist.sa_counts)
-    # per group and column: classes per code (codes with none are deleted, so len() is the
-    # number of distinct codes and a move is O(m), not O(distinct codes of the group))
-    counters = [[Counter() for _ in range(hist.m)] for _ in range(capacity)]
-    for c, g in enumerate(group_of.tolist()):
-        for j, code in enumerate(hist.codes[c].tolist()):
-            counters[g][j][code] += 1
-    single = np.full((capacity, hist.m), -1, dtype=np.int64)
-
-    def refresh(g: int) -> None:
-        for j in range(hist.m):
-            counter = counters[g][j]
-            single[g, j] = next(iter(counter)) if len(counter) == 1 else -1
-
-    for g in range(n_groups):
-        refresh(g)
+    sizes, sa, counters, single = _group_state(hist, group_of, n_groups)
     column_weight = [1] * hist.m if weights is None else [float(w) for w in weights]
     stars = lambda g: star_cost(single[g] == -1, weights).item()  # noqa: E731
     # a move must lower the cost by more than this (weighted costs are floats)
@@ -112,22 +96,54 @@ def improve(hist: Histogram, group_of: np.ndarray, models, max_passes: int = 30,
             if best_b is None:
                 continue
             group_of[c] = best_b
-            sizes[a] -= s_c
-            sa[a] -= sa_c
-            sizes[best_b] += s_c
-            sa[best_b] += sa_c
-            for j, code in enumerate(code_c.tolist()):
-                counter = counters[a][j]
-                counter[code] -= 1
-                if not counter[code]:
-                    del counter[code]
-                counters[best_b][j][code] += 1
-            refresh(a)
-            refresh(best_b)
+            _move_class(hist, c, a, best_b, sizes, sa, counters, single)
             moved = True
         if not moved:
             break
     return group_of
+
+
+def _group_state(hist: Histogram, group_of: np.ndarray, n_groups: int):
+    """Per group (with room for classes that leave to form their own group): its rows, its SA
+    counts, per column its classes per code, and per column its single code (-1 where it has
+    several)."""
+    capacity = n_groups + hist.n_classes  # room for classes that leave to form their own group
+    sizes = np.zeros(capacity, dtype=np.int64)
+    sa = np.zeros((capacity, hist.sa_counts.shape[1]), dtype=np.int64)
+    np.add.at(sizes, group_of, hist.sizes)
+    np.add.at(sa, group_of, hist.sa_counts)
+    # per group and column: classes per code (codes with none are deleted, so len() is the
+    # number of distinct codes and a move is O(m), not O(distinct codes of the group))
+    counters = [[Counter() for _ in range(hist.m)] for _ in range(capacity)]
+    for c, g in enumerate(group_of.tolist()):
+        for j, code in enumerate(hist.codes[c].tolist()):
+            counters[g][j][code] += 1
+    single = np.full((capacity, hist.m), -1, dtype=np.int64)
+    for g in range(n_groups):
+        _refresh_single(single, counters, g)
+    return sizes, sa, counters, single
+
+
+def _refresh_single(single: np.ndarray, counters: list, g: int) -> None:
+    for j, counter in enumerate(counters[g]):
+        single[g, j] = next(iter(counter)) if len(counter) == 1 else -1
+
+
+def _move_class(hist: Histogram, c: int, a: int, b: int, sizes, sa, counters, single) -> None:
+    """Class `c` leaves group `a` for group `b`: their rows, SA counts, codes and single codes."""
+    s_c, sa_c = int(hist.sizes[c]), hist.sa_counts[c]
+    sizes[a] -= s_c
+    sa[a] -= sa_c
+    sizes[b] += s_c
+    sa[b] += sa_c
+    for j, code in enumerate(hist.codes[c].tolist()):
+        counter = counters[a][j]
+        counter[code] -= 1
+        if not counter[code]:
+            del counter[code]
+        counters[b][j][code] += 1
+    _refresh_single(single, counters, a)
+    _refresh_single(single, counters, b)
 
 
 def _cost(hist: Histogram, members: np.ndarray, weights=None) -> int | float:
@@ -261,27 +277,59 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
         return None
     if n_groups * n_classes * n_sa > 40 * CELL_SEARCH_CELL_LIMIT:
         return None
-    used = np.unique(start.part_group[start.part_count > 0])
-    relabel = np.full(len(start.group_rep), -1, dtype=np.int64)
-    relabel[used] = np.arange(len(used))
-    capacity = len(used) + 8
-    cells = np.zeros((capacity, n_classes, n_sa), dtype=np.int64)
-    np.add.at(cells, (relabel[start.part_group], start.part_class, start.part_sa), start.part_count)
-    codes = hist.codes
+    state = _CellState(start, hist.codes, n_classes, n_sa, weights)
     min_size = request.min_group_size
-
-    def state():
-        rows = cells.sum(axis=2)
-        return rows, cells.sum(axis=1), _group_stars(codes, rows, weights)
-
-    rows, sa, stars = state()
-    size = sa.sum(axis=1)
     for _ in range(max_rounds):
         if context.expired():
             break
-        alive = np.flatnonzero(size > 0)
-        cost = size * stars
-        # candidate moves: (source, destination or -1 for a new group, classes K)
+        moves = state.candidate_moves()
+        if not moves:
+            break
+        avail = np.array([state.cells[a][k].sum(axis=0) for a, _, k in moves])
+        source = state.sa[[a for a, _, _ in moves]]
+        dest = np.array([state.sa[b] if b >= 0 else np.zeros(n_sa, dtype=np.int64) for _, b, _ in moves])
+        try:
+            xs = carve_between(avail, source, dest, request, min_size, context)
+        except DeadlineExpired:
+            break
+        scored = state.improving_moves(moves, xs)
+        if not scored:
+            break
+        state.apply(scored)
+    cells = state.cells
+    g_idx, c_idx, s_idx = np.nonzero(cells)
+    result = build_solution(hist, c_idx, s_idx, g_idx, cells[g_idx, c_idx, s_idx], f"{start.method}+cells")
+    if not all_satisfied(request, result.group_sizes(), result.group_sa(n_sa)).all() or \
+            result.cost(weights) > start.cost(weights):
+        return None  # cannot happen (every move keeps both groups valid); the start stands
+    return result
+
+
+class _CellState:
+    """cell_search's partition as a dense (groups, classes, SA values) array of rows, with per
+    group its rows per class (`rows`), per SA value (`sa`), its size and its stars."""
+
+    def __init__(self, start: Solution, codes: np.ndarray, n_classes: int, n_sa: int, weights):
+        used = np.unique(start.part_group[start.part_count > 0])
+        relabel = np.full(len(start.group_rep), -1, dtype=np.int64)
+        relabel[used] = np.arange(len(used))
+        capacity = len(used) + 8
+        self.cells = np.zeros((capacity, n_classes, n_sa), dtype=np.int64)
+        np.add.at(self.cells, (relabel[start.part_group], start.part_class, start.part_sa), start.part_count)
+        self.codes, self.weights = codes, weights
+        self._recount()
+
+    def _recount(self) -> None:
+        self.rows = self.cells.sum(axis=2)
+        self.sa = self.cells.sum(axis=1)
+        self.stars = _group_stars(self.codes, self.rows, self.weights)
+        self.size = self.sa.sum(axis=1)
+
+    def candidate_moves(self) -> list[tuple[int, int, np.ndarray]]:
+        """(source, destination or -1 for a new group, classes K) for every group with stars
+        (cell_search's docstring: the moves)."""
+        rows, stars, codes = self.rows, self.stars, self.codes
+        alive = np.flatnonzero(self.size > 0)
         moves = []
         for a in alive.tolist():
             if stars[a] == 0:
@@ -304,15 +352,14 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
             for j in np.flatnonzero(~kept).tolist():
                 for value in np.unique(member[:, j]).tolist():
                     moves.append((a, -1, present[member[:, j] == value]))
-        if not moves:
-            break
-        avail = np.array([cells[a][k].sum(axis=0) for a, _, k in moves])
-        source = sa[[a for a, _, _ in moves]]
-        dest = np.array([sa[b] if b >= 0 else np.zeros(n_sa, dtype=np.int64) for _, b, _ in moves])
-        try:
-            xs = carve_between(avail, source, dest, request, min_size, context)
-        except DeadlineExpired:
-            break
+        return moves
+
+    def improving_moves(self, moves, xs) -> list:
+        """(change in stars, source, destination, (C, S) rows taken) of the moves that lower the
+        stars, `xs` the rows of each SA value each move takes: per move the classes of K give
+        those rows smallest first or largest first, whichever costs less."""
+        rows, size, cells, codes, weights = self.rows, self.size, self.cells, self.codes, self.weights
+        cost = size * self.stars
         scored = []
         for (a, b, k), x in zip(moves, xs):
             total = int(x.sum())
@@ -332,22 +379,26 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
                     best = (delta, taken)
             if best[0] < (0 if weights is None else -1e-9):
                 scored.append((best[0], a, b, best[1]))
-        if not scored:
-            break
+        return scored
+
+    def apply(self, scored: list) -> None:
+        """The best move, then the others in order of their change, each on groups no move
+        applied before it touched (a new group in the first free slot; the array doubles when
+        there is none)."""
         scored.sort(key=lambda item: item[0])
         touched = set()
         for delta, a, b, taken in scored:
             if a in touched or b in touched:
                 continue
             if b < 0:
-                free = np.flatnonzero(size == 0)
+                free = np.flatnonzero(self.size == 0)
                 free = free[~np.isin(free, list(touched))]
                 if not len(free):
-                    cells = np.concatenate([cells, np.zeros_like(cells)])
-                    rows, sa, stars = state()
-                    size = sa.sum(axis=1)
-                    free = np.flatnonzero(size == 0)
+                    self.cells = np.concatenate([self.cells, np.zeros_like(self.cells)])
+                    self._recount()
+                    free = np.flatnonzero(self.size == 0)
                 b = int(free[0])
+            cells, rows, sa, size = self.cells, self.rows, self.sa, self.size
             cells[a] -= taken
             cells[b] += taken
             touched.update({a, b})
@@ -355,13 +406,7 @@ def cell_search(hist: Histogram, start: Solution, models, context: SolveContext 
                 rows[g] = cells[g].sum(axis=1)
                 sa[g] = cells[g].sum(axis=0)
                 size[g] = sa[g].sum()
-            stars[[a, b]] = _group_stars(codes, rows[[a, b]], weights)
-    g_idx, c_idx, s_idx = np.nonzero(cells)
-    result = build_solution(hist, c_idx, s_idx, g_idx, cells[g_idx, c_idx, s_idx], f"{start.method}+cells")
-    if not all_satisfied(request, result.group_sizes(), result.group_sa(n_sa)).all() or \
-            result.cost(weights) > start.cost(weights):
-        return None  # cannot happen (every move keeps both groups valid); the start stands
-    return result
+            self.stars[[a, b]] = _group_stars(self.codes, rows[[a, b]], self.weights)
 
 
 def _resplit(hist: Histogram, union: np.ndarray, models, rng: np.random.Generator, tries: int,

@@ -24,7 +24,7 @@ import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
-from duckanon.solver.lattice import arx_weights
+from duckanon.solver.lattice_metrics import arx_weights
 from duckanon.solver.models import all_satisfied
 
 REFINE_CELLS = 2e7  # groups x classes, at most

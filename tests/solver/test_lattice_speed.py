@@ -11,7 +11,8 @@ import pytest
 from duckanon.pipeline.problem import prepare
 from duckanon.methods import LATTICE_METRICS
 from duckanon.solver.histogram import Histogram, group_keys
-from duckanon.solver.lattice import METRICS, Lattice, LatticeMetric
+from duckanon.solver.lattice import Lattice
+from duckanon.solver.lattice_metrics import METRICS, LatticeMetric
 from duckanon.solver.models import KAnonymity, LDiversity, all_satisfied
 
 from support.data import SHARED

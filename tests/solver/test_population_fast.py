@@ -1,4 +1,5 @@
-"""The fast paths of duckanon/solver/population.py give the very values of the plain definitions.
+"""The fast paths of duckanon/solver/population.py and special.py give the very values of the plain
+definitions.
 
 The estimators are computed from arrays (psi and psi' at every class size at once, the Zayatz
 probabilities of every size at once, a class-size profile instead of the list of sizes, a Newton
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 
 from duckanon.solver import population as pop
+from duckanon.solver import special
 from duckanon.solver.lattice import Lattice
 from duckanon.solver.models import PopulationUniqueness
 
@@ -326,7 +328,7 @@ def random_profile(rng, kind: int) -> dict[int, int]:
 def test_the_references_are_the_modules_scalar_functions():
     rng = np.random.default_rng(1)
     for x in np.concatenate([rng.uniform(-20, 40, 500), [0.0, 1e-7, 5e-5, 8.0, 12.0, np.nan, np.inf]]).tolist():
-        assert same(ref_digamma(x), pop.digamma_arx(x)) and same(ref_trigamma(x), pop.trigamma_arx(x))
+        assert same(ref_digamma(x), special.digamma_arx(x)) and same(ref_trigamma(x), special.trigamma_arx(x))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -338,7 +340,7 @@ def test_polygamma_arrays_bit_for_bit(seed):
     for x in (everything, everything[everything >= 12], everything[everything < 12], everything[:1],
               np.array([1e-5, 3.0, 40.0]), np.array([-2.5, 4.0]), np.array([2.0, np.inf]), np.array([np.nan])):
         m = len(x)
-        got = pop._polygamma_arrays(m)(x)
+        got = special.polygamma_arrays(m)(x)
         assert all(same(g, ref_digamma(v)) for g, v in zip(got[:m].tolist(), x.tolist()))
         assert all(same(g, ref_trigamma(v)) for g, v in zip(got[m:].tolist(), x.tolist()))
 
@@ -348,7 +350,7 @@ def test_polygamma_arrays_on_many_arguments():
     the C library's on about 1 in 1,500 arguments in [1, 13) on some machines)."""
     rng = np.random.default_rng(99)
     x = np.sort(np.concatenate([rng.uniform(1.0001e-4, 13, 60_000), rng.uniform(13, 1e5, 20_000)]))
-    got = pop._polygamma_arrays(len(x))(x)
+    got = special.polygamma_arrays(len(x))(x)
     psi = np.array([ref_digamma(v) for v in x.tolist()])
     tri = np.array([ref_trigamma(v) for v in x.tolist()])
     assert np.array_equal(got[:len(x)].view(np.int64), psi.view(np.int64))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import solve
-from duckanon.solver.lattice import arx_loss
+from duckanon.solver.lattice_metrics import arx_loss
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, KMap, all_satisfied,
                                     globally_satisfied)
 

@@ -28,7 +28,8 @@ from duckanon.solver import solve
 from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.heuristics import best_heuristic, run_heuristic
 from duckanon.solver.generalize import lattice_of
-from duckanon.solver.lattice import METRICS, Lattice
+from duckanon.solver.lattice import Lattice
+from duckanon.solver.lattice_metrics import METRICS
 from duckanon.solver.models import all_satisfied
 
 from support.checks import check_published
