@@ -1,0 +1,118 @@
+"""`auto` (the default method) on small tables, and a statement's fixed cost: whole ANONYMIZE
+statements, each in a fresh interpreter, so the figures include what a first statement pays
+(imports, the connection, the macros, the registry).
+
+    python benchmarks/bench_small_auto.py                        # this checkout, 3 repetitions
+    python benchmarks/bench_small_auto.py --trees OLD .          # two checkouts side by side
+    python benchmarks/bench_small_auto.py --cases t04 --reps 5
+
+`--trees` takes checkouts of the project (e.g. `git worktree add /tmp/old <rev>`); each case
+runs in each tree in turn, repetition by repetition (PYTHONPATH=tree), so a shared machine's
+load falls on both alike. Per case and tree: the median whole-process wall time, the median
+statement time (ANONYMIZE alone, after connect), the stars, `optimal`, the lower bound and
+the published method (the same in every repetition: a release does not depend on the load).
+
+Cases:
+    hospital_k3   the 10-row hospital table, k = 3 over zipcode, age, education
+    t04           60 rows, 3 QIs, t = 0.4 (tests/solver/test_auto_small.py's table)
+    t04_b, t04_c  two more deterministic 60-row tables of that shape
+    adult60_<s>   60 rows sampled from Adult (reservoir, seed s), 3 QIs drawn with seed s,
+                  t = 0.4 on occupation (12-14 values: the MILP, not the heuristics, costs there)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+ADULT_QI = ["sex", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+
+SYNTHETIC = {
+    "t04": "SELECT i % 5 AS a, (i * 7) % 4 AS b, (i // 3) % 3 AS c, 's' || (i % 3) AS s FROM range(60) r(i)",
+    "t04_b": "SELECT i % 5 AS a, (i * 7) % 4 AS b, (i // 3) % 3 AS c, 's' || ((i // 2) % 3) AS s FROM range(60) r(i)",
+    "t04_c": "SELECT hash(i, 1) % 5 AS a, hash(i, 2) % 4 AS b, hash(i, 3) % 3 AS c, 's' || (hash(i, 5) % 3) AS s "
+             "FROM range(60) r(i)",
+}
+CASES = ["hospital_k3", "t04", "t04_b", "t04_c"] + [f"adult60_{seed}" for seed in range(6)]
+
+# What one child runs: the case's table, then one timed ANONYMIZE; prints one JSON line.
+CHILD = r'''
+import json, sys, time
+started = time.perf_counter()
+import duckanon
+con = duckanon.connect()
+connected = time.perf_counter()
+case, shared = sys.argv[1], sys.argv[2]
+setup, statement = json.loads(sys.argv[3])
+con.duckdb.execute(setup)
+begun = time.perf_counter()
+con.execute(statement)
+names = [d[0] for d in con.description]
+row = dict(zip(names, con.fetchone()))
+done = time.perf_counter()
+print(json.dumps({"connect": connected - started, "statement": done - begun, "stars": row["stars"],
+                  "optimal": bool(row["optimal"]), "lower_bound": row["lower_bound"], "method": row["method"]}))
+'''
+
+
+def case_sql(case: str) -> tuple[str, str]:
+    """(the CREATE TABLE, the ANONYMIZE) of a case."""
+    if case == "hospital_k3":
+        return (f"CREATE TABLE hospital AS SELECT * FROM read_csv('{SHARED / 'hospital.csv'}')",
+                "ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education))")
+    if case in SYNTHETIC:
+        return f"CREATE TABLE t AS {SYNTHETIC[case]}", "ANONYMIZE t WITH (t = 0.4, sensitive = s, qi = (a, b, c))"
+    seed = int(case.rsplit("_", 1)[1])
+    import numpy as np
+    qi = list(np.random.default_rng(seed).choice(ADULT_QI, size=3, replace=False))
+    quoted = ", ".join('"' + name + '"' for name in qi)
+    return (f"CREATE TABLE t AS SELECT * FROM read_csv('{SHARED / 'adult' / 'adult.csv'}', delim=';') "
+            f"USING SAMPLE 60 ROWS (reservoir, {seed})",
+            f"ANONYMIZE t WITH (t = 0.4, sensitive = occupation, qi = ({quoted}))")
+
+
+def run_once(tree: Path, case: str) -> dict:
+    import os
+    import time
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", CHILD, case, str(SHARED), json.dumps(case_sql(case))],
+                         env=env, capture_output=True, text=True, check=True, cwd=str(tree))
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["process"] = time.perf_counter() - started
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trees", nargs="+", default=[str(ROOT)])
+    parser.add_argument("--cases", nargs="+", default=CASES)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    trees = [Path(tree).resolve() for tree in args.trees]
+    print("| case | tree | process s (median) | statement s (median, min-max) | stars | optimal | lower bound | method |")
+    print("|---|---|---|---|---|---|---|---|")
+    for case in args.cases:
+        runs: dict[Path, list[dict]] = {tree: [] for tree in trees}
+        for _ in range(args.reps):
+            for tree in trees:
+                runs[tree].append(run_once(tree, case))
+        for tree in trees:
+            results = runs[tree]
+            answers = {(r["stars"], r["optimal"], r["lower_bound"], r["method"]) for r in results}
+            stars, optimal, lower, method = sorted(answers, key=str)[0]
+            times = [r["statement"] for r in results]
+            shown = f"{stars}" if len(answers) == 1 else f"{stars} (differs between runs: {sorted(answers, key=str)})"
+            print(f"| {case} | {tree.name} | {statistics.median(r['process'] for r in results):.2f} | "
+                  f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f}) | {shown} | {optimal} | "
+                  f"{lower} | {method} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
