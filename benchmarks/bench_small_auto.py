@@ -9,7 +9,8 @@ statements, each in a fresh interpreter, so the figures include what a first sta
 `--trees` takes checkouts of the project (e.g. `git worktree add /tmp/old <rev>`); each case
 runs in each tree in turn, repetition by repetition (PYTHONPATH=tree), so a shared machine's
 load falls on both alike. Per case and tree: the median whole-process wall time, the median
-statement time (ANONYMIZE alone, after connect), the stars, `optimal`, the lower bound and
+statement time (ANONYMIZE alone, after connect), the CPU seconds of both
+(time.process_time: on a loaded machine closer to the work done than wall time), the stars, `optimal`, the lower bound and
 the published method (the same in every repetition: a release does not depend on the load).
 
 Cases:
@@ -51,12 +52,13 @@ connected = time.perf_counter()
 case, shared = sys.argv[1], sys.argv[2]
 setup, statement = json.loads(sys.argv[3])
 con.duckdb.execute(setup)
-begun = time.perf_counter()
+begun, begun_cpu = time.perf_counter(), time.process_time()
 con.execute(statement)
 names = [d[0] for d in con.description]
 row = dict(zip(names, con.fetchone()))
-done = time.perf_counter()
-print(json.dumps({"connect": connected - started, "statement": done - begun, "stars": row["stars"],
+done, done_cpu = time.perf_counter(), time.process_time()
+print(json.dumps({"connect": connected - started, "statement": done - begun, "statement_cpu": done_cpu - begun_cpu,
+                  "process_cpu": done_cpu, "stars": row["stars"],
                   "optimal": bool(row["optimal"]), "lower_bound": row["lower_bound"], "method": row["method"]}))
 '''
 
@@ -96,8 +98,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
     trees = [Path(tree).resolve() for tree in args.trees]
-    print("| case | tree | process s (median) | statement s (median, min-max) | stars | optimal | lower bound | method |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| case | tree | process s (median) | process CPU s | statement s (median, min-max) | statement CPU s | "
+          "stars | optimal | lower bound | method |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for case in args.cases:
         runs: dict[Path, list[dict]] = {tree: [] for tree in trees}
         for _ in range(args.reps):
@@ -109,8 +112,10 @@ def main() -> None:
             stars, optimal, lower, method = sorted(answers, key=str)[0]
             times = [r["statement"] for r in results]
             shown = f"{stars}" if len(answers) == 1 else f"{stars} (differs between runs: {sorted(answers, key=str)})"
+            cpu = statistics.median(r["statement_cpu"] for r in results)
             print(f"| {case} | {tree.name} | {statistics.median(r['process'] for r in results):.2f} | "
-                  f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f}) | {shown} | {optimal} | "
+                  f"{statistics.median(r['process_cpu'] for r in results):.2f} | "
+                  f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f}) | {cpu:.2f} | {shown} | {optimal} | "
                   f"{lower} | {method} |", flush=True)
 
 
