@@ -355,8 +355,9 @@ def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveCo
 
 # `auto` sends small inputs to exact first (_exact_first): the ones heuristics.row_search admits
 # (at most 1,000 rows and 300 classes; there the portfolio's row-level search costs seconds),
-# without user patterns, whose pruned model has at most AUTO_MILP_BUDGET.max_int_vars integer
-# variables (so its MILP runs). With a time_limit it gets this share of the time left.
+# without user patterns, under models the MILP encodes whose groups are the release (no global
+# model, closed under merging), when the pruned model has at most AUTO_MILP_BUDGET.max_int_vars
+# integer variables (so its MILP runs). With a time_limit it gets this share of the time left.
 AUTO_EXACT_FIRST_SHARE = 0.5
 
 
@@ -377,7 +378,9 @@ def _exact_first(problem: Instance, context: SolveContext) -> _First | None:
     alone when it has no stars or meets the k-anonymity bound. None when it does not apply."""
     hist, request = problem.hist, problem.request
     left = context.seconds_left()
-    if problem.patterns is not None or not row_search(hist) or (left is not None and left < AUTO_EXACT_MIN_SECONDS):
+    if problem.patterns is not None or not row_search(hist) or request.not_milp_encodable is not None \
+            or not request.group_only or not request.closed_under_merging \
+            or (left is not None and left < AUTO_EXACT_MIN_SECONDS):
         return None
     deadline = None if left is None else time.perf_counter() + AUTO_EXACT_FIRST_SHARE * left
     inner = context.narrowed(deadline)
