@@ -450,9 +450,13 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
     out_c, out_s, out_g, out_n = [], [], [], []
     next_group = 0
 
+    alive_now = [None]  # the alive columns since the last release (None: to compute)
+
     def alive_columns():
-        sizes = remaining.sum(axis=1)
-        return [j for j in range(m) if (np.bincount(hist.codes[:, j], weights=sizes).max(initial=0) >= min_size)]
+        if alive_now[0] is None:
+            sizes = remaining.sum(axis=1)
+            alive_now[0] = [j for j in range(m) if np.bincount(hist.codes[:, j], weights=sizes).max(initial=0) >= min_size]
+        return list(alive_now[0])
 
     def state():
         sizes = remaining.sum(axis=1)
@@ -466,20 +470,20 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
         if sizes.sum() < min_size or len(live) == 0:
             break
         keys = group_keys(hist.codes[live][:, list(kept)])
-        n_keys = int(keys.max()) + 1
-        group_sa = np.zeros((n_keys, remaining.shape[1]), dtype=np.int64)
-        np.add.at(group_sa, keys, remaining[live])
+        n_keys, n_sa = int(keys.max()) + 1, remaining.shape[1]
+        cells = (keys[:, None] * n_sa + np.arange(n_sa)).ravel()
+        group_sa = np.bincount(cells, weights=remaining[live].ravel(), minlength=n_keys * n_sa)
+        group_sa = group_sa.astype(np.int64).reshape(n_keys, n_sa)
         totals = group_sa.sum(axis=1)
         candidates = np.flatnonzero(totals >= min_size)
         if not len(candidates):
             continue
         takes = carve(group_sa[candidates], models, min_size, context)  # whole groups that satisfy stay whole
-        for key, take in zip(candidates.tolist(), takes):
-            if take.sum() == 0:
-                continue
+        pool = remaining.sum(axis=0)  # the rows not released yet, per SA value (less each part's)
+        parts = np.flatnonzero(takes.sum(axis=1) > 0)  # the groups with something to release
+        for key, take in zip(candidates[parts].tolist(), takes[parts]):
             # the rows left in the pool must stay publishable as one group (the whole table is,
             # and every release keeps it so), else the leftover would need merging at the end
-            pool = remaining.sum(axis=0)
             rest = pool - take
             if rest.sum() and not all_satisfied(models, np.array([rest.sum()]), rest[None, :])[0]:
                 if hist.n_classes > JOINT_CARVE_CLASS_LIMIT:
@@ -501,6 +505,8 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
             for s in np.flatnonzero(take).tolist():
                 for c, got in take_rows(remaining, members.tolist(), s, int(take[s])):
                     out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(got)
+            pool -= take  # (take_rows took all of it: `take` is within the part's rows)
+            alive_now[0] = None
             next_group += 1
     cls, sa = np.nonzero(remaining)
     for c, s in zip(cls.tolist(), sa.tolist()):
