@@ -399,8 +399,8 @@ def _exact_first(problem: Instance, context: SolveContext) -> _First | None:
         return None
     if budget is not None and model.n_int_vars > budget:
         return None
-    solution = solve_model(model, incumbent=start, deadline=deadline, max_grace=None if left is None else AUTO_MILP_GRACE,
-                           context=inner, budget=AUTO_MILP_BUDGET)
+    solution = solve_model(model, incumbent=start, deadline=deadline,
+                           max_grace=None if left is None else AUTO_MILP_GRACE, context=inner, budget=AUTO_MILP_BUDGET)
     return _First(solution, model, model.cost_of(start), deadline is None)
 
 

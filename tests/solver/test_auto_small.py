@@ -14,7 +14,8 @@ import duckanon
 from support.checks import check_published
 
 TABLES = {
-    "arithmetic": ("SELECT i % 5 AS a, (i * 7) % 4 AS b, (i // 3) % 3 AS c, 's' || (i % 3) AS s FROM range(60) r(i)", 34),
+    "arithmetic": ("SELECT i % 5 AS a, (i * 7) % 4 AS b, (i // 3) % 3 AS c, 's' || (i % 3) AS s FROM range(60) r(i)",
+                   34),
     "hashed": ("SELECT hash(i, 1) % 5 AS a, hash(i, 2) % 4 AS b, hash(i, 3) % 3 AS c, 's' || (hash(i, 5) % 3) AS s "
                "FROM range(60) r(i)", 35),
 }
