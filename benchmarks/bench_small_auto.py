@@ -63,9 +63,10 @@ case, shared = sys.argv[1], sys.argv[2]
 setup, statement = json.loads(sys.argv[3])
 con.duckdb.execute(setup)
 begun, begun_cpu = time.perf_counter(), time.process_time()
-con.execute(statement)
-names = [d[0] for d in con.description]
-row = dict(zip(names, con.fetchone()))
+result = con.execute(statement)
+cursor = con if result is None else result  # (older checkouts return the DuckDB cursor)
+names = [d[0] for d in cursor.description]
+row = dict(zip(names, cursor.fetchone()))
 done, done_cpu = time.perf_counter(), time.process_time()
 print(json.dumps({"connect": connected - started, "connect_cpu": connected_cpu, "statement": done - begun, "statement_cpu": done_cpu - begun_cpu,
                   "process_cpu": done_cpu, "stars": row["stars"],
