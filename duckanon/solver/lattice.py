@@ -68,6 +68,7 @@ Search (branch and bound over the lattice, with Flash-style predictive tagging):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,7 @@ import numpy as np
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.lattice_heuristic import SEARCH_STEPS, HeuristicSearch
 from duckanon.solver.lattice_metrics import METRICS, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied, rejects_unreached
 from duckanon.solver.request import Request
@@ -138,6 +140,11 @@ def with_population(hist: Histogram, population, request) -> tuple[Histogram, np
     counts = np.bincount(class_of_id[population_ids], weights=rows, minlength=extended.n_classes).astype(np.int64)
     return extended, counts
 
+# A lattice of more nodes than this is searched by the heuristic (lattice_heuristic.py), within a
+# bound on node evaluations: the exhaustive search keeps a few numbers per node and per node and
+# column, and decides nodes one by one. (ARX's heuristicSearchThreshold has the same default.)
+EXHAUSTIVE_NODES = 100_000
+
 
 @dataclass
 class LatticeResult:
@@ -199,6 +206,7 @@ class Lattice:
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
         self._class_costs: dict[tuple[int, int], np.ndarray] = {}
+        self._level_rows: dict[tuple[int, int], np.ndarray] = {}
         self.column_total = [(self.value_rows[j][:, None] * self.row_cost[j]).sum(axis=0) for j in range(self.m)]
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
         self.k_only = request.k_only
@@ -354,18 +362,31 @@ class Lattice:
             return float(self.aggregate(self.column_totals(levels)))
         return 0.0
 
-    def removal_charge(self, levels, removed: np.ndarray) -> np.ndarray:
+    def removal_charge(self, levels, removed: np.ndarray, complement: bool = False) -> np.ndarray:
         """Per column, what the rows of the classes flagged in `removed` (per original class) cost
         on top of the column's total at `levels` for a separable metric (module docstring: ARX's
-        charges)."""
+        charges). `complement`: from the classes kept when they are fewer (the same up to
+        rounding; the heuristic search's shortcut, never the exhaustive search's)."""
         which = np.flatnonzero(removed)
         if not len(which):
             return np.zeros(len(levels))
+        if complement and 2 * len(which) > len(removed):
+            kept = np.flatnonzero(~removed)
+            removed_rows = float(self.float_sizes[which].sum())
+            return self.measure.removal_charge_kept(self, levels, kept, self.float_sizes[kept], removed_rows)
         return self.measure.removal_charge(self, levels, which, self.float_sizes[which])
 
-    def node_value(self, levels, removed: np.ndarray) -> float:
+    def node_value(self, levels, removed: np.ndarray, complement: bool = False) -> float:
         """A separable metric at `levels` with the classes flagged in `removed` removed."""
-        return float(self.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed)))
+        return float(self.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed, complement)))
+
+    def level_rows(self, j: int, h: int) -> np.ndarray:
+        """Rows per code of column j at level h (cached)."""
+        rows = self._level_rows.get((j, h))
+        if rows is None:
+            codes = self.level_codes[j][:, h]
+            rows = self._level_rows[(j, h)] = np.bincount(codes, weights=self.value_rows[j], minlength=self.cardinality[j][h])
+        return rows
 
     def value(self, node: NodeResult) -> float:
         """The metric of publishing at `node` with its violating classes removed (ARX's charges
@@ -478,7 +499,7 @@ class Lattice:
             value = self.value(node)
         node = self.sample_node(node)
         node.value = value
-        return LatticeResult(node, self.metric, value, False, 1, int(np.prod([h + 1 for h in self.heights])))
+        return LatticeResult(node, self.metric, value, False, 1, self.size)
 
     def sample_node(self, node: NodeResult) -> NodeResult:
         """`node` over the sample's classes alone: the groups made only of population rows
@@ -533,22 +554,48 @@ class Lattice:
                          for j, h in enumerate(node.levels)])
 
     # -- search --------------------------------------------------------------------------------
-    def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
+    @property
+    def size(self) -> int:
+        """The lattice's nodes (a Python integer: 4^200 does not fit a machine word)."""
+        return math.prod(h + 1 for h in self.heights)
+
+    def search(self, context: SolveContext = UNBOUNDED, exhaustive_nodes: int = EXHAUSTIVE_NODES,
+               steps: int = SEARCH_STEPS) -> LatticeResult:
         """The best node (module docstring); at the context's deadline the best found so far,
-        optimal only if no undecided node could beat it. Reports the nodes decided."""
+        optimal only if no undecided node could beat it. Reports the nodes decided. A lattice of
+        more than `exhaustive_nodes` nodes is searched by the heuristic (lattice_heuristic.py),
+        within `steps` node evaluations."""
+        if self.size > exhaustive_nodes:
+            return self._heuristic_search(context, exhaustive_nodes, steps)
         run = _LatticeSearch(self, context)
         run.find_first_solutions()
         optimal = run.close_the_gap()
-        if run.best is None and run.empty is not None:
+        self._refuse_none_found(run.best, run.empty)
+        best = self.sample_node(self.evaluate(run.best))
+        best.value = run.best_value
+        return LatticeResult(best, self.metric, run.best_value, optimal, run.evaluated, len(run.nodes),
+                             notes={"search": "exhaustive"})
+
+    def _heuristic_search(self, context: SolveContext, exhaustive_nodes: int, steps: int) -> LatticeResult:
+        run = HeuristicSearch(self, context, steps)
+        run.run()
+        self._refuse_none_found(run.best, run.empty)
+        result = self.result_at(self.evaluate(run.best))  # its value as the exhaustive search computes it
+        result.optimal, result.evaluated = run.complete, run.evaluated
+        result.notes = {"search": "heuristic", "search_reason": f"the lattice has {self.size:.4g} nodes, more than the "
+                 f"{exhaustive_nodes:,} an exhaustive search visits", "evaluation_bound": run.steps}
+        if run.stopped:
+            result.notes["time_limit"] = "reached: the best node found so far"
+        return result
+
+    def _refuse_none_found(self, best, empty) -> None:
+        if best is None and empty is not None:
             raise AnonymizeError(
                 f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
                 f"the suppression limit removes all {self.n} rows (give each QI a hierarchy whose top level is one "
                 f"label, so the whole table can be one class)")
-        if run.best is None:
+        if best is None:
             raise AnonymizeError("no generalization satisfies the request within the suppression limit")
-        best = self.sample_node(self.evaluate(run.best))
-        best.value = run.best_value
-        return LatticeResult(best, self.metric, run.best_value, optimal, run.evaluated, len(run.nodes))
 
 
 class _LatticeSearch:
