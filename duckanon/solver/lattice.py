@@ -157,6 +157,23 @@ class LatticeResult:
     notes: dict = field(default_factory=dict)
 
 
+class _ClassCodes:
+    """`rolled[j][h]` of a Lattice: every class's code of one column at level h, computed when
+    first read and kept in the smallest integer type that holds the level's codes (a wide table's
+    classes x columns x levels in int64 would not fit)."""
+
+    def __init__(self, level_codes: np.ndarray, class_values: np.ndarray, cardinality: list[int]):
+        self.level_codes, self.class_values, self.cardinality = level_codes, class_values, cardinality
+        self.levels: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, h: int) -> np.ndarray:
+        codes = self.levels.get(h)
+        if codes is None:
+            kind = np.min_scalar_type(max(self.cardinality[h] - 1, 0))
+            codes = self.levels[h] = self.level_codes[self.class_values, h].astype(kind if kind.kind == "u" else np.int64)
+        return codes
+
+
 class Lattice:
     """The level lattice of the QIs of `hist`, with precomputed per-column level codes.
 
@@ -201,9 +218,9 @@ class Lattice:
         self.value_rows = [np.bincount(hist.codes[:, j], weights=self.sizes, minlength=len(c)).astype(np.float64)
                            for j, c in enumerate(self.level_codes)]
         self.cache: dict[tuple[int, ...], NodeResult] = {}
-        # per column and level: every class's code at that level, and the number of codes
-        self.rolled = [[c[hist.codes[:, j], h] for h in range(c.shape[1])] for j, c in enumerate(self.level_codes)]
+        # per column and level: every class's code at that level (when first read), and the number of codes
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
+        self.rolled = [_ClassCodes(c, hist.codes[:, j], self.cardinality[j]) for j, c in enumerate(self.level_codes)]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
         self._class_costs: dict[tuple[int, int], np.ndarray] = {}
         self._level_rows: dict[tuple[int, int], np.ndarray] = {}
@@ -218,6 +235,7 @@ class Lattice:
         self.blocks = self._make_blocks()
         self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
         self._last_groups: tuple = (None, None)
+        self._roll_ups: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         # the nonzero SA counts as (class, SA code, rows): a node's group SA counts are one
         # bincount over them (a strided column at a time is ten times slower)
         sa = hist.sa_counts
@@ -281,14 +299,18 @@ class Lattice:
             self.block_cache[(block[0], levels)] = cached
         return cached
 
-    def _keys(self, levels) -> tuple[np.ndarray, int]:
-        """Per class its class id at `levels` (equal exactly when the generalized rows are), and
-        the size of the id space."""
+    def _keys(self, levels, rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Per class (or per class of `rows`) its class id at `levels` (equal exactly when the
+        generalized rows are), and the size of the id space."""
         key, space = None, 1
         for block in self.blocks:
+            if all(self.cardinality[j][levels[j]] == 1 for j in block):
+                continue  # one label for everything: no part of the key
             ids, count = self._block_ids(block, tuple(levels[j] for j in block))
+            if rows is not None:
+                ids = ids[rows]
             if key is None:
-                key, space = ids.copy(), count
+                key, space = ids.astype(np.int64), count
                 continue
             if space * count >= 1 << 62:
                 key, space = self._densify(key, space)
@@ -296,19 +318,34 @@ class Lattice:
             key += ids
             space *= count
         if key is None:
-            return np.zeros(self.hist.n_classes, dtype=np.int64), 1
+            return np.zeros(self.hist.n_classes if rows is None else len(rows), dtype=np.int64), 1
         return key, space
+
+    ROLL_UPS = 8  # groupings of the last nodes counted, kept to count coarser nodes from
 
     def _group_rows(self, levels) -> tuple[np.ndarray, np.ndarray]:
         """Per class its group id at `levels`, and the rows per group id (the last node's kept:
-        a solution's removed classes are asked for right after its count)."""
+        a solution's removed classes are asked for right after its count). A node coarser than
+        one of the last counted is counted from that one's groups (its groups are unions of
+        them), one class of each standing for it: fewer keys than classes."""
         levels = tuple(levels)
         if self._last_groups[0] == levels:
             return self._last_groups[1]
-        key, space = self._keys(levels)
-        if space > self.dense_limit:
-            key, space = self._densify(key, space)
-        groups = key, np.bincount(key, weights=self.float_sizes, minlength=space)
+        finer = min((entry for at, entry in self._roll_ups.items() if all(a <= b for a, b in zip(at, levels))),
+                    key=lambda entry: len(entry[2]), default=None)
+        if finer is not None:
+            member, stands_for, rows = finer
+            ids, n_groups = self._densify(*self._keys(levels, stands_for))
+            groups = ids[member], np.bincount(ids, weights=rows, minlength=n_groups)
+        else:
+            ids, n_groups = self._densify(*self._keys(levels))
+            groups = ids, np.bincount(ids, weights=self.float_sizes, minlength=n_groups)
+        stands_for = np.zeros(n_groups, dtype=np.int64)
+        stands_for[groups[0]] = np.arange(len(groups[0]))  # a class of each group
+        if self._roll_ups and len(self._roll_ups) >= self.ROLL_UPS:
+            del self._roll_ups[next(iter(self._roll_ups))]
+        if self.ROLL_UPS:
+            self._roll_ups[levels] = (groups[0], stands_for, groups[1])
         self._last_groups = (levels, groups)
         return groups
 
@@ -344,12 +381,20 @@ class Lattice:
             out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h, self.domains[j])
         return out
 
-    def class_costs(self, j: int, h: int) -> np.ndarray:
-        """Per class, what one of its cells in column j costs at level h (cached)."""
+    CLASS_COSTS = 64  # per-class cost arrays kept (a column and level each)
+
+    def class_costs(self, j: int, h: int, which: np.ndarray | None = None) -> np.ndarray:
+        """Per class (of `which`), what one of its cells in column j costs at level h (the array
+        of every class kept for the last CLASS_COSTS columns and levels; a few classes are looked
+        up directly)."""
         costs = self._class_costs.get((j, h))
+        if costs is None and which is not None and 8 * len(which) < self.hist.n_classes:
+            return self.row_cost[j][self.hist.codes[which, j], h]
         if costs is None:
+            if len(self._class_costs) >= self.CLASS_COSTS:
+                self._class_costs.clear()
             costs = self._class_costs[(j, h)] = self.row_cost[j][self.hist.codes[:, j], h]
-        return costs
+        return costs if which is None else costs[which]
 
     def column_totals(self, levels) -> np.ndarray:
         """Per column, what its cells cost at `levels` with nothing removed."""
@@ -550,7 +595,7 @@ class Lattice:
         member = np.empty(len(node.ok), dtype=np.int64)
         member[node.member_of] = np.arange(len(node.member_of))  # a class of each group
         # a group's classes share their codes at its levels
-        return np.array([float((lost * (1.0 - self.class_costs(j, h)[member[violating]])).sum())
+        return np.array([float((lost * (1.0 - self.class_costs(j, h, member[violating]))).sum())
                          for j, h in enumerate(node.levels)])
 
     # -- search --------------------------------------------------------------------------------

@@ -107,6 +107,15 @@ class _Cone:
     def __contains__(self, key) -> bool:
         return bool(self.inside(np.asarray(key, dtype=np.int64)[None, :])[0])
 
+    def holder(self, key) -> tuple[int, ...] | None:
+        """A kept node whose cone holds `key`, or None."""
+        if not len(self.rows):
+            return None
+        row = np.asarray(key, dtype=np.int64)
+        inside = ((row <= self.rows) if self.below else (row >= self.rows)).all(axis=1)
+        at = int(np.argmax(inside))
+        return tuple(self.rows[at].tolist()) if inside[at] else None
+
     def add(self, key) -> None:
         row = np.asarray(key, dtype=np.int64)
         if key in self:
@@ -127,16 +136,15 @@ class HeuristicSearch:
         self.verdicts: dict[tuple[int, ...], Verdict] = {}
         self.bounds: dict[tuple[int, ...], float] = {}
         self.expanded: set[tuple[int, ...]] = set()
-        self.queued: set[tuple[int, ...]] = set()
-        self.queue: list = []  # Lightning's: (priority, level, node)
+        self.queued: dict[tuple[int, ...], float] = {}  # node -> its priority
+        self.queue: list = []  # the best-first search's: (priority, level, node)
         self.failing = _Cone(self.m, below=True)  # finer nodes fail
         self.no_better = _Cone(self.m, below=False)  # coarser nodes are no better (monotone metric)
         self.monotone = lattice.limit_rows == 0 and lattice.monotone_with_suppression
         self.by_bound = self.monotone and lattice.measure.separable
         self.best, self.best_value, self.empty = None, math.inf, None
-        self.evaluated, self.step = 0, 0
+        self.evaluated = 0
         self.stopped = self.full = self.complete = False  # (stopped: by the time limit)
-        self.stepping = max(sum(self.heights), 1)  # ARX: the top's level
         if lattice.measure.separable:  # (m, highest level + 1): the column totals, for the bounds
             self.totals = np.zeros((self.m, max(self.heights, default=0) + 1))
             for j, totals in enumerate(lattice.column_total):
@@ -264,59 +272,62 @@ class HeuristicSearch:
                 return
 
     def lightning(self) -> None:
-        """ARX's Lightning (module docstring), from the bottom, with what is left of the bound;
-        `complete` when its queue ran dry."""
-        bottom = (0,) * self.m
-        if bottom not in self.queued:
-            verdict = self.judge(bottom)
-            if verdict is None:
-                return
-            self._push(bottom, verdict)
+        """The best-first search from the bottom (module docstring), with what is left of the
+        bound; `complete` when no candidate is left that could beat the best."""
+        self._push((0,) * self.m, 0.0)
         while self.queue and self.left():
             _, _, key = heapq.heappop(self.queue)
-            if key in self.expanded or self.bounded_out(key):
+            if self.bounded_out(key):
+                if self.by_bound:  # (in increasing bound: none left can beat the best)
+                    self.queue.clear()
                 continue
-            self.step += 1
-            if self.step % self.stepping == 0:
-                while key is not None and self.left():  # the greedy climb
-                    key = self.expand(key)
-            elif self.expand(key) is False:
+            if key in self.no_better:
+                continue
+            above = self.failing.holder(key)
+            if above is not None:  # it fails unchecked: the least nodes above it not below `above`
+                self._push_all([key[:j] + (above[j] + 1,) + key[j + 1:] for j in range(self.m)
+                                if above[j] < self.heights[j]], self.queued[key])
+                continue
+            verdict = self.judge(key)
+            if verdict is None:
+                heapq.heappush(self.queue, (self.queued[key], sum(key), key))
                 break
+            if self.monotone and verdict.solution:
+                continue  # every coarser node is no better
+            self.climb(key)
+            self._push_all(self.coarser(key), verdict.value)
         self.complete = not self.queue and not self.stopped and not self.full
 
-    def priority(self, key, verdict: Verdict) -> float:
-        """Lightning's order: the value of the node with its violating classes removed (ARX); with
-        a monotone separable metric its bound, which is the value of any solution there and a
-        lower bound on every coarser node's (then the queue runs dry at the first node whose
-        bound is no better than the best: that one is proven optimal)."""
-        return self.bound_of([key])[0] if self.by_bound else verdict.value
+    def coarser(self, key) -> list[tuple[int, ...]]:
+        return [self.raised(key, j) for j in range(self.m) if key[j] < self.heights[j]]
 
-    def _push(self, key, verdict: Verdict) -> None:
+    def _push_all(self, keys: list[tuple[int, ...]], value: float) -> None:
+        """Queues the nodes not queued yet: by their bound, or with a metric that has none by
+        `value` (that of the node they were reached from, as Lightning orders by value)."""
+        keys = [key for key in keys if key not in self.queued]
+        if len(self.queued) + len(keys) > self.queue_limit:
+            self.full = True  # the queue's bound: the search ends
+            return
+        for key, bound in zip(keys, self.bound_of(keys)):
+            self._push(key, bound if self.lattice.measure.separable else value)
+
+    def _push(self, key, priority: float) -> None:
         if key not in self.queued:
-            self.queued.add(key)
-            heapq.heappush(self.queue, (self.priority(key, verdict), sum(key), key))
+            self.queued[key] = priority
+            heapq.heappush(self.queue, (priority, sum(key), key))
 
-    def expand(self, key):
-        """Checks `key`'s coarser neighbours that could still lead to a better node and queues
-        them; returns the least-valued one (None: none). When the bound runs out on the way, `key`
-        is queued again, not expanded, and the answer is False."""
-        coarser = [self.raised(key, j) for j in range(self.m) if key[j] < self.heights[j]]
-        coarser = [successor for successor in coarser if successor not in self.expanded]
-        keys = np.array(coarser, dtype=np.int64).reshape(-1, self.m)
-        hopeless = self.no_better.inside(keys)
-        failing = self.failing.inside(keys).tolist() if self.monotone else [None] * len(coarser)
-        least = None
-        for successor, bound, out, fails in zip(coarser, self.bound_of(coarser), hopeless.tolist(), failing):
-            if out or self.bounded_out(successor, bound):
-                continue
-            verdict = self.judge(successor, fails)
-            if verdict is None or len(self.queued) >= self.queue_limit:
-                heapq.heappush(self.queue, (self.priority(key, self.verdicts[key]), sum(key), key))
-                self.full = verdict is not None  # the queue's bound: the search ends
-                return False
-            self._push(successor, verdict)
-            rank = (self.priority(successor, verdict), sum(successor), successor)
-            if least is None or rank < least:
-                least = rank
-        self.expanded.add(key)
-        return None if least is None else least[2]
+    def climb(self, key) -> None:
+        """Lightning's greedy climb (ARX's depth-first step): check every coarser neighbour that
+        could still lead to a better node, move to the one of least value, and so on."""
+        while key is not None and self.left():
+            candidates = [successor for successor in self.coarser(key) if not self.bounded_out(successor)]
+            keys = np.array(candidates, dtype=np.int64).reshape(-1, self.m)
+            keep = ~(self.no_better.inside(keys) | self.failing.inside(keys))
+            least = None
+            for successor in (c for c, kept in zip(candidates, keep.tolist()) if kept):
+                verdict = self.judge(successor)
+                if verdict is None:
+                    return
+                rank = (verdict.value, sum(successor), successor)
+                least = rank if least is None or rank < least else least
+            key = None if least is None else least[2]

@@ -46,14 +46,14 @@ class LatticeMetric:
         said otherwise."""
         removed = float(weights.sum())
         # (a BLAS dot spins threads)
-        return np.array([removed - float((weights * lattice.class_costs(j, h)[which]).sum()) for j, h in enumerate(levels)])
+        return np.array([removed - float((weights * lattice.class_costs(j, h, which)).sum()) for j, h in enumerate(levels)])
 
     def removal_charge_kept(self, lattice: Lattice, levels, kept: np.ndarray, weights: np.ndarray,
                             removed: float) -> np.ndarray:
         """removal_charge from the classes `kept` (`weights` rows each) instead, when they are
         fewer than those removed (`removed` rows): the removed rows' cells cost a column's total
         less the kept rows' (the same up to rounding)."""
-        return np.array([removed - (lattice.column_total[j][h] - float((weights * lattice.class_costs(j, h)[kept]).sum()))
+        return np.array([removed - (lattice.column_total[j][h] - float((weights * lattice.class_costs(j, h, kept)).sum()))
                          for j, h in enumerate(levels)])
 
     def aggregate(self, columns: np.ndarray, rows: int, weights: np.ndarray | None = None) -> np.ndarray | float:
