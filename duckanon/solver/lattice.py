@@ -157,10 +157,17 @@ class LatticeResult:
     notes: dict = field(default_factory=dict)
 
 
+def _compact(codes: np.ndarray, count: int) -> np.ndarray:
+    """`codes` (0 .. count - 1) contiguous, in the smallest unsigned type that holds them."""
+    kind = np.min_scalar_type(max(count - 1, 0))
+    return np.ascontiguousarray(codes, dtype=kind if kind.kind == "u" else np.int64)
+
+
 class _ClassCodes:
     """`rolled[j][h]` of a Lattice: every class's code of one column at level h, computed when
     first read and kept in the smallest integer type that holds the level's codes (a wide table's
-    classes x columns x levels in int64 would not fit)."""
+    classes x columns x levels in int64 would not fit); `class_values`, the classes' value codes
+    of the column, contiguous (gathers from a column of the class matrix stride a whole row)."""
 
     def __init__(self, level_codes: np.ndarray, class_values: np.ndarray, cardinality: list[int]):
         self.level_codes, self.class_values, self.cardinality = level_codes, class_values, cardinality
@@ -169,8 +176,7 @@ class _ClassCodes:
     def __getitem__(self, h: int) -> np.ndarray:
         codes = self.levels.get(h)
         if codes is None:
-            kind = np.min_scalar_type(max(self.cardinality[h] - 1, 0))
-            codes = self.levels[h] = self.level_codes[self.class_values, h].astype(kind if kind.kind == "u" else np.int64)
+            codes = self.levels[h] = _compact(self.level_codes[self.class_values, h], self.cardinality[h])
         return codes
 
 
@@ -220,8 +226,10 @@ class Lattice:
         self.cache: dict[tuple[int, ...], NodeResult] = {}
         # per column and level: every class's code at that level (when first read), and the number of codes
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
-        self.rolled = [_ClassCodes(c, hist.codes[:, j], self.cardinality[j]) for j, c in enumerate(self.level_codes)]
+        self.rolled = [_ClassCodes(c, _compact(hist.codes[:, j], len(c)), self.cardinality[j])
+                       for j, c in enumerate(self.level_codes)]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
+        self.level_cost = [np.ascontiguousarray(costs.T) for costs in self.row_cost]  # [j][h]: per value
         self._class_costs: dict[tuple[int, int], np.ndarray] = {}
         self._level_rows: dict[tuple[int, int], np.ndarray] = {}
         self.column_total = [(self.value_rows[j][:, None] * self.row_cost[j]).sum(axis=0) for j in range(self.m)]
@@ -314,6 +322,8 @@ class Lattice:
                 continue
             if space * count >= 1 << 62:
                 key, space = self._densify(key, space)
+                if space == len(key):  # every class apart already: the other columns split nothing
+                    return key, space
             key *= count
             key += ids
             space *= count
@@ -381,18 +391,17 @@ class Lattice:
             out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h, self.domains[j])
         return out
 
-    CLASS_COSTS = 64  # per-class cost arrays kept (a column and level each)
+    CLASS_COSTS = 1 << 24  # per-class costs kept (8 bytes each), a column and level's array at a time
 
     def class_costs(self, j: int, h: int, which: np.ndarray | None = None) -> np.ndarray:
-        """Per class (of `which`), what one of its cells in column j costs at level h (the array
-        of every class kept for the last CLASS_COSTS columns and levels; a few classes are looked
-        up directly)."""
+        """Per class (of `which`), what one of its cells in column j costs at level h: the array of
+        every class is kept while CLASS_COSTS allows; a few classes, or any once it is spent, are
+        looked up directly."""
         costs = self._class_costs.get((j, h))
-        if costs is None and which is not None and 8 * len(which) < self.hist.n_classes:
-            return self.row_cost[j][self.hist.codes[which, j], h]
+        if costs is None and which is not None and (
+                8 * len(which) < self.hist.n_classes or (len(self._class_costs) + 1) * self.hist.n_classes > self.CLASS_COSTS):
+            return self.level_cost[j][h][self.rolled[j].class_values[which]]
         if costs is None:
-            if len(self._class_costs) >= self.CLASS_COSTS:
-                self._class_costs.clear()
             costs = self._class_costs[(j, h)] = self.row_cost[j][self.hist.codes[:, j], h]
         return costs if which is None else costs[which]
 

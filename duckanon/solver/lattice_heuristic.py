@@ -60,8 +60,11 @@ class Verdict:
     """What one evaluation says of a node."""
 
     solution: bool  # within the suppression limit (and not failing a model that nothing suppresses)
-    value: float  # the metric with the node's violating classes removed (also when no solution)
+    # the metric with the node's violating classes removed (for a node that is no solution with a
+    # separable metric, an estimate: _value)
+    value: float
     fails_finer: bool  # every finer node fails too
+    removed: int = 0  # the rows its violating classes hold
     empty: bool = False  # within the limit, but publishing no row
 
 
@@ -74,19 +77,26 @@ def assess(lattice, key: tuple[int, ...]) -> Verdict:
     else:
         node = lattice.evaluate(key)
         suppressed = node.suppressed_rows
-    if lattice.measure.separable:
-        removed = lattice.removed_classes(key) if node is None else ~node.ok[node.member_of]
-        value = lattice.node_value(key, removed, complement=True)
-    else:
-        value = lattice.value(node if node is not None else lattice.evaluate(key))
     if node is not None and node.unreached:  # a population class no row reaches: finer nodes split it
-        return Verdict(False, value, True)
+        return Verdict(False, _value(lattice, key, node, suppressed, False), True, suppressed)
     if suppressed > lattice.limit_rows:
         finer = lattice.monotone_with_suppression or lattice.removed_floor(node) > lattice.limit_rows
-        return Verdict(False, value, finer)
-    if suppressed >= lattice.n > 0 and not lattice.cell_suppression_after:
-        return Verdict(True, value, False, empty=True)
-    return Verdict(True, value, False)
+        return Verdict(False, _value(lattice, key, node, suppressed, False), finer, suppressed)
+    empty = suppressed >= lattice.n > 0 and not lattice.cell_suppression_after
+    return Verdict(True, _value(lattice, key, node, suppressed, True), False, suppressed, empty)
+
+
+def _value(lattice, key, node, suppressed: int, solution: bool) -> float:
+    """The metric at `key` with its violating classes removed; for a node that is no solution, with
+    a separable metric, an estimate that costs no pass over the rows removed: each column's total
+    plus the removed rows, each charged what the column's rows cost on average below 1."""
+    if lattice.measure.separable:
+        if not solution:
+            totals = lattice.column_totals(key)
+            return float(lattice.aggregate(totals + suppressed * (1.0 - totals / max(lattice.n, 1))))
+        removed = lattice.removed_classes(key) if node is None else ~node.ok[node.member_of]
+        return lattice.node_value(key, removed, complement=True)
+    return lattice.value(node if node is not None else lattice.evaluate(key))
 
 
 class _Cone:
@@ -142,6 +152,7 @@ class HeuristicSearch:
         self.no_better = _Cone(self.m, below=False)  # coarser nodes are no better (monotone metric)
         self.monotone = lattice.limit_rows == 0 and lattice.monotone_with_suppression
         self.by_bound = self.monotone and lattice.measure.separable
+        self.by_value = not lattice.measure.separable  # (no bound: the search orders by the value)
         self.best, self.best_value, self.empty = None, math.inf, None
         self.evaluated = 0
         self.stopped = self.full = self.complete = False  # (stopped: by the time limit)
@@ -318,7 +329,10 @@ class HeuristicSearch:
 
     def climb(self, key) -> None:
         """Lightning's greedy climb (ARX's depth-first step): check every coarser neighbour that
-        could still lead to a better node, move to the one of least value, and so on."""
+        could still lead to a better node, move to the best, and so on: the solution of least
+        value, else the node that removes the fewest rows (ARX moves to the least value, which
+        for a node that is no solution costs a pass over the rows it removes), the least bound
+        among those."""
         while key is not None and self.left():
             candidates = [successor for successor in self.coarser(key) if not self.bounded_out(successor)]
             keys = np.array(candidates, dtype=np.int64).reshape(-1, self.m)
@@ -330,4 +344,4 @@ class HeuristicSearch:
                     return
                 rank = (verdict.value, sum(successor), successor)
                 least = rank if least is None or rank < least else least
-            key = None if least is None else least[2]
+            key = None if least is None else least[-1]
