@@ -404,6 +404,8 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
         if best is None or (value, limit) < (best.notes["loss"], best.notes["suppression_limit"]):
             best = candidate
     best.notes.update({"nodes_evaluated": evaluated, "search_seconds": round(search_seconds, 4)})
+    heuristic = [found.notes for found in optimum.values() if found.notes.get("search") == "heuristic"]
+    best.notes.update(heuristic[0] if heuristic else {"search": "exhaustive"})  # (one lattice: the same reason)
     return best
 
 
