@@ -187,3 +187,17 @@ def test_a_statement_over_200_qis_gets_the_heuristic(wide):
                              f"hierarchies = 'intervals(5, 10)', suppression_limit = 0.05)").fetchall())
     assert rows["lattice search"].startswith("heuristic: the lattice has 2.582e+120 nodes, more than the 100,000")
     assert rows["optimum proven within the time limit"] == "no: the heuristic lattice search did not prove its node optimal"
+
+
+def test_a_time_limit_stops_the_heuristic_with_its_best_node(adult, rows):
+    """A deadline already passed: the heuristic stops at its first clock read (every 16
+    evaluations) with the best node so far, valid, and says the time limit cut it."""
+    import time
+
+    from duckanon.solver.context import SolveContext
+
+    context = SolveContext(deadline=time.perf_counter())
+    result = lattice_of(adult, "k = 10", 0.05, "loss", False).search(context, exhaustive_nodes=0)
+    assert result.evaluated == 16 and not result.optimal
+    assert result.notes["time_limit"] == "reached: the best node found so far" and context.cuts == ["lattice search"]
+    assert independent_check(rows, result.node.levels, 0.05, False, k=10)[1] == []
