@@ -243,7 +243,6 @@ class Lattice:
         self.blocks = self._make_blocks()
         self.block_cache: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, int]] = {}
         self._last_groups: tuple = (None, None)
-        self._roll_ups: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         # the nonzero SA counts as (class, SA code, rows): a node's group SA counts are one
         # bincount over them (a strided column at a time is ten times slower)
         sa = hist.sa_counts
@@ -331,31 +330,16 @@ class Lattice:
             return np.zeros(self.hist.n_classes if rows is None else len(rows), dtype=np.int64), 1
         return key, space
 
-    ROLL_UPS = 8  # groupings of the last nodes counted, kept to count coarser nodes from
-
     def _group_rows(self, levels) -> tuple[np.ndarray, np.ndarray]:
         """Per class its group id at `levels`, and the rows per group id (the last node's kept:
-        a solution's removed classes are asked for right after its count). A node coarser than
-        one of the last counted is counted from that one's groups (its groups are unions of
-        them), one class of each standing for it: fewer keys than classes."""
+        a solution's removed classes are asked for right after its count)."""
         levels = tuple(levels)
         if self._last_groups[0] == levels:
             return self._last_groups[1]
-        finer = min((entry for at, entry in self._roll_ups.items() if all(a <= b for a, b in zip(at, levels))),
-                    key=lambda entry: len(entry[2]), default=None)
-        if finer is not None:
-            member, stands_for, rows = finer
-            ids, n_groups = self._densify(*self._keys(levels, stands_for))
-            groups = ids[member], np.bincount(ids, weights=rows, minlength=n_groups)
-        else:
-            ids, n_groups = self._densify(*self._keys(levels))
-            groups = ids, np.bincount(ids, weights=self.float_sizes, minlength=n_groups)
-        stands_for = np.zeros(n_groups, dtype=np.int64)
-        stands_for[groups[0]] = np.arange(len(groups[0]))  # a class of each group
-        if self._roll_ups and len(self._roll_ups) >= self.ROLL_UPS:
-            del self._roll_ups[next(iter(self._roll_ups))]
-        if self.ROLL_UPS:
-            self._roll_ups[levels] = (groups[0], stands_for, groups[1])
+        key, space = self._keys(levels)
+        if space > self.dense_limit:
+            key, space = self._densify(key, space)
+        groups = key, np.bincount(key, weights=self.float_sizes, minlength=space)
         self._last_groups = (levels, groups)
         return groups
 
