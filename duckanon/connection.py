@@ -24,7 +24,7 @@ from sqlglot.tokens import TokenType
 
 from duckanon import macros
 from duckanon.pipeline import registry
-from duckanon.backends import DuckDBBackend
+from duckanon.backends import BackendError, DuckDBBackend
 from duckanon.statements import Summary, run_anonymize, run_statement
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.sql import AnonDialect, split_statements
@@ -271,24 +271,23 @@ class Caller:
         return eval(_CALLS[method, values is not None], self.frame.f_globals,  # noqa: S307
                     {**self.frame.f_locals, **names})
 
-    def _frames(self, con):
+    def _frames(self, backend):
         try:
-            enabled, all_frames, external = con.execute(
-                "SELECT current_setting('python_enable_replacements'), current_setting('python_scan_all_frames'), "
-                "current_setting('enable_external_access')").fetchone()
-        except duckdb.Error:  # e.g. an aborted transaction: the statement then gets DuckDB's error
+            enabled, all_frames = backend.replacement_scans()
+        except BackendError:  # e.g. an aborted transaction: the statement then gets DuckDB's error
             return
         frame = self.frame
-        while enabled and external and frame is not None:
+        while enabled and frame is not None:
             yield frame
             if not all_frames:
                 return
             frame = frame.f_back
 
-    def find(self, con, name: str):
-        """The Python object DuckDB's replacement scan would read for `name` on `con` (None if none);
-        whether a table or view carries the name is for the caller to check first."""
-        for frame in self._frames(con):
+    def find(self, backend, name: str):
+        """The Python object DuckDB's replacement scan would read for `name` on the statement's
+        DuckDB backend (None if none); whether a table or view carries the name is for the caller
+        to check first."""
+        for frame in self._frames(backend):
             for scope in (frame.f_locals, frame.f_globals):
                 if name in scope:
                     value = scope[name]

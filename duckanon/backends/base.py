@@ -170,6 +170,16 @@ class Backend:
     def file_access_allowed(self) -> bool:
         return True
 
+    def install_macros(self) -> None:
+        """The SQL macros of sql/*.sql (the report's and the profile's), where `writes_reports`."""
+        raise NotImplementedError
+
+    def report_connection(self):
+        """The connection the HTML report (duckanon.report) runs its own SQL on, where
+        `writes_reports`: the report's queries are DuckDB SQL over the macros of sql/*.sql, not yet
+        expressions a backend renders, so the one engine that writes reports hands it its connection."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ catalog
     def session_defaults(self) -> tuple[str, str]:
         """The database and schema an unqualified name resolves in (full_key fills them in)."""
@@ -275,6 +285,11 @@ class KeepsRegistry:
 
     def databases_holding(self, schema: str, name: str) -> list[str]:
         """The databases (sorted) that hold a persistent table schema.name."""
+        raise NotImplementedError
+
+    def named_object(self, table: TableName):
+        """The object a statement naming `table` means (REFRESH): the one a SELECT reads, else the
+        table CREATE TABLE would make; its `key()` is (catalog, schema, name), lower case."""
         raise NotImplementedError
 
     def hierarchy_table(self, name: str) -> tuple[str, str, str] | None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from duckanon import macros, methods
+from duckanon import methods
 from duckanon.backends import Backend, work
 from duckanon.pipeline.columns import duckdb_sql, scratch_name
 from duckanon.pipeline.plan import bind
@@ -129,7 +129,7 @@ def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     the statement gives each column (DuckDB only: the macros are DuckDB's)."""
     if not backend.writes_reports:
         return []
-    macros.ensure_installed(backend.con)  # a cursor of its own (the SQL function anonymize())
+    backend.install_macros()  # also on a cursor of its own (the SQL function anonymize())
     source = exp.Literal.string(plan.source.sql()).sql("duckdb")
     roles = plan.roles()
     items = []
