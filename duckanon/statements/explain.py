@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from duckanon import methods
 from duckanon.backends import Backend, work
-from duckanon.pipeline.columns import duckdb_sql, scratch_name
+from duckanon.pipeline.columns import scratch_name
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
@@ -130,14 +130,29 @@ def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     if not backend.writes_reports:
         return []
     backend.install_macros()  # also on a cursor of its own (the SQL function anonymize())
-    source = exp.Literal.string(plan.source.sql()).sql("duckdb")
     roles = plan.roles()
     items = []
-    for column, suggested, reason, patterns in backend.rows(duckdb_sql(f"SELECT column_name, suggested_role, reason, [p.pattern FOR p IN patterns] FROM anon_profile({source})")):
+    profile = exp.select(*[exp.column(c, quoted=True) for c in ("column_name", "suggested_role", "reason")],
+                         _pattern_names()).from_(_macro_table("anon_profile", plan))
+    for column, suggested, reason, patterns in backend.rows(profile):
         found = f" ({', '.join(patterns)})" if patterns else ""
         items.append((f"profile: {column}", f"suggested {suggested}{found}: {reason}; role here: "
                                             f"{roles.get(column, 'dropped')}"))
-    for kind, columns in backend.rows(duckdb_sql(f"SELECT kind, columns FROM anon_safe_harbor({source}) ORDER BY kind_no")):
+    safe_harbor = (exp.select(exp.column("kind", quoted=True), exp.column("columns", quoted=True))
+                   .from_(_macro_table("anon_safe_harbor", plan)).order_by(exp.column("kind_no", quoted=True)))
+    for kind, columns in backend.rows(safe_harbor):
         shown = ", ".join(f"{c} ({roles.get(c, 'dropped')})" for c in columns)
         items.append((f"HIPAA Safe Harbor: {kind}", shown))
     return items
+
+
+def _macro_table(macro: str, plan) -> exp.Table:
+    """FROM <macro>('<the source>'): a table macro of sql/profile.sql over the statement's source."""
+    return exp.Table(this=exp.Anonymous(this=macro, expressions=[exp.Literal.string(plan.source.sql())]))
+
+
+def _pattern_names() -> exp.Expr:
+    """[p.pattern FOR p IN patterns]: the names of the patterns anon_profile matched."""
+    return exp.Array(expressions=[exp.Comprehension(
+        this=exp.column("pattern", table="p", quoted=True), expression=exp.to_identifier("p", quoted=True),
+        iterator=exp.column("patterns", quoted=True))])
