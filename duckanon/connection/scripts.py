@@ -156,27 +156,25 @@ def execute(con: duckdb.DuckDBPyConnection, text: str, parameters=None, progress
     variable, as in DuckDB (`SELECT count(*) FROM df`, `ANONYMIZE df INTO df_anon WITH (...)`):
     see `Caller`.
     """
-    caller = Caller()
-    _list_publications_for(con, text)
-    if not _needs_us(text):
-        return _run_plain(con, text, lambda: caller.run(con, "execute", text, parameters))
-
-    def run_plain(piece, values):
-        return _run_plain(con, piece, lambda: caller.run(con, "execute", piece, values))
-
-    result = _run_script(con, text, parameters, run_plain, lambda query, row: con.execute(query, row), progress, caller)
+    result = _run_text(con, "execute", text, parameters, lambda query, row: con.execute(query, row), progress)
     return con if result is None else result
 
 
 def sql(con: duckdb.DuckDBPyConnection, text: str, params=None):
     """Like `duckdb.sql`: a relation for the last statement (ANONYMIZE: its summary). `params` as in
     `execute`; the caller's DataFrames are seen as there."""
+    return _run_text(con, "sql", text, params, lambda query, row: con.sql(query, params=row))
+
+
+def _run_text(con: duckdb.DuckDBPyConnection, method: str, text: str, values, run_ours, progress=None):
+    """`text` through DuckDB's `method` ('execute' or 'sql', from the caller's frame): plain SQL
+    alone in one call, else piece by piece (_run_script), our statements' rows through `run_ours`."""
     caller = Caller()
     _list_publications_for(con, text)
     if not _needs_us(text):
-        return _run_plain(con, text, lambda: caller.run(con, "sql", text, params))
+        return _run_plain(con, text, lambda: caller.run(con, method, text, values))
 
-    def run_plain(piece, values):
-        return _run_plain(con, piece, lambda: caller.run(con, "sql", piece, values))
+    def run_plain(piece, piece_values):
+        return _run_plain(con, piece, lambda: caller.run(con, method, piece, piece_values))
 
-    return _run_script(con, text, params, run_plain, lambda query, row: con.sql(query, params=row), caller=caller)
+    return _run_script(con, text, values, run_plain, run_ours, progress, caller)
