@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from duckanon.solver.histogram import Histogram
+from duckanon.solver.histogram import Histogram, lexicographic_order
 from duckanon.solver.models import all_satisfied
 from duckanon.solver.partition import Solution, identity_solution, solution_from_class_groups
 from duckanon.solver.request import Request
@@ -74,24 +74,6 @@ def column_order(codes: np.ndarray, sizes: np.ndarray, column_cost: np.ndarray) 
     with np.errstate(divide="ignore"):
         per_cost = np.where(column_cost > 0, entropy / np.where(column_cost > 0, column_cost, 1), np.inf)
     return np.lexsort((np.arange(codes.shape[1]), per_cost))
-
-
-def lexicographic_order(codes: np.ndarray) -> np.ndarray:
-    """The permutation that sorts the rows of `codes` lexicographically, first column first. The
-    columns are packed into as few 63-bit mixed-radix keys as they fit, so the sort runs over a few
-    keys instead of one pass per column."""
-    keys = []
-    key = np.zeros(len(codes), dtype=np.int64)
-    span = 1
-    for j in range(codes.shape[1]):
-        radix = int(codes[:, j].max(initial=0)) + 1
-        if span * radix >= 2**62:
-            keys.append(key)
-            key, span = np.zeros(len(codes), dtype=np.int64), 1
-        key = key * radix + codes[:, j]
-        span *= radix
-    keys.append(key)
-    return np.lexsort(keys[::-1])
 
 
 def _run_starts(sorted_codes: np.ndarray, first: int) -> np.ndarray:

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import duckanon
 from duckanon.solver import solve
 from duckanon.solver.heuristics import WIDE_CELL_LIMIT, best_heuristic, run_heuristic
-from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.histogram import Histogram, group_keys, lexicographic_order
 from duckanon.solver.models import DistinctLDiversity, KAnonymity
 from duckanon.solver.request import Request
-from duckanon.solver.segments import column_order, lexicographic_order
+from duckanon.solver.segments import column_order
 from support.checks import check_published
 from support.solver_checks import assert_valid
 
@@ -82,6 +82,15 @@ def test_the_packed_sort_is_the_lexicographic_sort():
     codes = np.column_stack([rng.integers(0, c, 5000) for c in (2, 300, 7, 100_000, 5, 65_000, 3, 40_000)])
     by_column = np.lexsort(codes.T[::-1])
     assert (codes[lexicographic_order(codes)] == codes[by_column]).all()
+
+
+@pytest.mark.parametrize("cards", [(3, 5, 2), (2, 300, 7, 100_000, 5, 65_000, 3, 40_000)], ids=["one_key", "three_keys"])
+def test_group_ids_are_the_ranks_np_unique_gives_the_rows(cards):
+    rng = np.random.default_rng(4)
+    codes = np.column_stack([rng.integers(0, c, 4000) for c in cards])
+    codes = np.vstack([codes, codes[:500]])  # repeated rows share an id
+    expected = np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+    assert (group_keys(codes) == expected).all()
 
 
 def test_columns_go_least_entropy_first_and_free_columns_last():
