@@ -17,6 +17,8 @@ from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.columns import (STRING, TEXT, TYPED, VALUE, ColumnFacts, hashable, key_of, published_text, qcol,
                                        temp_table)
+from duckanon.pipeline.codes import ascending as _ascending
+from duckanon.pipeline.codes import create_coded, dense_code as _dense_code
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.names import TableName
@@ -55,16 +57,6 @@ class Cells:
     cell_sa: np.ndarray  # the SA code: several cells of one class may share it (spellings of one value)
     cell_count: np.ndarray
     fingerprint: tuple[int, int] | None = None  # the source's (rows, checksum) for the registry, if computed
-
-
-def _ascending(column: str) -> exp.Ordered:
-    # NULL last, spelled out: engines differ in their default (DuckDB last, Spark first)
-    return exp.Ordered(this=qcol(column), desc=False, nulls_first=False)
-
-
-def _dense_code(*columns: str) -> exp.Expr:
-    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[_ascending(c) for c in columns]))
-    return exp.Sub(this=window, expression=exp.Literal.number(1))
 
 
 def _any_value(value: exp.Expr) -> exp.Expr:
@@ -109,8 +101,9 @@ def _sa_code_order(plan: Plan, facts: ColumnFacts) -> list[str]:
 
 
 def cells_select(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> exp.Select:
-    """SELECT <QI values and keys>, <SA value and key>, count, codes, cell id FROM (GROUP BY the
-    keys). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
+    """SELECT <QI values and keys>, <SA value and key>, count, SA code, cell id FROM (GROUP BY the
+    keys): the cells without their QI codes (codes.create_coded adds them, in the order of
+    qi_order, as code_alias). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
     above): q{j} is its QI j value (the key itself for a VALUE column), k{j} the key of the others,
     p{j} the text of a TYPED column; s the sensitive value published, sk its key where it is not
     the value, so a copy of a TYPED value that its codes sort."""
@@ -149,7 +142,6 @@ def cells_select(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> exp.Sel
         .group_by(*group_by)
     )
     outer = [exp.Star(), *shown, *shares]
-    outer += [exp.alias_(_dense_code(*qi_order(plan, facts, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, facts, j)]
     if plan.sensitive:
         outer.append(exp.alias_(_dense_code(*_sa_code_order(plan, facts)), SA_CODE, quoted=True))
@@ -309,7 +301,9 @@ def build_cells(backend: Backend, plan: Plan, facts: ColumnFacts, table: str, me
     `facts` says (columns.column_facts), and the histogram; with `fingerprint_of`, the registry's
     fingerprint of the source computed in the same GROUP BY (fingerprinted)."""
     grouped = cells_select(plan, facts, fingerprint_of)  # the one GROUP BY of the source
-    backend.create_temp(table, grouped)
+    m = len(plan.qi)
+    create_coded(backend, table, grouped, [qi_order(plan, facts, j) for j in range(m)], [code_alias(j) for j in range(m)],
+                 CELL_ID)
     _reject_star_values(backend, plan, facts, table)
     _check_memory(backend, plan, table, memory_budget)
     code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
