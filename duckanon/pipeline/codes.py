@@ -65,10 +65,10 @@ def create_coded(backend: Backend, table: str, uncoded: exp.Select, orders: list
         select = select.from_(exp.alias_(exp.to_table(base, quoted=True), "u", table=True))
         for b, part in enumerate(parts):
             select = select.join(exp.alias_(exp.to_table(part, quoted=True), f"b{b}", table=True),
-                                 on=exp.EQ(this=qcol(row_id, "u"), expression=qcol(row_id, f"b{b}")))
+                                 on=exp.EQ(this=qcol(row_id, "u"), expression=qcol(row_id, f"b{b}")), copy=False)
         backend.create_temp(table, select)
         temps += parts
-    backend.drop_temp(*temps)
+    backend.drop_inputs(*temps)
 
 
 def _joined(base: str, row_id: str | None, batch: range, orders, codes, temps) -> exp.Select:
@@ -79,5 +79,5 @@ def _joined(base: str, row_id: str | None, batch: range, orders, codes, temps) -
     select = select.from_(exp.alias_(exp.to_table(base, quoted=True), "u", table=True))
     for i in batch:
         on = exp.and_(*[exp.NullSafeEQ(this=qcol(c, "u"), expression=qcol(c, f"d{i}")) for c in orders[i]])
-        select = select.join(exp.alias_(exp.to_table(temps[i + 1], quoted=True), f"d{i}", table=True), on=on)
+        select = select.join(exp.alias_(exp.to_table(temps[i + 1], quoted=True), f"d{i}", table=True), on=on, copy=False)
     return select

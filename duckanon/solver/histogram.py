@@ -8,14 +8,14 @@ from functools import cached_property
 import numpy as np
 
 
-def packed_keys(codes: np.ndarray) -> list[np.ndarray]:
-    """The rows of `codes` as a few int64 keys, the columns packed in mixed radix (each key below
-    2^62, first column most significant; each column shifted to start at 0): comparing the keys in
-    turn compares the rows lexicographically."""
+def packed_keys(codes: np.ndarray, columns=None) -> list[np.ndarray]:
+    """The rows of `codes` (of its `columns`, in that order; default all) as a few int64 keys, the
+    columns packed in mixed radix (each key below 2^62, first column most significant; each column
+    shifted to start at 0): comparing the keys in turn compares the rows lexicographically."""
     keys = []
     key = np.zeros(len(codes), dtype=np.int64)
     span = 1
-    for j in range(codes.shape[1]):
+    for j in range(codes.shape[1]) if columns is None else columns:
         column = codes[:, j]
         low = int(column.min(initial=0))
         radix = int(column.max(initial=0)) - low + 1
@@ -28,10 +28,10 @@ def packed_keys(codes: np.ndarray) -> list[np.ndarray]:
     return keys
 
 
-def lexicographic_order(codes: np.ndarray) -> np.ndarray:
-    """The stable permutation that sorts the rows of `codes` lexicographically, first column first
-    (a sort over a few packed keys, not a pass per column)."""
-    keys = packed_keys(codes)
+def lexicographic_order(codes: np.ndarray, columns=None) -> np.ndarray:
+    """The stable permutation that sorts the rows of `codes` lexicographically by its `columns`
+    (default all), first column first (a sort over a few packed keys, not a pass per column)."""
+    keys = packed_keys(codes, columns)
     return np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys[::-1])
 
 

@@ -48,8 +48,10 @@ def segments(hist: Histogram, request: Request, weights=None) -> Solution:
     if len(pool) == 0:
         return identity_solution(hist, "segments")
     column_cost = np.ones(hist.m) if weights is None else np.asarray(weights, dtype=float)
-    order = column_order(hist.codes[pool], sizes[pool], column_cost)
-    pool = pool[lexicographic_order(hist.codes[pool][:, order])]
+    codes = hist.codes if len(pool) == hist.n_classes else hist.codes[pool]  # (no copy of a wide table's codes)
+    order = column_order(codes, sizes[pool], column_cost)
+    pool = pool[lexicographic_order(codes, order)]
+    del codes
     lengths = _cut(hist, pool, request, column_cost, check_models=not request.k_only)
     if lengths is None:  # no cut satisfies the models: by rows alone, repaired by the caller
         lengths = _cut(hist, pool, request, column_cost, check_models=False)
