@@ -143,6 +143,10 @@ class Backend:
             if name in self.temps:
                 self.temps.remove(name)
 
+    def drop_inputs(self, *names: str) -> None:
+        """Drop temp tables that only built other temp tables (where the engine stored those)."""
+        self.drop_temp(*names)
+
     def create_target(self, table: TableName, select: exp.Expr, kind: str = "TABLE") -> None:
         """Create or replace the published table (or view: kind = 'VIEW')."""
         self.execute(exp.Create(this=table.table.copy(), kind=kind, replace=True, expression=select))

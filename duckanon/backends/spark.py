@@ -320,6 +320,10 @@ class SparkBackend(Backend):
         self.spark.createDataFrame(rows, schema).createOrReplaceTempView(name)
         self.registered.add(name)
 
+    def drop_inputs(self, *names: str) -> None:
+        """Kept: a cached temp view built from them still reads them by name; they go with the
+        statement's other temps at its end."""
+
     def unregister(self, name: str) -> None:
         """Spark's cached temp views still read it by name: it is dropped at the statement's end."""
 

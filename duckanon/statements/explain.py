@@ -96,6 +96,8 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     cells_total = hist.n_rows * hist.m
     why = (f"auto: {methods.spec('auto').summary}" if statement.method == "auto"
            else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
+    if "portfolio" in solution.notes:  # the portfolio's choice on a wide table
+        why += f"; {solution.notes['portfolio']}"
     proof = "yes: proven optimal" if solution.optimal else (
         f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
         "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else

@@ -112,8 +112,8 @@ def test_explain_says_what_the_requested_method_is(con):
 
 
 PATTERN_TAKERS = "'auto', 'mapprox', 'greedy', 'exact' or 'dp'"
-GLOBAL_TAKERS = "'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"
-SEVERAL_SENSITIVE_TAKERS = ("'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'dp', 'hilbert', 'lattice', "
+GLOBAL_TAKERS = "'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'segments', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"
+SEVERAL_SENSITIVE_TAKERS = ("'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'segments', 'dp', 'hilbert', 'lattice', "
                             "'mondrian' or 'gensup'")
 REFUSED_THINGS = {  # statement (with the method to fill in), the refusal of a method lacking it, its takers
     "patterns": ("ANONYMIZE hospital WITH (k = 2, l = 2, sensitive = disease, qi = (zipcode, age), method = '{}', "
