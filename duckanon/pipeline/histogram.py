@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.arrays import int_column
 from duckanon.pipeline.columns import (STRING, TEXT, TYPED, VALUE, ColumnFacts, hashable, key_of, published_text, qcol,
                                        temp_table)
 from duckanon.pipeline.codes import ascending as _ascending
@@ -324,9 +325,9 @@ def _histogram_of(arrow, qi: list[str]) -> tuple[Histogram, np.ndarray, np.ndarr
     n_cells = arrow.num_rows
     codes = np.empty((n_cells, m), dtype=np.int64)  # filled a column at a time: no stacked copy
     for j in range(m):
-        codes[:, j] = arrow.column(j).to_numpy()
-    cell_sa = arrow.column(m).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
-    cell_count = arrow.column(m + 1).to_numpy().astype(np.int64) if n_cells else np.zeros(0, np.int64)
+        codes[:, j] = int_column(arrow.column(j)) if n_cells else 0
+    cell_sa = int_column(arrow.column(m)) if n_cells else np.zeros(0, np.int64)
+    cell_count = int_column(arrow.column(m + 1)) if n_cells else np.zeros(0, np.int64)
     # classes numbered in the order of their code vectors, as np.unique(axis=0) numbers them
     # (group_keys: 3 ms where that took 25 at 19,502 cells)
     cell_class = group_keys(codes) if n_cells else np.zeros(0, np.int64)

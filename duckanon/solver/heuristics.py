@@ -126,10 +126,11 @@ def whole_table(hist: Histogram) -> Solution:
 
 
 def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext = UNBOUNDED,
-                   weights=None) -> Solution:
+                   weights=None, improve: bool = True) -> Solution:
     """The fewest stars among the heuristics that apply (user patterns: greedy only; l-diversity:
     TP+ too, and TP+ alone on large inputs). Under a deadline (module docstring): the best of
-    those that finished in time, improved locally while time is left."""
+    those that finished in time, improved locally while time is left. `improve=False`: the
+    starts alone, without the local and row-level searches (auto's incumbent for exact-first)."""
     models = Request.of(models)
     candidates: list[Solution] = []
 
@@ -178,7 +179,7 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
         attempt("tp+", lambda: tp_solution(hist, models, True, context))
     for name in names:
         attempt(name, lambda name=name: run_heuristic(name, hist, models, patterns, context, weights))
-    if patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
+    if improve and patterns is None and hist.n_classes <= LOCAL_SEARCH_CLASS_LIMIT:
         # improve the best few starts by local moves (never worse than the start); on wide
         # tables the best only (the runner-up is far behind there and costs seconds to improve)
         for start in sorted(candidates, key=lambda s: s.cost(weights))[:1 if wide(hist) else 2]:
@@ -190,7 +191,7 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
                 context.cut("local search")
             if improved is not None:
                 candidates.append(improved)
-    if closeness and row_search(hist):
+    if improve and closeness and row_search(hist):
         # t-closeness on a small input: groups that share classes by SA value (module local's
         # cell_lns) reach what moves of whole classes cannot; more carve starts to improve
         rng = np.random.default_rng(0)

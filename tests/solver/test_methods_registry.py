@@ -17,6 +17,8 @@ from duckanon.solver import models as solver_models
 from duckanon.solver import population
 from duckanon.solver.heuristics import HEURISTICS, RUNS
 
+from support.data import HOSPITAL
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 OPTIONS_PAGE = (DOCS / "statement.md").read_text()
@@ -192,3 +194,18 @@ def test_the_methods_an_option_refusal_names_take_the_option(con, option, statem
             with pytest.raises(duckanon.AnonymizeError) as other:
                 con.execute(text)
             assert str(other.value) == str(refused.value)
+
+
+def test_a_statement_that_runs_no_lp_imports_neither_scipy_nor_pandas():
+    # scipy is imported where an LP runs (solver/__init__.py), and the cells and the keyed table
+    # go through Arrow's buffers (pipeline/arrays.py), since pyarrow's conversions import pandas
+    code = ("import sys, duckanon; con = duckanon.connect(); "
+            f"con.execute(\"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')\"); "
+            "loaded = lambda: sorted({m.split('.')[0] for m in sys.modules if m.startswith(('scipy', 'pandas'))}); "
+            "print(loaded()); con.execute('ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education), "
+            "method = mapprox)'); print(loaded()); "
+            "con.execute('ANONYMIZE hospital WITH (k = 3, qi = (zipcode, age, education))'); "
+            "print(loaded(), con.fetchone()[5])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "[]", "['scipy'] exact"]  # auto's exact ran its LP
