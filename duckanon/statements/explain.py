@@ -98,8 +98,10 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
            else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
     if "portfolio" in solution.notes:  # the portfolio's choice on a wide table
         why += f"; {solution.notes['portfolio']}"
+    search = lattice_search(solution.notes)
     proof = "yes: proven optimal" if solution.optimal else (
         f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
+        "no: the heuristic lattice search did not prove its node optimal" if solution.notes.get("search") == "heuristic" else
         "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else
         "no: heuristic result without a matching lower bound")
     items = [
@@ -114,6 +116,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("classes below the smallest allowed group", f"{int((sizes < min_size).sum())} classes, "
                                                       f"{int(sizes[sizes < min_size].sum())} rows (minimum {min_size})"),
         ("method that would run", solution.method), ("why", why),
+        *([("lattice search", search)] if search else []),
         ("estimated stars", f"{solution.stars} of {cells_total} QI cells ({solution.stars / max(cells_total, 1):.2%})"),
         ("estimated suppressed rows", str(solution.suppressed_rows)),
         ("published classes", f"{len(published)} (smallest {int(published.min()) if len(published) else '-'})"),
@@ -124,6 +127,17 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     ]
     items += profile_items(backend, plan)
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
+def lattice_search(notes: dict) -> str:
+    """How the lattice was searched (its node, or auto's lattice candidate), in words: '' when no
+    lattice ran or it was searched exhaustively with nothing to add."""
+    search = notes.get("search") or notes.get("lattice_search")
+    if search == "heuristic" or (isinstance(search, dict) and search.get("search") == "heuristic"):
+        found = notes if search == "heuristic" else search
+        return (f"heuristic: {found['search_reason']}; best-first from the bottom within at most "
+                f"{found['evaluation_bound']:,} node evaluations a search ({found['nodes_evaluated']:,} made)")
+    return "exhaustive: every node decided (pruned or evaluated)" if search == "exhaustive" else ""
 
 
 def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
