@@ -3,7 +3,7 @@ and beside ARX's own heuristic search, on the ARX side-by-side harness's cases a
 synthetic tables.
 
     python benchmarks/bench_lattice_heuristic.py [--only SUBSTR] [--reps 3] [--steps 1000] [--arx]
-        [--arx-algorithms lightning,genetic] [--no-wide] [--wide-rows 100000]
+        [--arx-algorithms lightning,genetic] [--no-wide] [--wide-rows 100000] [--solve METHODS]
 
 Harness cases (`harness.cases()` of ../shared/arx-side-by-side/py/harness.py: Adult 9 and 8 QIs x
 k in 2, 5, 10, 100 x suppression 0 and 5%; distinct l = 3 and t = 0.2 on occupation with 4%; CUP 8
@@ -26,6 +26,8 @@ random codes, seed 0): 30 QIs x 2,000 rows and 200 QIs x 2,000 rows from a CSV w
 hierarchy files in a temporary folder (the same files for ARX under --arx), and 200 QIs x
 --wide-rows rows at the solver level (the histogram and hierarchies built in numpy: the pipeline's
 GROUP BY of 200 columns is not what is measured). The heuristic's time, value and evaluations.
+--solve lattice,gensup,mondrian,auto: each of those methods through solve() on that last table
+(the hierarchies as Domains), once: seconds, CPU seconds, loss, peak memory.
 Writes benchmarks/results/bench_lattice_heuristic.{json,md}.
 
 ARX needs the harness built: ARXSIDE_WORK as for ../shared/arx-side-by-side/run.sh (its
@@ -193,6 +195,35 @@ def wide_in_numpy(args, m: int, n: int) -> dict:
     return record
 
 
+def solve_methods(m: int, n: int, methods: list[str]) -> list[dict]:
+    """solve() with each method on the numpy synthetic table (wide_in_numpy's), its hierarchies
+    as Domains: what a statement's solver step does at that size, once each (seconds and CPU
+    seconds, the loss it reports, peak memory)."""
+    import resource
+
+    from duckanon.solver import solve
+    from duckanon.solver.request import Domains
+
+    codes, counts = np.unique(synthetic_codes(m, n), axis=0, return_counts=True)
+    hist = Histogram(codes, counts.reshape(-1, 1).astype(np.int64), [f"q{j}" for j in range(m)])
+    bound = parse_spec("intervals(5, 10)").bind(list(range(20)))
+    domains = Domains([list(range(20))] * m, [True] * m, [bound] * m, 0.05, "loss", recode=True)
+    records = []
+    for method in methods:
+        started, cpu = time.perf_counter(), time.process_time()
+        solution = solve(hist, [KAnonymity(5)], method, domains=domains)
+        notes = solution.notes
+        loss = notes.get("loss", notes.get("metric_value"))
+        record = {"case": f"solve_{method}_{m}_{n}", "method": solution.method, "loss": loss,
+                  "seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                  "search": notes.get("search") or (notes.get("lattice_search") or {}).get("search"),
+                  "candidates": notes.get("candidates")}
+        print(json.dumps(record), flush=True)
+        records.append(record)
+    return records
+
+
 def fmt(value, digits: int = 6) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -203,7 +234,7 @@ def markdown(records: list[dict], meta: dict) -> str:
              f"load {meta['load']}.", "",
              "| case | nodes | exhaustive loss | s | heuristic loss | evals | proven | s | ARX Lightning loss | s "
              "| ARX genetic loss | s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in records:
+    for r in (r for r in records if "heuristic" in r):
         ex, he = r.get("exhaustive"), r["heuristic"]
         arx = [r.get(f"arx_{a}", {}) for a in ("lightning", "genetic")]
         cells = [r["case"], str(r["lattice_nodes"]), fmt(ex and ex["value"]), fmt(ex and ex["seconds"], 3),
@@ -211,6 +242,11 @@ def markdown(records: list[dict], meta: dict) -> str:
         for a in arx:
             cells += [fmt(a.get("score")), fmt(a.get("seconds"), 3)]
         lines.append("| " + " | ".join(cells) + " |")
+    solved = [r for r in records if "cpu_seconds" in r]
+    if solved:
+        lines += ["", "| solve() | published | loss | s | CPU s | peak RSS MB |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['case']} | {r['method']} | {fmt(r['loss'])} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+                  f"| {r['peak_rss_mb']} |" for r in solved]
     return "\n".join(lines) + "\n"
 
 
@@ -223,6 +259,8 @@ def main() -> None:
     parser.add_argument("--arx-algorithms", default="lightning,genetic")
     parser.add_argument("--no-wide", action="store_true")
     parser.add_argument("--wide-rows", type=int, default=100_000)
+    parser.add_argument("--solve", default="", help="methods to run through solve() on 200 QIs x --wide-rows "
+                        "(e.g. lattice,gensup,mondrian,auto)")
     parser.add_argument("--out", default=str(RESULTS / "bench_lattice_heuristic"))
     args = parser.parse_args()
     classpath = compile_arx() if args.arx else None
@@ -232,6 +270,8 @@ def main() -> None:
             for m in (30, 200):
                 records.append(wide_from_files(args, classpath if m == 30 else None, Path(folder), m, 2000))
         records.append(wide_in_numpy(args, 200, args.wide_rows))
+    if args.solve:
+        records += solve_methods(200, args.wide_rows, args.solve.split(","))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     meta = {"machine": cpu_model(), "commit": commit, "steps": args.steps, "reps": args.reps,
             "load": open("/proc/loadavg").read().split()[0], "exhaustive_nodes": EXHAUSTIVE_NODES}

@@ -333,10 +333,8 @@ class HeuristicSearch:
 
     def climb(self, key) -> None:
         """Lightning's greedy climb (ARX's depth-first step): check every coarser neighbour that
-        could still lead to a better node, move to the best, and so on: the solution of least
-        value, else the node that removes the fewest rows (ARX moves to the least value, which
-        for a node that is no solution costs a pass over the rows it removes), the least bound
-        among those."""
+        could still lead to a better node, move to the one of least value (estimated for a node
+        that is no solution: _value), and so on."""
         while key is not None and self.left():
             candidates = [successor for successor in self.coarser(key) if not self.bounded_out(successor)]
             keys = np.array(candidates, dtype=np.int64).reshape(-1, self.m)
