@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.arrays import arrow_array
 from duckanon.pipeline.columns import ColumnFacts, binary_text, count_all, hashable, key_hashable, key_of, qcol
 from duckanon.pipeline.histogram import CELL_ID, SA_ALIAS, SA_KEY, STAR, Cells, qi_alias, qi_key, qi_shown, sa_key
 from duckanon.pipeline.plan import Plan
@@ -97,10 +98,11 @@ def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
     wanted = np.maximum(cell_rows // BUCKET_ROWS, 1)
     several = np.minimum(2 ** np.floor(np.log2(wanted)).astype(np.int64), MAX_BUCKETS)
     buckets = np.where(split & (cell_rows >= SMALL_CELL), several, 1)
-    columns = {CELL_ID: kept_cells, LO: lo[keep], HI: hi[keep], "split": split, BUCKETS: buckets.astype(np.int64)}
+    columns = {name: arrow_array(values) for name, values in
+               ((CELL_ID, kept_cells), (LO, lo[keep]), (HI, hi[keep]), ("split", split), (BUCKETS, buckets))}
     for j in range(masks.shape[1]):
-        columns[f"m{j}"] = masks[keep, j]
-    kept_groups = pa.array(groups[keep])
+        columns[f"m{j}"] = arrow_array(masks[keep, j])
+    kept_groups = arrow_array(groups[keep])
     for j, labels in enumerate(solution.group_labels or []):
         if labels is None:
             continue
@@ -109,7 +111,7 @@ def keyed_arrow(cells: Cells, solution: Solution) -> pa.Table:
         chosen = per_group.take(kept_groups)
         columns[f"l{j}"] = chosen.is_valid()
         columns[f"g{j}"] = chosen
-    return pa.table(columns)
+    return pa.Table.from_arrays(list(columns.values()), names=list(columns))
 
 
 def aliased_table(name: str, alias: str) -> exp.Expr:

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
+from duckanon.pipeline.arrays import int_column
 from duckanon.pipeline.columns import TEXT, VALUE, ColumnFacts, published_text, qcol
 from duckanon.pipeline.histogram import code_alias, key_alias, qi_alias
 from duckanon.pipeline.plan import Plan
@@ -207,8 +208,8 @@ def population_classes(backend: Backend, plan: Plan, facts: ColumnFacts, cells_t
     arrow = backend.arrow(classes.group_by(*_positions(len(maps))))
     m = len(plan.qi)
     if arrow.num_rows:
-        vectors = np.column_stack([arrow.column(j).to_numpy() for j in range(m)]).astype(np.int64)
-        rows = arrow.column(m).to_numpy().astype(np.int64)
+        vectors = np.column_stack([int_column(arrow.column(j)) for j in range(m)])
+        rows = int_column(arrow.column(m))
     else:
         vectors, rows = np.zeros((0, m), np.int64), np.zeros(0, np.int64)
     if (rows < 0).any():

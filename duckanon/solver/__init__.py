@@ -6,11 +6,17 @@ heuristic), ... `solve` builds the `Request` (request.py: what the models ask, d
 the `SolveContext` (context.py: the deadline and the progress callback), runs the requested
 method through its runner in RUNNERS (every runner is `run(problem, context) -> Solution`),
 checks the result against every model, and attaches a proven lower bound where one is known.
+
+scipy (HiGHS's LP and MILP, the assignment solver) is imported inside the functions that run
+one (exact.py, matching.py, emd.emd_lp, highs_child.py), not when the solver is: a statement
+that runs none, or a connection that runs no statement, does not pay its import (about 0.4 s of
+CPU, more than the rest of a small statement).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -21,8 +27,8 @@ from duckanon.solver.bounds import k_anonymity_lower_bound
 from duckanon.solver.context import DeadlineExpired, SolveContext
 from duckanon.solver.dp import dp
 from duckanon.solver.generalize import gensup_solution, lattice_solution, mondrian_solution
-from duckanon.solver.exact import ExactTimeout, ExactTooLarge, WorkBudget, exact, prepare, solve_model
-from duckanon.solver.heuristics import HEURISTICS, best_heuristic, run_heuristic, whole_table
+from duckanon.solver.exact import ExactModel, ExactTimeout, ExactTooLarge, WorkBudget, exact, prepare, solve_model
+from duckanon.solver.heuristics import HEURISTICS, best_heuristic, row_search, run_heuristic, whole_table
 from duckanon.solver.hierarchical import hierarchical_solution
 from duckanon.solver.hilbert import hilbert_solution
 from duckanon.solver.histogram import Histogram
@@ -277,9 +283,10 @@ def _auto(problem: Instance, context: SolveContext) -> Solution:
 
 
 def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
-    """`auto` on stars: a polynomial optimum when one applies; else the best heuristic, improved
-    on or proven by `exact` when its pruned model is small enough (AUTO_EXACT_MAX_INT_VARS), under
-    AUTO_MILP_BUDGET.
+    """`auto` on stars: a polynomial optimum when one applies; on small inputs exact first
+    (_exact_first), its answer at once when it proves it optimal; else the best heuristic,
+    improved on or proven by `exact` when its pruned model is small enough
+    (AUTO_EXACT_MAX_INT_VARS), under AUTO_MILP_BUDGET, and the better of that and exact-first's.
 
     Without a deadline nothing here reads the clock: the heuristics run to their ends and their
     searches to their count bounds, exact to its work budget. With one (time_limit) every step
@@ -290,11 +297,28 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
     if matching_not_applicable(hist, request, patterns) is None:
         return matching(hist, request, patterns, weights)
     too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
+    first = None if too_costly else _exact_first(problem, context)
+    if first is not None and first.solution.optimal:
+        return first.solution
     best = best_heuristic(hist, request, patterns, context, weights)
+    solution = _prove(problem, best, too_costly, context, first)
+    return solution if first is None else _better(solution, first.solution, weights)
+
+
+def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveContext,
+           first: _First | None) -> Solution:
+    """The portfolio's `best`, improved on or proven by exact under AUTO_MILP_BUDGET (on the
+    model exact-first built, when it ran; its MILP is not run again when it would repeat
+    exact-first's, and not at all when exact-first's bound proves `best`)."""
+    hist, request, patterns = problem.hist, problem.request, problem.patterns
+    weights = _stars(problem)
     if best.stars == 0:
         return best
     if request.k_anonymity and _within(best.cost(weights), _k_bound(problem)):
         return best  # already proven optimal
+    if first is not None and _proven_bound(first.solution, weights) is not None \
+            and _within(best.cost(weights), _proven_bound(first.solution, weights)):
+        return best  # exact-first's bound proves it (_better carries the bound over)
     if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
         return best
@@ -305,7 +329,8 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
         return best
     deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
-        model = prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline, weights=weights)
+        model = first.model if first is not None and first.model is not None else \
+            prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline, weights=weights)
     except ExactTooLarge as error:
         best.notes["exact_skipped"] = str(error)
         return best
@@ -318,8 +343,12 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
     if model.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
         best.notes["exact_skipped"] = f"{model.n_int_vars} integer variables"
         return best
-    proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
-                         max_grace=None if left is None else AUTO_MILP_GRACE, context=context, budget=AUTO_MILP_BUDGET)
+    if first is not None and first.repeatable and first.cutoff == model.cost_of(best):
+        proven = first.solution  # the same model, cutoff and budget: HiGHS would answer the same
+    else:
+        proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
+                             max_grace=None if left is None else AUTO_MILP_GRACE, context=context,
+                             budget=AUTO_MILP_BUDGET)
     if proven.optimal or proven.cost(weights) < best.cost(weights):
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
@@ -333,6 +362,77 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
     if proven.notes.get("milp_budget") is not None:
         best.notes["milp_budget"] = proven.notes["milp_budget"]
     return best
+
+
+# `auto` sends small inputs to exact first (_exact_first): the ones heuristics.row_search admits
+# (at most 1,000 rows and 300 classes; there the portfolio's row-level search costs seconds),
+# without user patterns, under models the MILP encodes whose groups are the release (no global
+# model, closed under merging), when the pruned model has at most AUTO_MILP_BUDGET.max_int_vars
+# integer variables (so its MILP runs). With a time_limit it gets this share of the time left.
+AUTO_EXACT_FIRST_SHARE = 0.5
+
+
+@dataclass
+class _First:
+    """What exact-first found: its solution (optimal when proven), the model it built (None when
+    its incumbent needed no MILP) and the incumbent's cost HiGHS had to beat; `repeatable`: run
+    without a deadline, so the same MILP gives the same answer."""
+    solution: Solution
+    model: ExactModel | None
+    cutoff: int | float | None
+    repeatable: bool
+
+
+def _exact_first(problem: Instance, context: SolveContext) -> _First | None:
+    """On a small input (AUTO_EXACT_FIRST_SHARE's comment), exact under AUTO_MILP_BUDGET with
+    the portfolio's starts (best_heuristic without its searches) as incumbent; that incumbent
+    alone when it has no stars or meets the k-anonymity bound. None when it does not apply."""
+    hist, request = problem.hist, problem.request
+    left = context.seconds_left()
+    if problem.patterns is not None or not row_search(hist) or request.not_milp_encodable is not None \
+            or not request.group_only or not request.closed_under_merging \
+            or (left is not None and left < AUTO_EXACT_MIN_SECONDS):
+        return None
+    deadline = None if left is None else time.perf_counter() + AUTO_EXACT_FIRST_SHARE * left
+    inner = context.narrowed(deadline)
+    weights = _stars(problem)
+    start = best_heuristic(hist, request, None, inner, weights, improve=False)
+    if start.stars == 0 or (request.k_anonymity and _within(start.cost(weights), _k_bound(problem))):
+        start.optimal = True
+        return _First(start, None, None, deadline is None)
+    budget = AUTO_MILP_BUDGET.max_int_vars
+    try:
+        model = prepare(hist, request, None, max_pairs=budget, deadline=deadline, weights=weights)
+    except ExactTimeout:
+        context.cut("exact model")
+        return None
+    except AnonymizeError:  # too large (ExactTooLarge), or a model exact does not support
+        return None
+    if budget is not None and model.n_int_vars > budget:
+        return None
+    solution = solve_model(model, incumbent=start, deadline=deadline,
+                           max_grace=None if left is None else AUTO_MILP_GRACE, context=inner, budget=AUTO_MILP_BUDGET)
+    return _First(solution, model, model.cost_of(start), deadline is None)
+
+
+def _proven_bound(solution: Solution, weights):
+    """The proven lower bound a solution carries on the cost auto minimises (weighted stars under
+    differing weights: notes["weighted_lower_bound"]), or None."""
+    return solution.lower_bound if weights is None else solution.notes.get("weighted_lower_bound")
+
+
+def _better(solution: Solution, other: Solution, weights) -> Solution:
+    """The cheaper of two valid solutions of one problem (`solution` on ties), with the higher of
+    their proven lower bounds."""
+    if other.cost(weights) < solution.cost(weights):
+        solution, other = other, solution
+    bound, bounds = _proven_bound(solution, weights), _proven_bound(other, weights)
+    if bounds is not None and (bound is None or bounds > bound):
+        if weights is None:
+            solution.lower_bound = bounds
+        else:
+            solution.notes["weighted_lower_bound"] = bounds
+    return solution
 
 
 # name -> run(problem, context) -> Solution, for every method of duckanon.methods (methods.bound

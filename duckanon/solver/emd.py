@@ -24,8 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from duckanon.errors import AnonymizeError
 
@@ -287,6 +285,9 @@ def emd_lp(p_row, q, distance) -> float:
         raise ValueError("p_row and q must have the same total mass")
     if size <= 1:
         return 0.0
+    import scipy.sparse as sp  # (scipy is imported where an LP runs: solver/__init__.py)
+    from scipy.optimize import linprog
+
     ones = sp.csr_matrix(np.ones((1, size)))
     eye = sp.identity(size, format="csr")
     row_sums = sp.kron(eye, ones, format="csr")                # sum_j f_ij = p_i

@@ -100,8 +100,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog
-from scipy.sparse import csr_array
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
@@ -498,6 +496,9 @@ class _Rows:
         r = np.concatenate(self.r) if self.r else np.zeros(0, np.int64)
         c = np.concatenate(self.c) if self.c else np.zeros(0, np.int64)
         v = np.concatenate(self.v) if self.v else np.zeros(0)
+        from scipy.optimize import LinearConstraint  # (scipy where an LP runs: solver/__init__.py)
+        from scipy.sparse import csr_array
+
         matrix = csr_array((v, (r, c)), shape=(self.n, n_vars))
         return LinearConstraint(matrix, np.array(self.lo, dtype=np.float64), np.array(self.hi, dtype=np.float64))
 
@@ -535,6 +536,8 @@ def _build_milp(model: ExactModel, t_form: str):
     integ = np.concatenate(variables.integrality)
     lb = np.concatenate(variables.lower)
     ub = np.concatenate(variables.upper)
+    from scipy.optimize import Bounds  # (scipy where an LP runs: solver/__init__.py)
+
     return c, integ, Bounds(lb, ub), rows.constraint(variables.n)
 
 
@@ -701,12 +704,14 @@ class WorkBudget:
 def _relaxation(c, bounds, constraint, max_iterations: int, time_limit: float | None):
     """The LP relaxation of a built MILP by HiGHS's dual simplex: (status, value), status 0
     solved (value: its optimum), 1 stopped at `max_iterations` or `time_limit`, 2 infeasible."""
+    from scipy.optimize import linprog  # (scipy where an LP runs: solver/__init__.py)
+    from scipy.sparse import csr_array, vstack
+
     A = csr_array(constraint.A) if constraint is not None else csr_array((0, len(c)))
     lower, upper = (np.asarray(constraint.lb, dtype=np.float64), np.asarray(constraint.ub, dtype=np.float64)) \
         if constraint is not None else (np.zeros(0), np.zeros(0))
     equal = lower == upper
     above, below = np.isfinite(upper) & ~equal, np.isfinite(lower) & ~equal
-    from scipy.sparse import vstack
     a_ub = vstack([A[np.flatnonzero(above)], -A[np.flatnonzero(below)]]).tocsr()
     b_ub = np.concatenate([upper[above], -lower[below]])
     options = {"maxiter": int(max_iterations), "presolve": PRESOLVE, "disp": False}

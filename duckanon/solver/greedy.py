@@ -429,6 +429,18 @@ def carve_joint(avail: np.ndarray, pool: np.ndarray, models, min_size: int,
 JOINT_CARVE_CLASS_LIMIT = 300
 
 
+def _alive(codes: np.ndarray, sizes: np.ndarray, min_size: int) -> list[int]:
+    """The columns with a value that `sizes` (rows per class) still gives `min_size` rows."""
+    return [j for j in range(codes.shape[1]) if np.bincount(codes[:, j], weights=sizes).max(initial=0) >= min_size]
+
+
+def _summed_by_key(keys: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The rows of `counts` (N, S) summed per key (keys 0..K-1 of the N rows): (K, S)."""
+    n_keys, n_sa = int(keys.max()) + 1, counts.shape[1]
+    cells = (keys[:, None] * n_sa + np.arange(n_sa)).ravel()
+    return np.bincount(cells, weights=counts.ravel(), minlength=n_keys * n_sa).astype(np.int64).reshape(n_keys, n_sa)
+
+
 def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
                    rng: np.random.Generator | None = None, weights=None) -> Solution:
     """Pattern-guided greedy at the level of (class, SA value) cells: a GROUP BY group that fails
@@ -450,9 +462,12 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
     out_c, out_s, out_g, out_n = [], [], [], []
     next_group = 0
 
+    alive_now = [None]  # the alive columns since the last release (None: to compute)
+
     def alive_columns():
-        sizes = remaining.sum(axis=1)
-        return [j for j in range(m) if (np.bincount(hist.codes[:, j], weights=sizes).max(initial=0) >= min_size)]
+        if alive_now[0] is None:
+            alive_now[0] = _alive(hist.codes, remaining.sum(axis=1), min_size)
+        return list(alive_now[0])
 
     def state():
         sizes = remaining.sum(axis=1)
@@ -466,20 +481,16 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
         if sizes.sum() < min_size or len(live) == 0:
             break
         keys = group_keys(hist.codes[live][:, list(kept)])
-        n_keys = int(keys.max()) + 1
-        group_sa = np.zeros((n_keys, remaining.shape[1]), dtype=np.int64)
-        np.add.at(group_sa, keys, remaining[live])
+        group_sa = _summed_by_key(keys, remaining[live])
         totals = group_sa.sum(axis=1)
         candidates = np.flatnonzero(totals >= min_size)
         if not len(candidates):
             continue
         takes = carve(group_sa[candidates], models, min_size, context)  # whole groups that satisfy stay whole
-        for key, take in zip(candidates.tolist(), takes):
-            if take.sum() == 0:
-                continue
+        pool, parts = remaining.sum(axis=0), np.flatnonzero(takes.sum(axis=1) > 0)  # unreleased rows; parts to release
+        for key, take in zip(candidates[parts].tolist(), takes[parts]):
             # the rows left in the pool must stay publishable as one group (the whole table is,
             # and every release keeps it so), else the leftover would need merging at the end
-            pool = remaining.sum(axis=0)
             rest = pool - take
             if rest.sum() and not all_satisfied(models, np.array([rest.sum()]), rest[None, :])[0]:
                 if hist.n_classes > JOINT_CARVE_CLASS_LIMIT:
@@ -501,6 +512,8 @@ def carving_greedy(hist: Histogram, models, context: SolveContext = UNBOUNDED,
             for s in np.flatnonzero(take).tolist():
                 for c, got in take_rows(remaining, members.tolist(), s, int(take[s])):
                     out_c.append(c); out_s.append(s); out_g.append(next_group); out_n.append(got)
+            pool -= take  # (take_rows took all of it: `take` is within the part's rows)
+            alive_now[0] = None
             next_group += 1
     cls, sa = np.nonzero(remaining)
     for c, s in zip(cls.tolist(), sa.tolist()):

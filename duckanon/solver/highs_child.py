@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import warnings
 
-from scipy.optimize import milp
-
 from duckanon.errors import AnonymizeError
 
 DEADLINE_GRACE = 1.0
@@ -23,6 +21,8 @@ MIN_GRACE = 0.25
 
 def milp_inline(c, integrality, bounds, constraint, options):
     """scipy's milp (HiGHS) in this process."""
+    from scipy.optimize import milp  # (scipy where an LP runs: solver/__init__.py)
+
     with warnings.catch_warnings():
         # scipy warns that options beyond its own few are passed to HiGHS verbatim; that is intended
         warnings.simplefilter("ignore", RuntimeWarning)

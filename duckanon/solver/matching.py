@@ -38,8 +38,6 @@ solves them.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linear_sum_assignment, linprog
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram
@@ -102,6 +100,8 @@ def _hamming_costs(codes_a, codes_b, weights=None) -> np.ndarray:
 def _pairs_by_assignment(codes_a, count_a, codes_b, count_b, weights=None):
     ia = np.repeat(np.arange(len(count_a)), count_a)
     ib = np.repeat(np.arange(len(count_b)), count_b)
+    from scipy.optimize import linear_sum_assignment  # (imported where it runs: solver/__init__.py)
+
     class_cost = _hamming_costs(codes_a, codes_b, weights)
     rows, cols = linear_sum_assignment(class_cost[ia][:, ib])
     flow: dict[tuple[int, int], int] = {}
@@ -117,6 +117,9 @@ def _pairs_by_transport_lp(codes_a, count_a, codes_b, count_b, weights=None):
     basic optimum is integral; HiGHS's dual simplex ends on a basis, and the check below makes sure.
     (Measured: 1,000 x 1,000 classes in 7 s; `milp` on the same LP took 14 times longer.)
     """
+    from scipy import sparse  # (imported where it runs: solver/__init__.py)
+    from scipy.optimize import linprog
+
     n_a, n_b = len(count_a), len(count_b)
     cost = _hamming_costs(codes_a, codes_b, weights)  # (n_a, n_b), flattened row-major
     variables = n_a * n_b
