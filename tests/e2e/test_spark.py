@@ -188,13 +188,13 @@ def test_rows_whose_order_hashes_collide_are_stored_by_their_values(spark):
 
 
 def test_a_wide_table_same_as_duckdb(spark):
-    """Twenty QIs (their codes from dictionaries joined in batches, codes.py) and `segments`, with
-    NULLs among the values: Spark and DuckDB publish the same rows."""
+    """Ten QIs (their codes from dictionaries joined to the cells, codes.py, above 8) and `segments`,
+    with NULLs among the values: Spark and DuckDB publish the same rows."""
     import numpy as np
     from duckanon.spark import execute
 
     rng = np.random.default_rng(8)
-    m, n = 20, 400
+    m, n = 10, 200
     rows = [tuple(None if (i + j) % 37 == 0 else int(v) for j, v in enumerate(rng.integers(0, 2 + np.arange(m) % 5)))
             for i in range(n)]
     columns = [f"q{j}" for j in range(m)]
