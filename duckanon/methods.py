@@ -49,6 +49,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("merge", "merges violating groups into their cheapest partners", heuristic=True),
     MethodSpec("topdown", "top-down refinement of the suppression lattice", heuristic=True),
     MethodSpec("carve", "pattern-ordered greedy on (class, sensitive value) cells", heuristic=True),
+    MethodSpec("segments", "the classes sorted by their values, least-entropy column first, cut into the groups of "
+                           "fewest stars (linear in rows x columns: for wide tables)", heuristic=True),
     MethodSpec("exact", "mixed ILP of Liang & Yuan on the class histogram (HiGHS)", takes_patterns=True, exact=True,
                time_bounded=True, takes_global=False, several_sensitive=False),
     MethodSpec("dp", "exact subset DP for tiny inputs", takes_patterns=True, exact=True, takes_global=False),
@@ -57,7 +59,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("tp", "Xiao, Yi & Tao's three-phase algorithm for l-diversity", several_sensitive=False),
     MethodSpec("tp+", "TP, then the Hilbert cut on its residue", several_sensitive=False),
     MethodSpec("hilbert", "Ghinita et al.'s Hilbert-curve baseline"),
-    MethodSpec("lattice", "optimal full-domain generalization over the hierarchies' level lattice", generalizes=True,
+    MethodSpec("lattice", "optimal full-domain generalization over the hierarchies' level lattice (beyond 100,000 "
+                          "nodes a heuristic search within 1,000 node evaluations)", generalizes=True,
                takes_hierarchies=True, exact=True, time_bounded=True, takes_population=True),
     MethodSpec("mondrian", "LeFevre et al.'s strict multidimensional partitioning (with hierarchies: top-down "
                            "specialization publishing their labels)", generalizes=True, time_bounded=True, recodes=True),

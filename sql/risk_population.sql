@@ -298,7 +298,7 @@ CREATE OR REPLACE TEMP MACRO anon_population_hypergeometric_one(k, n, big_n) AS
                   - anon_population_lgamma_diff((big_n + 1)::DOUBLE, k::DOUBLE)) END;
 
 -- ARX's digamma and trigamma (risk/Gamma.java, after Minka's Lightspeed toolbox), the same bits
--- as duckanon.solver.population.digamma_arx / trigamma_arx (sums run in order, list_reduce).
+-- as duckanon.solver.special.digamma_arx / trigamma_arx (sums run in order, list_reduce).
 -- They work on lists (one evaluation per Newton step for all the arguments it needs); the
 -- list_transform([...])[1] forms bind a value once instead of repeating its expression.
 -- anon_population_steps(x, top): whole steps that shift x up to at least `top` (0 from top on).
@@ -338,7 +338,7 @@ CREATE OR REPLACE TEMP MACRO anon_population_digamma(x) AS
 
 -- anon_population_trigamma_pos(x), x > 1e-4 finite: ARX's trigamma, which shifts x below 8 up to
 -- [8, 9) but adds the asymptotic series 1/y + 1/(2y^2) + 1/(6y^3) - 1/(30y^5) + 1/(42y^7)
--- - 1/(30y^9) + 5/(66y^11) only when the shifted y is at least 12 (population.trigamma_arx).
+-- - 1/(30y^9) + 5/(66y^11) only when the shifted y is at least 12 (special.trigamma_arx).
 CREATE OR REPLACE TEMP MACRO anon_population_trigamma_pos(x) AS
     list_transform([{'x': x, 'm': anon_population_steps(x, 8)}], lambda __anon_d:
         list_reduce(list_transform(range(__anon_d.m::BIGINT),

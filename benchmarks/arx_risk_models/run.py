@@ -366,7 +366,7 @@ def write_report(results: list[dict], meta: dict) -> str:
       "education, native-country, workclass, occupation (8 QIs, 6,480 nodes); for beta-likeness and "
       "delta-disclosure occupation is the sensitive attribute and the 7 others the QIs (2,160 nodes). "
       "Metric: ARX's Loss (`Metric.createLossMetric()`, gs-factor 0.5, geometric mean) / duckanon "
-      "`metric = 'loss'` (`details.metric_value`, on ARX's scale: `arx_loss` in duckanon/solver/lattice.py); "
+      "`metric = 'loss'` (`details.metric_value`, on ARX's scale: `arx_loss` in duckanon/solver/lattice_metrics.py); "
       "ARX's optimal search (Flash) / `method = 'lattice'`. k-map and delta-presence: the sample is the "
       "3,017 rows whose 0-based row number is divisible by 10 (ARX: `DataSubset` of the whole file, which is "
       "the population; duckanon: table `sample` made with `row_number() OVER () - 1` on the table read in file "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from sqlglot import exp
 
+from duckanon.backends.codings import Coding
 from duckanon.errors import AnonymizeError
 from duckanon.names import TableName
 
@@ -76,17 +77,12 @@ class Backend:
     has_collations = False  # COLLATE c exists (byte-wise comparison of strings)
     reads_stably = False  # source_is_stable() can tell a base table that reads the same twice
     writes_reports = False  # the HTML report's SQL macros can be installed
-    has_enum_types = False  # CAST(x AS ENUM('a', 'b')): a sort can carry strings as small codes
-    # array_position(ARRAY('a', 'b'), x) and element_at(ARRAY('a', 'b'), i): a sort can carry strings as
-    # their positions in an array of them
-    has_array_positions = False
+    # how a sort carries a column's few published strings as small codes (backends/codings.py: an
+    # ENUM on DuckDB, a position in an array on Spark); None: as the strings themselves
+    string_coding: Coding | None = None
     # hash() is 64 bits wide, so distinct class keys rarely share one: the join back may match on the
     # hash of the keys where the histogram shows no two cells sharing one (materialize.key_hashes_distinct)
     hashes_64_bits = False
-    # sort keys after a near-unique hash cost next to nothing (the engine compares the first key and
-    # reads the next ones only on its ties): every order by a row's hash then goes on by the row's
-    # own values, so that rows whose hashes collide are ordered by what they publish too
-    breaks_hash_ties = False
     keeps_registry = False  # the publication registry is kept (a KeepsRegistry backend), for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None
@@ -127,6 +123,15 @@ class Backend:
         """The type names `select` binds, one per column (only where binds_column_types)."""
         return [row[1] for row in self.rows(exp.Describe(this=select))]
 
+    def tie_key(self, value: exp.Expr, sortable: bool = False) -> exp.Expr | None:
+        """The sort key that goes on ordering rows by `value`, one of their published values, after
+        their order hash (join_back: every order by a row's hash), or None: no tie keys. An engine
+        whose sort reads the keys after a near-unique hash only on its ties (they cost next to
+        nothing) returns one, so that rows whose hashes collide are ordered by what they publish
+        too, never by the order they arrive in. `sortable`: the value is a QI's string or code,
+        which any engine sorts as it is."""
+        return None
+
     # ------------------------------------------------------------------ objects of a statement
     def create_temp(self, name: str, select: exp.Expr) -> None:
         self.temps.append(name)  # before: a failed CREATE may have made it on some engines
@@ -137,6 +142,10 @@ class Backend:
             self.execute(exp.Drop(tables=[exp.to_table(name, quoted=True)], kind="TABLE", exists=True))
             if name in self.temps:
                 self.temps.remove(name)
+
+    def drop_inputs(self, *names: str) -> None:
+        """Drop temp tables that only built other temp tables (where the engine stored those)."""
+        self.drop_temp(*names)
 
     def create_target(self, table: TableName, select: exp.Expr, kind: str = "TABLE") -> None:
         """Create or replace the published table (or view: kind = 'VIEW')."""
@@ -169,6 +178,16 @@ class Backend:
 
     def file_access_allowed(self) -> bool:
         return True
+
+    def install_macros(self) -> None:
+        """The SQL macros of sql/*.sql (the report's and the profile's), where `writes_reports`."""
+        raise NotImplementedError
+
+    def report_connection(self):
+        """The connection the HTML report (duckanon.report) runs its own SQL on, where
+        `writes_reports`: the report's queries are DuckDB SQL over the macros of sql/*.sql, not yet
+        expressions a backend renders, so the one engine that writes reports hands it its connection."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ catalog
     def session_defaults(self) -> tuple[str, str]:
@@ -275,6 +294,11 @@ class KeepsRegistry:
 
     def databases_holding(self, schema: str, name: str) -> list[str]:
         """The databases (sorted) that hold a persistent table schema.name."""
+        raise NotImplementedError
+
+    def named_object(self, table: TableName):
+        """The object a statement naming `table` means (REFRESH): the one a SELECT reads, else the
+        table CREATE TABLE would make; its `key()` is (catalog, schema, name), lower case."""
         raise NotImplementedError
 
     def hierarchy_table(self, name: str) -> tuple[str, str, str] | None:

@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from duckanon.backends import duckdb_names
 from duckanon.backends.base import Backend, BackendError, Interrupted, ReadOnlyDatabase, UnknownTable, WriteConflict
+from duckanon.backends.codings import ENUM_CODING
 from duckanon.backends.duckdb_catalog import DuckDBCatalog
 from duckanon import macros
 from duckanon.errors import AnonymizeError, one_line
@@ -93,7 +94,7 @@ class DuckDBBackend(DuckDBCatalog, Backend):
     has_collations = True
     reads_stably = True
     writes_reports = True
-    has_enum_types = True
+    string_coding = ENUM_CODING  # an ENUM through the sort, a few bits of a part key where it packs
     hashes_64_bits = True
     scan_unit_rows = 122_880  # a row group: DuckDB scans a table on one thread per row group
 
@@ -235,6 +236,15 @@ class DuckDBBackend(DuckDBCatalog, Backend):
             place = session.create_location(target)
             return place if session.rank(place.catalog, place.schema) < len(session.path) else None
 
+    def replacement_scans(self) -> tuple[bool, bool]:
+        """Whether DuckDB reads a Python variable that a statement names where no table or view
+        carries the name (python_enable_replacements, and enable_external_access), and whether it
+        looks past the innermost frame to the frames that called it (python_scan_all_frames)."""
+        enabled, all_frames, external = self._run(
+            "SELECT current_setting('python_enable_replacements'), current_setting('python_scan_all_frames'), "
+            "current_setting('enable_external_access')").fetchone()
+        return bool(enabled and external), bool(all_frames)
+
     def register_python(self, name: str, value) -> None:
         """A Python table (DataFrame, Arrow) registered under `name` for the rest of the statement:
         not one of the work's own (`registered`), so a commit does not let go of it; the caller
@@ -254,6 +264,9 @@ class DuckDBBackend(DuckDBCatalog, Backend):
         connection unless they are."""
         with self.translating():
             macros.ensure_installed(self.con)
+
+    def report_connection(self) -> duckdb.DuckDBPyConnection:
+        return self.con
 
     def collations(self, source: TableName, columns: list[str]) -> tuple[dict[str, str], str]:
         """DESCRIBE does not show collations; the CREATE statement DuckDB writes for an empty copy does."""

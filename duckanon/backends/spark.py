@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError, UnknownTable
+from duckanon.backends.codings import ARRAY_POSITIONS
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.names import shown_name
 
@@ -100,9 +101,15 @@ class SparkBackend(Backend):
 
     name = "spark"
     dialect = "spark"
-    has_array_positions = True
+    string_coding = ARRAY_POSITIONS  # one fixed 8-byte field through the shuffle and the sort
     hashes_64_bits = True
-    breaks_hash_ties = True  # Spark's sort compares an 8-byte prefix of the first key, the rest on its ties
+
+    def tie_key(self, value: exp.Expr, sortable: bool = False) -> exp.Expr:
+        """Spark's sort compares an 8-byte prefix of the first key, the rest on its ties: a per-row
+        value goes on by its text, which every type has and which tells apart what Spark's sort and
+        hashes take as equal or cannot order (-0.0 and 0.0, a MAP kept where hashing maps is
+        allowed); a QI's string or code as it is."""
+        return value if sortable else exp.cast(value, exp.DataType.build("VARCHAR"))
 
     def render(self, expression: exp.Expr) -> str:
         return super().render(expression.transform(_as_xxhash64))
@@ -312,6 +319,10 @@ class SparkBackend(Backend):
         rows = list(zip(*[table.column(i).to_pylist() for i in range(table.num_columns)])) if table.num_rows else []
         self.spark.createDataFrame(rows, schema).createOrReplaceTempView(name)
         self.registered.add(name)
+
+    def drop_inputs(self, *names: str) -> None:
+        """Kept: a cached temp view built from them still reads them by name; they go with the
+        statement's other temps at its end."""
 
     def unregister(self, name: str) -> None:
         """Spark's cached temp views still read it by name: it is dropped at the statement's end."""

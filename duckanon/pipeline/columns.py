@@ -5,7 +5,7 @@ engine says of the columns a statement publishes: each one's kind (below), which
 whether the engine has COLLATE c, and the collation each VARCHAR was declared with. The result,
 a frozen `ColumnFacts`, is handed to every step that keys, hashes or publishes those columns (the
 cells table, the population's classes, the keyed table, the join back, the checks).
-Also the small SQL helpers every step shares (quoted columns, DuckDB text, temp tables).
+Also the small SQL helpers every step shares (quoted columns, temp tables).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
 
 from duckanon.backends.base import Backend, BackendError
@@ -24,17 +23,6 @@ from duckanon.names import TableName
 
 def qcol(name: str, table: str | None = None) -> exp.Column:
     return exp.column(name, table=table, quoted=True)
-
-
-def duckdb_sql(text: str) -> exp.Expr:
-    """A statement written in DuckDB's SQL, as the expression a backend runs (the population,
-    registry and masking queries, which use DuckDB's own functions)."""
-    return sqlglot.parse_one(text, read="duckdb")
-
-
-def quoted(name: str) -> str:
-    """An identifier quoted for DuckDB text."""
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
 def scratch_name(kind: str) -> str:

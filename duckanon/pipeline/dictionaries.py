@@ -1,18 +1,19 @@
 """Step 4 of the pipeline, the dictionaries of the keep path: each QI column's few published
 strings as the codes the sort carries (an ENUM, bits of a part key, a position in an array), in
-an order drawn by the seed. See join_back for why."""
+an order drawn by the seed. See join_back for why. How an engine codes them is the backend's
+choice (`Backend.string_coding`, a backends.codings.Coding)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
 
 from sqlglot import exp
 
 from duckanon.backends.base import Backend
+from duckanon.backends.codings import Coding
 from duckanon.pipeline.columns import ColumnFacts, binary_text, qcol
-from duckanon.pipeline.keyed import out_alias, varchar
+from duckanon.pipeline.keyed import out_alias
 from duckanon.pipeline.plan import Plan
 
 # Columns with more distinct published strings than this are sorted as VARCHARs: the dictionary
@@ -23,80 +24,6 @@ ENUM_LIMIT = 4096
 # a column for 256 strings, 0.4 s for 4,096, where the ENUM's cast costs 0.05 s).
 PACK_LIMIT = 256
 PART_KEY, WORD_BITS = "part_key", 64
-
-
-def _literals(strings: tuple[str, ...]) -> list[exp.Expr]:
-    return [exp.Literal.string(s) for s in strings]
-
-
-def _distinct_list(text: exp.Expr) -> exp.Expr:
-    return exp.func("list", exp.Distinct(expressions=[text]))
-
-
-def _sorted_set(text: exp.Expr) -> exp.Expr:
-    """collect_set, sorted: its own order is its hash set's; the same strings make the same statement."""
-    return exp.ArraySort(this=exp.ArrayUniqueAgg(this=text))
-
-
-def _as_enum(value: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    return exp.Cast(this=value, to=exp.DataType(this=exp.DataType.Type.ENUM, expressions=_literals(strings)))
-
-
-def _enum_text(code: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    return varchar(code)
-
-
-def _position_in(value: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    """The 1-based position of `value` in the strings (NULL for NULL), as the INT element_at takes."""
-    position = exp.ArrayPosition(this=exp.Array(expressions=_literals(strings)), expression=value)
-    return exp.Cast(this=position, to=exp.DataType.build("INT"))
-
-
-def _string_at(code: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    """The string at the 1-based position `code` (NULL for NULL)."""
-    return exp.func("element_at", exp.Array(expressions=_literals(strings)), code)
-
-
-def _enum_number(value: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    """The 1-based number of `value` among the strings (0 for NULL), found byte by byte by the ENUM's cast."""
-    code = exp.func("enum_code", _as_enum(value, strings), dialect="duckdb")
-    return exp.func("coalesce", exp.Add(this=code, expression=exp.Literal.number(1)), exp.Literal.number(0))
-
-
-def _list_item(number: exp.Expr, strings: tuple[str, ...]) -> exp.Expr:
-    """The string numbered `number` (1-based; 0 gives NULL)."""
-    return exp.func("list_extract", exp.Array(expressions=_literals(strings)), number, dialect="duckdb")
-
-
-@dataclass(frozen=True)
-class Coding:
-    """How an engine's sort carries a column's few published strings as small codes: `collect`
-    aggregates the column's distinct strings into an array (byte-wise distinct), `encode` gives a
-    string's code below the sort, `decode` the string of a code above it. Where `number` and
-    `string_at` exist, a column of at most PACK_LIMIT strings goes into the part keys instead:
-    `number` gives a string's 1-based number (0 for NULL) below the sort, `string_at` the string of
-    a number above it."""
-
-    collect: Callable[[exp.Expr], exp.Expr]
-    encode: Callable[[exp.Expr, tuple[str, ...]], exp.Expr]
-    decode: Callable[[exp.Expr, tuple[str, ...]], exp.Expr]
-    number: Callable[[exp.Expr, tuple[str, ...]], exp.Expr] | None = None
-    string_at: Callable[[exp.Expr, tuple[str, ...]], exp.Expr] | None = None
-
-
-# By preference, the first one the backend has (its capability flag). DuckDB: an ENUM, one or two
-# bytes, or a few bits of a part key. Spark: the string's position in the sorted array of the
-# column's strings, one fixed 8-byte field of a row through the shuffle and the sort, where a string
-# takes that field and its bytes.
-CODINGS = (
-    ("has_enum_types", Coding(collect=_distinct_list, encode=_as_enum, decode=_enum_text,
-                              number=_enum_number, string_at=_list_item)),
-    ("has_array_positions", Coding(collect=_sorted_set, encode=_position_in, decode=_string_at)),
-)
-
-
-def coding_of(backend: Backend) -> Coding | None:
-    return next((coding for flag, coding in CODINGS if getattr(backend, flag)), None)
 
 
 @dataclass(frozen=True)
@@ -141,8 +68,9 @@ def published_dictionaries(backend: Backend, plan: Plan, facts: ColumnFacts, key
                            seed: int) -> dict[int, Dictionary]:
     """Per QI column j with at most ENUM_LIMIT distinct published strings (compared byte by byte):
     those strings in the seed's order (which orders the part keys), the dictionary of the codes its
-    rows are sorted as (publish_select). Empty on an engine that has no coding (CODINGS)."""
-    coding = coding_of(backend)
+    rows are sorted as (publish_select). Empty on an engine that has no coding (its
+    `string_coding`, backends/codings.py)."""
+    coding = backend.string_coding
     if coding is None or not plan.qi:
         return {}
     columns = [coding.collect(binary_text(facts, qcol(out_alias(j)))) for j in range(len(plan.qi))]

@@ -18,6 +18,8 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.arrays import int_column
 from duckanon.pipeline.columns import (STRING, TEXT, TYPED, VALUE, ColumnFacts, hashable, key_of, published_text, qcol,
                                        temp_table)
+from duckanon.pipeline.codes import ascending as _ascending
+from duckanon.pipeline.codes import create_coded, dense_code as _dense_code
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.names import TableName
@@ -56,16 +58,6 @@ class Cells:
     cell_sa: np.ndarray  # the SA code: several cells of one class may share it (spellings of one value)
     cell_count: np.ndarray
     fingerprint: tuple[int, int] | None = None  # the source's (rows, checksum) for the registry, if computed
-
-
-def _ascending(column: str) -> exp.Ordered:
-    # NULL last, spelled out: engines differ in their default (DuckDB last, Spark first)
-    return exp.Ordered(this=qcol(column), desc=False, nulls_first=False)
-
-
-def _dense_code(*columns: str) -> exp.Expr:
-    window = exp.Window(this=exp.Anonymous(this="DENSE_RANK"), order=exp.Order(expressions=[_ascending(c) for c in columns]))
-    return exp.Sub(this=window, expression=exp.Literal.number(1))
 
 
 def _any_value(value: exp.Expr) -> exp.Expr:
@@ -110,8 +102,9 @@ def _sa_code_order(plan: Plan, facts: ColumnFacts) -> list[str]:
 
 
 def cells_select(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> exp.Select:
-    """SELECT <QI values and keys>, <SA value and key>, count, codes, cell id FROM (GROUP BY the
-    keys). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
+    """SELECT <QI values and keys>, <SA value and key>, count, SA code, cell id FROM (GROUP BY the
+    keys): the cells without their QI codes (codes.create_coded adds them, in the order of
+    qi_order, as code_alias). A cell is a distinct vector of published QI texts and sensitive text (see the kinds
     above): q{j} is its QI j value (the key itself for a VALUE column), k{j} the key of the others,
     p{j} the text of a TYPED column; s the sensitive value published, sk its key where it is not
     the value, so a copy of a TYPED value that its codes sort."""
@@ -150,7 +143,6 @@ def cells_select(plan: Plan, facts: ColumnFacts, fingerprint_of=None) -> exp.Sel
         .group_by(*group_by)
     )
     outer = [exp.Star(), *shown, *shares]
-    outer += [exp.alias_(_dense_code(*qi_order(plan, facts, j)), code_alias(j), quoted=True) for j in range(len(plan.qi))]
     cell_order = [c for j in range(len(plan.qi)) for c in qi_order(plan, facts, j)]
     if plan.sensitive:
         outer.append(exp.alias_(_dense_code(*_sa_code_order(plan, facts)), SA_CODE, quoted=True))
@@ -310,10 +302,14 @@ def build_cells(backend: Backend, plan: Plan, facts: ColumnFacts, table: str, me
     `facts` says (columns.column_facts), and the histogram; with `fingerprint_of`, the registry's
     fingerprint of the source computed in the same GROUP BY (fingerprinted)."""
     grouped = cells_select(plan, facts, fingerprint_of)  # the one GROUP BY of the source
-    backend.create_temp(table, grouped)
+    m = len(plan.qi)
+    create_coded(backend, table, grouped, [qi_order(plan, facts, j) for j in range(m)], [code_alias(j) for j in range(m)],
+                 CELL_ID)
     _reject_star_values(backend, plan, facts, table)
     _check_memory(backend, plan, table, memory_budget)
-    code_columns = [qcol(code_alias(j)) for j in range(len(plan.qi))]
+    # fetched as INTEGER: half of the BIGINT's bytes in the Arrow table (a code is below the rows)
+    code_columns = [exp.alias_(exp.cast(qcol(code_alias(j)), exp.DataType.build("INT")), code_alias(j), quoted=True)
+                    for j in range(len(plan.qi))]
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
@@ -327,14 +323,20 @@ def _histogram_of(arrow, qi: list[str]) -> tuple[Histogram, np.ndarray, np.ndarr
     and per cell its class, SA code and rows."""
     m = len(qi)
     n_cells = arrow.num_rows
-    codes = np.column_stack([int_column(arrow.column(j)) for j in range(m)]) if n_cells else np.zeros((0, m), np.int64)
+    codes = np.empty((n_cells, m), dtype=np.int64)  # filled a column at a time: no stacked copy
+    for j in range(m):
+        codes[:, j] = int_column(arrow.column(j)) if n_cells else 0
     cell_sa = int_column(arrow.column(m)) if n_cells else np.zeros(0, np.int64)
     cell_count = int_column(arrow.column(m + 1)) if n_cells else np.zeros(0, np.int64)
     # classes numbered in the order of their code vectors, as np.unique(axis=0) numbers them
     # (group_keys: 3 ms where that took 25 at 19,502 cells)
     cell_class = group_keys(codes) if n_cells else np.zeros(0, np.int64)
-    class_codes = np.zeros((int(cell_class.max()) + 1 if n_cells else 0, m), dtype=np.int64)
-    class_codes[cell_class] = codes
+    n_classes = int(cell_class.max()) + 1 if n_cells else 0
+    if n_classes == n_cells and (cell_class == np.arange(n_cells)).all():
+        class_codes = codes  # one cell per class, in class order (no sensitive column): no copy
+    else:
+        class_codes = np.zeros((n_classes, m), dtype=np.int64)
+        class_codes[cell_class] = codes
     n_sa = int(cell_sa.max()) + 1 if n_cells else 1
     sa_counts = np.bincount(cell_class * n_sa + cell_sa, weights=cell_count,
                             minlength=len(class_codes) * n_sa).astype(np.int64).reshape(len(class_codes), n_sa)

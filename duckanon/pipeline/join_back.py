@@ -21,10 +21,13 @@ does not pack) besides its keys. A column of up to ENUM_LIMIT strings crosses th
 ENUM (one or two bytes), a larger one as its VARCHAR; neither leads the sort (a sort on several
 keys cost more than the one on the part keys saved), so they order rows only through the part
 hash. On Spark, whose shuffle and sort move the same payload, the code is the string's position in
-an array of the column's strings (CODINGS), and the order stays hash(part hash, ...).
+an array of the column's strings (each backend's `string_coding`, backends/codings.py), and the
+order stays hash(part hash, ...), then the row's values as the backend keys ties (Backend.tie_key).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from sqlglot import exp
 
@@ -54,21 +57,23 @@ def _row_hash(plan: Plan, facts: ColumnFacts, seed: exp.Expr, per_row: list[str]
     return exp.func("hash", seed, *[hashable(facts, c, qcol(name(c), table)) for c in _ordering(plan, facts, per_row)])
 
 
-def _tie_key(value: exp.Expr) -> exp.Expr:
-    """A per-row published value as it breaks ties of the order hash (Backend.breaks_hash_ties):
-    its text, which every type has and which tells apart what Spark's sort and hashes take as
-    equal or cannot order (-0.0 and 0.0, a MAP kept where hashing maps is allowed)."""
-    return exp.cast(value, exp.DataType.build("VARCHAR"))
+TieKey = Callable[[exp.Expr, bool], "exp.Expr | None"]
 
 
-def _row_ties(plan: Plan, per_row: list[str], table: str, name=None) -> list[exp.Expr]:
-    """The tie keys of _row_hash over the same columns, read the same way."""
+def no_tie_key(value: exp.Expr, sortable: bool = False) -> None:
+    """The tie keys of an engine that needs none (Backend.tie_key)."""
+    return None
+
+
+def _row_ties(plan: Plan, per_row: list[str], table: str, tie_key: TieKey, name=None) -> list[exp.Expr]:
+    """The tie keys of _row_hash over the same columns, read the same way (Backend.tie_key)."""
     name = name or (lambda c: f"v{plan.published.index(c)}")
-    return [_tie_key(qcol(name(c), table)) for c in per_row]
+    keys = [tie_key(qcol(name(c), table), False) for c in per_row]
+    return [key for key in keys if key is not None]
 
 
 def _split_rows(plan: Plan, facts: ColumnFacts, keyed_table: str, seed: exp.Expr, per_row: list[str], large: bool,
-                by_key_hash: bool = False, break_ties: bool = False) -> exp.Select:
+                by_key_hash: bool = False, tie_key: TieKey = no_tie_key) -> exp.Select:
     """The rows of split cells: their own published values (v{i}, the SA and kept columns) and
     their cell. A row's place in its cell's seeded order comes from hash(seed, those values):
     never a QI value the parts may suppress, and equal for every spelling of the cell.
@@ -76,7 +81,7 @@ def _split_rows(plan: Plan, facts: ColumnFacts, keyed_table: str, seed: exp.Expr
     `large`: the cells of several buckets (keyed_arrow's BUCKETS), each row with its bucket, the
     hash modulo the cell's bucket count; the cell's order is by bucket, then hash (_bucket_parts).
     Else the cells of one bucket, each row with its rank in the cell (RANK), by a window (ordered
-    by the hash, then, where `break_ties`, by the row's own values)."""
+    by the hash, then by the row's own values as `tie_key` keys them, if it does)."""
     several = exp.GT(this=qcol(BUCKETS), expression=exp.Literal.number(1))
     split_cells = (
         exp.select(*[qcol(a) for a in key_aliases(plan, facts)], qcol(KEY_HASH), qcol(CELL_ID), qcol(BUCKETS))
@@ -89,7 +94,7 @@ def _split_rows(plan: Plan, facts: ColumnFacts, keyed_table: str, seed: exp.Expr
     source = exp.alias_(plan.source.table.copy(), "src", table=True)
     cells = exp.alias_(split_cells.subquery(), "k", table=True)
     if not large:
-        ties = _row_ties(plan, per_row, "src", lambda c: c) if break_ties else []
+        ties = _row_ties(plan, per_row, "src", tie_key, lambda c: c)
         rank = exp.Window(this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "k")],
                           order=exp.Order(expressions=[exp.Ordered(this=o) for o in [row_hash, *ties]]))
         return (exp.select(*values, qcol(CELL_ID, "k"), exp.alias_(rank, RANK, quoted=True))
@@ -163,15 +168,15 @@ def _bucket_parts(split_rows: str, coded_table: str) -> exp.Select:
 
 def publish_select(plan: Plan, facts: ColumnFacts, coded_table: str, any_split: bool, seed: int,
                    dictionaries: dict[int, Dictionary] | None = None, by_key_hash: bool = False,
-                   break_ties: bool = False) -> exp.Select:
+                   tie_key: TieKey = no_tie_key) -> exp.Select:
     """The published rows: the source joined to the coded keyed table (coded_select; on the class
     keys, or on their hash where `by_key_hash`: key_hashes_distinct), ordered by the part keys
     (the packed QIs, DuckDB), then hash(part hash, the row's own published values). The other QIs
     travel through the sort as codes of `dictionaries` (published_dictionaries: ENUMs on DuckDB,
     positions on Spark) or as themselves; all are decoded above it, in a projection of the sorted
-    subquery, which keeps its order. Where `break_ties` (Backend.breaks_hash_ties), every order by
-    a row's hash goes on by what the row publishes, so rows whose hashes collide are ordered by
-    their values too, never by the order they arrive in."""
+    subquery, which keeps its order. Where `tie_key` (the backend's Backend.tie_key) gives keys,
+    every order by a row's hash goes on by what the row publishes, so rows whose hashes collide
+    are ordered by their values too, never by the order they arrive in."""
     dictionaries = dictionaries or {}
     layout = part_key_layout(dictionaries)
     words = [f"{PART_KEY}{w}" for w in sorted({w for w, _ in layout.values()})]
@@ -185,12 +190,12 @@ def publish_select(plan: Plan, facts: ColumnFacts, coded_table: str, any_split: 
     if any_split:
         body = body.where(exp.Not(this=qcol("split", "k")))
         branches, ctes = _split_branches(plan, facts, rows, coded_table, exp.Literal.number(seed), by_key_hash,
-                                         break_ties)
+                                         tie_key)
         for branch in branches:
             body = exp.union(body, branch, distinct=False)
     ordered = (exp.select(exp.Star()).from_(body.subquery("published"))
                .order_by(*_sort_keys(words, _word_bits(dictionaries, layout), any_split),
-                         *(_tie_keys(plan, layout) if break_ties else [])))
+                         *_tie_keys(plan, layout, tie_key)))
     select = exp.select(*_decoded(plan, facts, dictionaries, layout)).from_(ordered.subquery("sorted"))
     for name, query in ctes:
         select = select.with_(exp.to_identifier(name, quoted=True), as_=query)
@@ -227,7 +232,7 @@ def _row_items(plan: Plan, facts: ColumnFacts, layout: dict[int, tuple[int, int]
 
 
 def _split_branches(plan: Plan, facts: ColumnFacts, rows, coded_table: str, seed: exp.Expr, by_key_hash: bool,
-                    break_ties: bool) -> tuple[list[exp.Select], list[tuple[str, exp.Select]]]:
+                    tie_key: TieKey) -> tuple[list[exp.Select], list[tuple[str, exp.Select]]]:
     """The published rows of split cells (the branches added to the others) and the CTEs they read.
 
     Rows of split cells go to the part whose rank range (within the cell) holds their rank in the
@@ -238,7 +243,7 @@ def _split_branches(plan: Plan, facts: ColumnFacts, rows, coded_table: str, seed
     per_row = _per_row(plan)
     split_rows, buckets = f"{coded_table}_split", f"{coded_table}_buckets"
     ctes = [(split_rows, _split_rows(plan, facts, coded_table, seed, per_row, large=True, by_key_hash=by_key_hash,
-                                     break_ties=break_ties)),
+                                     tie_key=tie_key)),
             (buckets, _bucket_parts(split_rows, coded_table))]
 
     def in_part(ranked: exp.Select) -> exp.Select:
@@ -252,7 +257,7 @@ def _split_branches(plan: Plan, facts: ColumnFacts, rows, coded_table: str, seed
                 .join(aliased_table(coded_table, "p"), on=in_range))
 
     small = in_part(_split_rows(plan, facts, coded_table, seed.copy(), per_row, large=False,
-                                by_key_hash=by_key_hash, break_ties=break_ties))
+                                by_key_hash=by_key_hash, tie_key=tie_key))
     placed = exp.and_(exp.EQ(this=qcol(CELL_ID, "r"), expression=qcol(CELL_ID, "m")),
                       exp.EQ(this=qcol(BUCKET, "r"), expression=qcol(BUCKET, "m")))
     # rows of a bucket that lies in one part: that part, by two equality keys
@@ -272,7 +277,7 @@ def _split_branches(plan: Plan, facts: ColumnFacts, rows, coded_table: str, seed
         this=exp.Anonymous(this="ROW_NUMBER"), partition_by=[qcol(CELL_ID, "r"), qcol(BUCKET, "r")],
         order=exp.Order(expressions=[exp.Ordered(this=o) for o in [
             _row_hash(plan, facts, seed.copy(), per_row, "r"),
-            *(_row_ties(plan, per_row, "r") if break_ties else [])]]),
+            *_row_ties(plan, per_row, "r", tie_key)]]),
     ))
     cut = in_part(
         exp.select(*[qcol(f"v{plan.published.index(c)}", "r") for c in per_row], qcol(CELL_ID, "r"),
@@ -301,18 +306,16 @@ def _decoded(plan: Plan, facts: ColumnFacts, dictionaries: dict[int, Dictionary]
     return outputs
 
 
-def _tie_keys(plan: Plan, layout: dict[int, tuple[int, int]]) -> list[exp.Expr]:
-    """The sorted rows' columns (v{i}) that break ties of their order hash: the QIs the part key
-    words do not carry (codes or strings, as they are) and the per-row values (as _tie_key)."""
+def _tie_keys(plan: Plan, layout: dict[int, tuple[int, int]], tie_key: TieKey) -> list[exp.Expr]:
+    """The sorted rows' columns (v{i}) that break ties of their order hash, as `tie_key` keys them:
+    the QIs the part key words do not carry (codes or strings: sortable) and the per-row values."""
     qi_index = {c.lower(): j for j, c in enumerate(plan.qi)}
     keys = []
     for i, col in enumerate(plan.published):
         j = qi_index.get(col.lower())
-        if j is None:
-            keys.append(_tie_key(qcol(f"v{i}")))
-        elif j not in layout:
-            keys.append(qcol(f"v{i}"))
-    return keys
+        if j is None or j not in layout:
+            keys.append(tie_key(qcol(f"v{i}"), j is not None))
+    return [key for key in keys if key is not None]
 
 
 def _collated(facts: ColumnFacts, column: str, decoded: exp.Expr) -> exp.Expr:

@@ -85,7 +85,7 @@ def _joined_back(backend: Backend, plan: Plan, facts: ColumnFacts, cells: Cells,
     backend.create_temp(coded_table, coded_select(plan, keyed_table, dictionaries))
     published = publish_select(plan, facts, coded_table, split, seed, dictionaries,
                                by_key_hash=key_hashes_distinct(backend, plan, facts, cells.table),
-                               break_ties=backend.breaks_hash_ties)
+                               tie_key=backend.tie_key)
     return published, (coded_table,)
 
 

@@ -21,7 +21,7 @@ from sqlglot import exp
 from duckanon import hierarchy, methods, progress
 from duckanon.backends import Backend, backend_for, work
 from duckanon.errors import AnonymizeError
-from duckanon.pipeline.columns import ColumnFacts, column_facts, duckdb_sql, qcol, scratch_name, temp_table
+from duckanon.pipeline.columns import ColumnFacts, column_facts, qcol, scratch_name, temp_table
 from duckanon.pipeline.histogram import (SA_ALIAS, SA_CODE, Cells, HistogramTooLarge, build_cells, code_alias, qi_alias,
                                          sa_values)
 from duckanon.pipeline.masking import masked_source
@@ -250,22 +250,38 @@ def _joint_sensitive(backend: Backend, plan: Plan, name: str) -> Plan:
     joint = JOINT_SENSITIVE
     while joint.lower() in {c.lower() for c in plan.columns}:
         joint = "_" + joint
-    fields = ", ".join(f"s{i} := {exp.to_identifier(c, quoted=True).sql('duckdb')}" for i, c in enumerate(plan.sensitives))
     backend.create_temp(name, exp.select(*[qcol(c) for c in plan.published], exp.alias_(
-        duckdb_sql(f"struct_pack({fields})"), joint, quoted=True)).from_(plan.source.table.copy()))
+        _struct_of(plan.sensitives), joint, quoted=True)).from_(plan.source.table.copy()))
     keep = plan.keep + [c for c in plan.sensitives]
     return replace(plan, source=temp_table(name), columns=list(plan.published) + [joint], sensitive=joint, keep=keep,
                    sensitives=[], hidden=frozenset({joint}))
 
 
+def _struct_of(sensitives: list[str]) -> exp.Expr:
+    """struct_pack(s0 := <first column>, s1 := ...): one value of several sensitive columns."""
+    return exp.Struct(expressions=[exp.PropertyEQ(this=exp.to_identifier(f"s{i}"), expression=qcol(column))
+                                   for i, column in enumerate(sensitives)])
+
+
+def _marginal_select(cells_table: str, i: int) -> exp.Select:
+    """Per joint code of the cells table, the rank (from 0) of its i-th sensitive value in that
+    column's value order, NULL last."""
+    joint = (exp.select(exp.alias_(qcol(SA_CODE), "code", quoted=True),
+                        exp.alias_(exp.IgnoreNulls(this=exp.AnyValue(this=qcol(SA_ALIAS))), "s", quoted=True))
+             .from_(exp.to_table(cells_table, quoted=True)).group_by(exp.Literal.number(1)))
+    value = exp.func("struct_extract", qcol("s"), exp.Literal.string(f"s{i}"), dialect="duckdb")
+    rank = exp.Window(this=exp.func("dense_rank"), over="OVER",
+                      order=exp.Order(expressions=[exp.Ordered(this=value, nulls_first=False)]))
+    return (exp.select(qcol("code"), exp.Sub(this=rank, expression=exp.Literal.number(1)))
+            .from_(joint.subquery()).order_by(exp.Ordered(this=exp.Literal.number(1), nulls_first=False)))
+
+
 def sensitive_marginals(backend: Backend, cells, sensitives: list[str]) -> list[np.ndarray]:
     """Per sensitive column, the code of its value for every joint code of the histogram (codes
     in the column's value order, NULL last)."""
-    table = exp.to_table(cells.table, quoted=True).sql("duckdb")
     marginals = []
     for i in range(len(sensitives)):
-        rows = backend.rows(duckdb_sql(f"SELECT code, dense_rank() OVER (ORDER BY struct_extract(s, 's{i}') NULLS LAST) - 1 "
-            f'FROM (SELECT "{SA_CODE}" AS code, any_value("{SA_ALIAS}") AS s FROM {table} GROUP BY 1) ORDER BY 1'))
+        rows = backend.rows(_marginal_select(cells.table, i))
         marginals.append(np.array([code for _, code in rows], dtype=np.int64))
     return marginals
 

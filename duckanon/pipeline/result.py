@@ -44,10 +44,11 @@ class Summary:
         return json.dumps(row, default=str)
 
     def as_sql(self) -> tuple[str, list]:
-        """A SELECT producing this row with proper column types, and its parameters."""
-        items = [f"CAST(? AS {sql_type}) AS {name}" for name, sql_type in self.SQL_TYPES.items()]
+        """A SELECT producing this row with proper column types (DuckDB's SQL), and its parameters."""
+        items = [exp.alias_(_typed(exp.Placeholder(), sql_type), name, quoted=True)
+                 for name, sql_type in self.SQL_TYPES.items()]
         values = asdict(self)
-        return "SELECT " + ", ".join(items), [values[name] for name in self.SQL_TYPES]
+        return exp.select(*items).sql(dialect="duckdb"), [values[name] for name in self.SQL_TYPES]
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,19 @@ class Table:
     rows: list[tuple]
 
     def as_sql(self) -> tuple[str, list]:
-        names = ", ".join(f'"{name}"' for name, _ in self.columns)
+        """A SELECT producing the rows with their column types (DuckDB's SQL), and its parameters."""
         if not self.rows:
-            items = ", ".join(f'CAST(NULL AS {sql_type}) AS "{name}"' for name, sql_type in self.columns)
-            return f"SELECT {items} WHERE false", []
-        cells = ", ".join("(" + ", ".join(f"CAST(? AS {sql_type})" for _, sql_type in self.columns) + ")" for _ in self.rows)
-        return f"SELECT * FROM (VALUES {cells}) AS explain({names})", [v for row in self.rows for v in row]
+            items = [exp.alias_(_typed(exp.Null(), sql_type), name, quoted=True) for name, sql_type in self.columns]
+            return exp.select(*items).where(exp.false()).sql(dialect="duckdb"), []
+        row = tuple(_typed(exp.Placeholder(), sql_type) for _, sql_type in self.columns)
+        values = exp.values([tuple(cell.copy() for cell in row) for _ in self.rows], alias="explain",
+                            columns=[exp.to_identifier(name, quoted=True) for name, _ in self.columns])
+        return (exp.select(exp.Star()).from_(values).sql(dialect="duckdb"),
+                [v for row in self.rows for v in row])
+
+
+def _typed(value: exp.Expr, sql_type: str) -> exp.Expr:
+    return exp.cast(value, exp.DataType.build(sql_type, dialect="duckdb"))
 
 
 def release_risks(summary: dict) -> tuple[float | None, float | None]:

@@ -177,6 +177,7 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
     domains = problem.domains
     candidates = []
     losses = {}
+    searched = None  # the lattice candidate's heuristic search, if it ran one
     for name, run, loss_of in (
             ("lattice", lambda: lattice_solution(problem.hist, domains.hierarchies, problem.request,
                                                  domains.suppression_limit, "loss", context, weights=problem.weights),
@@ -194,10 +195,15 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
             continue
         losses[name] = round(float(loss_of(solution)), 12)
         candidates.append((losses[name], len(candidates), solution))
+        if name == "lattice" and solution.notes.get("search") == "heuristic":  # (EXPLAIN says why)
+            searched = {key: solution.notes[key] for key in ("search", "search_reason", "evaluation_bound",
+                                                             "nodes_evaluated")}
     if not candidates:
         raise AnonymizeError("no method publishes the hierarchies' labels within the suppression limit")
     best = min(candidates, key=lambda candidate: candidate[:2])[2]
     best.notes["candidates"] = losses
+    if searched is not None and "search" not in best.notes:
+        best.notes["lattice_search"] = searched
     best.method = f"auto: {best.method}"
     return best
 

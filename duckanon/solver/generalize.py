@@ -105,14 +105,14 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         "levels": list(node.levels), "metric": metric, "metric_value": search.value,
         "nodes_evaluated": search.evaluated, "search_seconds": round(search_seconds, 4), "lattice_nodes": search.nodes,
         "removed_rows": int(node.sa_counts[~node.ok].sum()),
-        "optimal_for": f"{metric} among full-domain generalizations",
+        "optimal_for": f"{metric} among full-domain generalizations", **search.notes,
     })
     if weights is not None and not METRICS[metric].separable:
         solution.notes["weights_ignored"] = f"{metric} is single-dimensional in ARX: attribute weights do not apply"
     if stable_levels is not None:
         solution.notes["mode_used"] = "stable: the published levels still satisfy the request" if kept is not None \
             else "fresh: the published levels no longer satisfy the request within the suppression limit"
-    elif not search.optimal:
+    elif not search.optimal and search.notes.get("search") == "exhaustive":
         solution.notes["time_limit"] = "reached: the best node found so far, not proven optimal"
     return solution
 
@@ -404,6 +404,8 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
         if best is None or (value, limit) < (best.notes["loss"], best.notes["suppression_limit"]):
             best = candidate
     best.notes.update({"nodes_evaluated": evaluated, "search_seconds": round(search_seconds, 4)})
+    heuristic = [found.notes for found in optimum.values() if found.notes.get("search") == "heuristic"]
+    best.notes.update(heuristic[0] if heuristic else {"search": "exhaustive"})  # (one lattice: the same reason)
     return best
 
 

@@ -50,6 +50,9 @@ from duckanon.solver.request import Request
 
 # Binary splits tried per column: the most frequent children up to these shares of the rows.
 BINARY_CUTS = (0.25, 0.5, 0.75)
+# A group's splits are tried on this many columns at most: those whose cells cost it most (on a
+# wide table every column's splits of every group would cost columns^2 x rows a level of splits).
+SPLIT_COLUMNS = 16
 
 
 @dataclass
@@ -79,10 +82,25 @@ class HierarchicalRecoding:
         self.sa = np.asarray(hist.sa_counts, dtype=np.float64)
         self.k_only = self.models.k_only
         self.min_size = max(self.models.min_group_size, 1)
-        # per column: (classes, H + 1) the class's code at each level; per level the loss of each code
-        self.ancestors = [np.asarray(h.codes, dtype=np.int64)[hist.codes[:, j]] for j, h in enumerate(hierarchies)]
         self.heights = [h.height for h in hierarchies]
+        # (classes, m, highest height + 1): every class's code per column and level (a column's top
+        # code repeated above its height), in the smallest unsigned type that holds them;
+        # `ancestors[j]` is column j's levels
+        top = max(self.heights, default=0)
+        largest = max((int(np.max(h.codes)) for h in hierarchies if np.size(h.codes)), default=0)
+        self.codes = np.empty((hist.n_classes, self.m, top + 1), dtype=np.min_scalar_type(largest))
+        for j, h in enumerate(hierarchies):
+            column = np.asarray(h.codes)[hist.codes[:, j]]
+            self.codes[:, j, :h.height + 1] = column
+            self.codes[:, j, h.height + 1:] = column[:, -1:]
+        self.ancestors = [self.codes[:, j, :h.height + 1] for j, h in enumerate(hierarchies)]
+        # per level the loss of each code, and all of them in one array: column j's code c at
+        # level h costs loss_of[at[j, h] + c] (a level above the height is the top's)
         self.cell_loss = [[h.loss(level) for level in range(h.height + 1)] for h in hierarchies]
+        tables = [self.cell_loss[j][min(level, self.heights[j])] for j in range(self.m) for level in range(top + 1)]
+        self.loss_of = np.concatenate(tables) if tables else np.zeros(0)
+        self.loss_at = np.cumsum([0] + [len(t) for t in tables[:-1]]).reshape(self.m, top + 1) if tables else \
+            np.zeros((self.m, top + 1), dtype=np.int64)
         self.budget = float(np.floor(suppression_limit * hist.n_rows + 1e-9))
         user = arx_weights(weights)
         self.user_weights = np.ones(self.m) if user is None else user
@@ -91,21 +109,24 @@ class HierarchicalRecoding:
     # -- groups ------------------------------------------------------------------------------
     def group(self, members: np.ndarray, levels: np.ndarray) -> _Group:
         """A group of `members` at its tightest labels: per column the finest level at or below
-        `levels` where its classes share one code."""
-        levels = levels.copy()
-        first = members[0]
-        cost = np.zeros(self.m)
+        `levels` from which up its classes share one code (one level above the highest level
+        below `levels` where they do not)."""
+        codes = self.codes[members]  # (classes, m, levels)
+        disagree = (codes != codes[0]).any(axis=0) & (np.arange(codes.shape[2]) < levels[:, None])
+        highest = codes.shape[2] - 1 - np.argmax(disagree[:, ::-1], axis=1)
+        tight = np.where(disagree.any(axis=1), highest + 1, 0).astype(np.int64)
         size = float(self.sizes[members].sum())
-        for j in range(self.m):
-            level = int(levels[j])
-            if level > 0:
-                codes = self.ancestors[j][members, :level]
-                same = (codes == codes[0]).all(axis=0)  # per level below: do all classes agree
-                disagree = np.flatnonzero(~same)
-                level = int(disagree[-1]) + 1 if len(disagree) else 0
-                levels[j] = level
-            cost[j] = size * self.cell_loss[j][level][self.ancestors[j][first, level]]
-        return _Group(members, levels, size, cost)
+        columns = np.arange(self.m)
+        cost = size * self.loss_of[self.loss_at[columns, tight] + codes[0, columns, tight]]
+        return _Group(members, tight, size, cost)
+
+    def split_columns(self, group: _Group) -> list[int]:
+        """The columns a split of `group` is tried on: those above level 0, at most SPLIT_COLUMNS
+        of them, those whose cells cost the group most (weighted) first, ties in column order."""
+        columns = np.flatnonzero(group.levels > 0)
+        if len(columns) > SPLIT_COLUMNS:
+            columns = np.sort(columns[np.argsort(-(self.weights * group.cost)[columns], kind="stable")[:SPLIT_COLUMNS]])
+        return columns.tolist()
 
     def satisfied(self, sizes: np.ndarray, sa: np.ndarray) -> np.ndarray:
         return all_satisfied(self.models, sizes, sa)
@@ -115,10 +136,8 @@ class HierarchicalRecoding:
         if group.size < 2 * self.min_size:
             return None
         best = None
-        for j in range(self.m):
+        for j in self.split_columns(group):
             level = int(group.levels[j])
-            if level == 0:
-                continue
             split = self._split_on(group, j, level, budget)
             if split is not None and (best is None or split.gain > best.gain):
                 best = split

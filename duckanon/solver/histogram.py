@@ -8,17 +8,50 @@ from functools import cached_property
 import numpy as np
 
 
+def packed_keys(codes: np.ndarray, columns=None) -> list[np.ndarray]:
+    """The rows of `codes` (of its `columns`, in that order; default all) as a few int64 keys, the
+    columns packed in mixed radix (each key below 2^62, first column most significant; each column
+    shifted to start at 0): comparing the keys in turn compares the rows lexicographically."""
+    keys = []
+    key = np.zeros(len(codes), dtype=np.int64)
+    span = 1
+    for j in range(codes.shape[1]) if columns is None else columns:
+        column = codes[:, j]
+        low = int(column.min(initial=0))
+        radix = int(column.max(initial=0)) - low + 1
+        if span * radix >= 2**62 and span > 1:
+            keys.append(key)
+            key, span = np.zeros(len(codes), dtype=np.int64), 1
+        key = key * radix + (column - low)
+        span *= radix
+    keys.append(key)
+    return keys
+
+
+def lexicographic_order(codes: np.ndarray, columns=None) -> np.ndarray:
+    """The stable permutation that sorts the rows of `codes` lexicographically by its `columns`
+    (default all), first column first (a sort over a few packed keys, not a pass per column)."""
+    keys = packed_keys(codes, columns)
+    return np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys[::-1])
+
+
 def group_keys(codes: np.ndarray) -> np.ndarray:
-    """Dense group ids for the rows of `codes`: equal rows, equal ids (mixed radix when it fits in int64)."""
+    """Dense group ids for the rows of `codes`: equal rows, equal ids, numbered in the rows'
+    lexicographic order (as np.unique(axis=0) numbers them, without its copies of the rows)."""
     if codes.shape[1] == 0:
         return np.zeros(len(codes), dtype=np.int64)
-    radix = codes.max(axis=0) + 1
-    if np.sum(np.log2(np.maximum(radix, 1).astype(np.float64))) < 62:
-        key = np.zeros(len(codes), dtype=np.int64)
-        for j in range(codes.shape[1]):
-            key = key * int(radix[j]) + codes[:, j]
-        return np.unique(key, return_inverse=True)[1].ravel()
-    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+    keys = packed_keys(codes)
+    if len(keys) == 1:
+        return np.unique(keys[0], return_inverse=True)[1].ravel()
+    order = np.lexsort(keys[::-1])
+    new = np.zeros(len(codes), dtype=bool)
+    new[0] = True
+    for key in keys:
+        ordered = key[order]
+        new[1:] |= ordered[1:] != ordered[:-1]
+    ids = np.empty(len(codes), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
 
 
 @dataclass

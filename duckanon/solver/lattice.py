@@ -68,6 +68,7 @@ Search (branch and bound over the lattice, with Flash-style predictive tagging):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,7 @@ import numpy as np
 from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.lattice_heuristic import SEARCH_STEPS, HeuristicSearch
 from duckanon.solver.lattice_metrics import METRICS, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied, rejects_unreached
 from duckanon.solver.request import Request
@@ -138,6 +140,11 @@ def with_population(hist: Histogram, population, request) -> tuple[Histogram, np
     counts = np.bincount(class_of_id[population_ids], weights=rows, minlength=extended.n_classes).astype(np.int64)
     return extended, counts
 
+# A lattice of more nodes than this is searched by the heuristic (lattice_heuristic.py), within a
+# bound on node evaluations: the exhaustive search keeps a few numbers per node and per node and
+# column, and decides nodes one by one. (ARX's heuristicSearchThreshold has the same default.)
+EXHAUSTIVE_NODES = 100_000
+
 
 @dataclass
 class LatticeResult:
@@ -148,6 +155,29 @@ class LatticeResult:
     evaluated: int
     nodes: int
     notes: dict = field(default_factory=dict)
+
+
+def _compact(codes: np.ndarray, count: int) -> np.ndarray:
+    """`codes` (0 .. count - 1) contiguous, in the smallest unsigned type that holds them."""
+    kind = np.min_scalar_type(max(count - 1, 0))
+    return np.ascontiguousarray(codes, dtype=kind if kind.kind == "u" else np.int64)
+
+
+class _ClassCodes:
+    """`rolled[j][h]` of a Lattice: every class's code of one column at level h, computed when
+    first read and kept in the smallest integer type that holds the level's codes (a wide table's
+    classes x columns x levels in int64 would not fit); `class_values`, the classes' value codes
+    of the column, contiguous (gathers from a column of the class matrix stride a whole row)."""
+
+    def __init__(self, level_codes: np.ndarray, class_values: np.ndarray, cardinality: list[int]):
+        self.level_codes, self.class_values, self.cardinality = level_codes, class_values, cardinality
+        self.levels: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, h: int) -> np.ndarray:
+        codes = self.levels.get(h)
+        if codes is None:
+            codes = self.levels[h] = _compact(self.level_codes[self.class_values, h], self.cardinality[h])
+        return codes
 
 
 class Lattice:
@@ -194,11 +224,14 @@ class Lattice:
         self.value_rows = [np.bincount(hist.codes[:, j], weights=self.sizes, minlength=len(c)).astype(np.float64)
                            for j, c in enumerate(self.level_codes)]
         self.cache: dict[tuple[int, ...], NodeResult] = {}
-        # per column and level: every class's code at that level, and the number of codes
-        self.rolled = [[c[hist.codes[:, j], h] for h in range(c.shape[1])] for j, c in enumerate(self.level_codes)]
+        # per column and level: every class's code at that level (when first read), and the number of codes
         self.cardinality = [[int(c[:, h].max()) + 1 if len(c) else 1 for h in range(c.shape[1])] for c in self.level_codes]
+        self.rolled = [_ClassCodes(c, _compact(hist.codes[:, j], len(c)), self.cardinality[j])
+                       for j, c in enumerate(self.level_codes)]
         self.row_cost = [self._row_costs(j) for j in range(self.m)]
+        self.level_cost = [np.ascontiguousarray(costs.T) for costs in self.row_cost]  # [j][h]: per value
         self._class_costs: dict[tuple[int, int], np.ndarray] = {}
+        self._level_rows: dict[tuple[int, int], np.ndarray] = {}
         self.column_total = [(self.value_rows[j][:, None] * self.row_cost[j]).sum(axis=0) for j in range(self.m)]
         # k-anonymity alone: a node is decided by its suppressed-row count, no SA counts needed
         self.k_only = request.k_only
@@ -273,22 +306,28 @@ class Lattice:
             self.block_cache[(block[0], levels)] = cached
         return cached
 
-    def _keys(self, levels) -> tuple[np.ndarray, int]:
-        """Per class its class id at `levels` (equal exactly when the generalized rows are), and
-        the size of the id space."""
+    def _keys(self, levels, rows: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Per class (or per class of `rows`) its class id at `levels` (equal exactly when the
+        generalized rows are), and the size of the id space."""
         key, space = None, 1
         for block in self.blocks:
+            if all(self.cardinality[j][levels[j]] == 1 for j in block):
+                continue  # one label for everything: no part of the key
             ids, count = self._block_ids(block, tuple(levels[j] for j in block))
+            if rows is not None:
+                ids = ids[rows]
             if key is None:
-                key, space = ids.copy(), count
+                key, space = ids.astype(np.int64), count
                 continue
             if space * count >= 1 << 62:
                 key, space = self._densify(key, space)
+                if space == len(key):  # every class apart already: the other columns split nothing
+                    return key, space
             key *= count
             key += ids
             space *= count
         if key is None:
-            return np.zeros(self.hist.n_classes, dtype=np.int64), 1
+            return np.zeros(self.hist.n_classes if rows is None else len(rows), dtype=np.int64), 1
         return key, space
 
     def _group_rows(self, levels) -> tuple[np.ndarray, np.ndarray]:
@@ -336,12 +375,19 @@ class Lattice:
             out[:, h] = self.measure.level_costs(codes, self.value_rows[j], h, self.domains[j])
         return out
 
-    def class_costs(self, j: int, h: int) -> np.ndarray:
-        """Per class, what one of its cells in column j costs at level h (cached)."""
+    CLASS_COSTS = 1 << 24  # per-class costs kept (8 bytes each), a column and level's array at a time
+
+    def class_costs(self, j: int, h: int, which: np.ndarray | None = None) -> np.ndarray:
+        """Per class (of `which`), what one of its cells in column j costs at level h: the array of
+        every class is kept while CLASS_COSTS allows; a few classes, or any once it is spent, are
+        looked up directly."""
         costs = self._class_costs.get((j, h))
+        if costs is None and which is not None and (
+                8 * len(which) < self.hist.n_classes or (len(self._class_costs) + 1) * self.hist.n_classes > self.CLASS_COSTS):
+            return self.level_cost[j][h][self.rolled[j].class_values[which]]
         if costs is None:
             costs = self._class_costs[(j, h)] = self.row_cost[j][self.hist.codes[:, j], h]
-        return costs
+        return costs if which is None else costs[which]
 
     def column_totals(self, levels) -> np.ndarray:
         """Per column, what its cells cost at `levels` with nothing removed."""
@@ -354,18 +400,31 @@ class Lattice:
             return float(self.aggregate(self.column_totals(levels)))
         return 0.0
 
-    def removal_charge(self, levels, removed: np.ndarray) -> np.ndarray:
+    def removal_charge(self, levels, removed: np.ndarray, complement: bool = False) -> np.ndarray:
         """Per column, what the rows of the classes flagged in `removed` (per original class) cost
         on top of the column's total at `levels` for a separable metric (module docstring: ARX's
-        charges)."""
+        charges). `complement`: from the classes kept when they are fewer (the same up to
+        rounding; the heuristic search's shortcut, never the exhaustive search's)."""
         which = np.flatnonzero(removed)
         if not len(which):
             return np.zeros(len(levels))
+        if complement and 2 * len(which) > len(removed):
+            kept = np.flatnonzero(~removed)
+            removed_rows = float(self.float_sizes[which].sum())
+            return self.measure.removal_charge_kept(self, levels, kept, self.float_sizes[kept], removed_rows)
         return self.measure.removal_charge(self, levels, which, self.float_sizes[which])
 
-    def node_value(self, levels, removed: np.ndarray) -> float:
+    def node_value(self, levels, removed: np.ndarray, complement: bool = False) -> float:
         """A separable metric at `levels` with the classes flagged in `removed` removed."""
-        return float(self.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed)))
+        return float(self.aggregate(self.column_totals(levels) + self.removal_charge(levels, removed, complement)))
+
+    def level_rows(self, j: int, h: int) -> np.ndarray:
+        """Rows per code of column j at level h (cached)."""
+        rows = self._level_rows.get((j, h))
+        if rows is None:
+            codes = self.level_codes[j][:, h]
+            rows = self._level_rows[(j, h)] = np.bincount(codes, weights=self.value_rows[j], minlength=self.cardinality[j][h])
+        return rows
 
     def value(self, node: NodeResult) -> float:
         """The metric of publishing at `node` with its violating classes removed (ARX's charges
@@ -478,7 +537,7 @@ class Lattice:
             value = self.value(node)
         node = self.sample_node(node)
         node.value = value
-        return LatticeResult(node, self.metric, value, False, 1, int(np.prod([h + 1 for h in self.heights])))
+        return LatticeResult(node, self.metric, value, False, 1, self.size)
 
     def sample_node(self, node: NodeResult) -> NodeResult:
         """`node` over the sample's classes alone: the groups made only of population rows
@@ -529,26 +588,52 @@ class Lattice:
         member = np.empty(len(node.ok), dtype=np.int64)
         member[node.member_of] = np.arange(len(node.member_of))  # a class of each group
         # a group's classes share their codes at its levels
-        return np.array([float((lost * (1.0 - self.class_costs(j, h)[member[violating]])).sum())
+        return np.array([float((lost * (1.0 - self.class_costs(j, h, member[violating]))).sum())
                          for j, h in enumerate(node.levels)])
 
     # -- search --------------------------------------------------------------------------------
-    def search(self, context: SolveContext = UNBOUNDED) -> LatticeResult:
+    @property
+    def size(self) -> int:
+        """The lattice's nodes (a Python integer: 4^200 does not fit a machine word)."""
+        return math.prod(h + 1 for h in self.heights)
+
+    def search(self, context: SolveContext = UNBOUNDED, exhaustive_nodes: int = EXHAUSTIVE_NODES,
+               steps: int = SEARCH_STEPS) -> LatticeResult:
         """The best node (module docstring); at the context's deadline the best found so far,
-        optimal only if no undecided node could beat it. Reports the nodes decided."""
+        optimal only if no undecided node could beat it. Reports the nodes decided. A lattice of
+        more than `exhaustive_nodes` nodes is searched by the heuristic (lattice_heuristic.py),
+        within `steps` node evaluations."""
+        if self.size > exhaustive_nodes:
+            return self._heuristic_search(context, exhaustive_nodes, steps)
         run = _LatticeSearch(self, context)
         run.find_first_solutions()
         optimal = run.close_the_gap()
-        if run.best is None and run.empty is not None:
+        self._refuse_none_found(run.best, run.empty)
+        best = self.sample_node(self.evaluate(run.best))
+        best.value = run.best_value
+        return LatticeResult(best, self.metric, run.best_value, optimal, run.evaluated, len(run.nodes),
+                             notes={"search": "exhaustive"})
+
+    def _heuristic_search(self, context: SolveContext, exhaustive_nodes: int, steps: int) -> LatticeResult:
+        run = HeuristicSearch(self, context, steps)
+        run.run()
+        self._refuse_none_found(run.best, run.empty)
+        result = self.result_at(self.evaluate(run.best))  # its value as the exhaustive search computes it
+        result.optimal, result.evaluated = run.complete, run.evaluated
+        result.notes = {"search": "heuristic", "search_reason": f"the lattice has {self.size:.4g} nodes, more than the "
+                 f"{exhaustive_nodes:,} an exhaustive search visits", "evaluation_bound": run.steps}
+        if run.stopped:
+            result.notes["time_limit"] = "reached: the best node found so far"
+        return result
+
+    def _refuse_none_found(self, best, empty) -> None:
+        if best is None and empty is not None:
             raise AnonymizeError(
                 f"method 'lattice' would publish no rows: every generalization that satisfies the request within "
                 f"the suppression limit removes all {self.n} rows (give each QI a hierarchy whose top level is one "
                 f"label, so the whole table can be one class)")
-        if run.best is None:
+        if best is None:
             raise AnonymizeError("no generalization satisfies the request within the suppression limit")
-        best = self.sample_node(self.evaluate(run.best))
-        best.value = run.best_value
-        return LatticeResult(best, self.metric, run.best_value, optimal, run.evaluated, len(run.nodes))
 
 
 class _LatticeSearch:

@@ -46,7 +46,15 @@ class LatticeMetric:
         said otherwise."""
         removed = float(weights.sum())
         # (a BLAS dot spins threads)
-        return np.array([removed - float((weights * lattice.class_costs(j, h)[which]).sum()) for j, h in enumerate(levels)])
+        return np.array([removed - float((weights * lattice.class_costs(j, h, which)).sum()) for j, h in enumerate(levels)])
+
+    def removal_charge_kept(self, lattice: Lattice, levels, kept: np.ndarray, weights: np.ndarray,
+                            removed: float) -> np.ndarray:
+        """removal_charge from the classes `kept` (`weights` rows each) instead, when they are
+        fewer than those removed (`removed` rows): the removed rows' cells cost a column's total
+        less the kept rows' (the same up to rounding)."""
+        return np.array([removed - (lattice.column_total[j][h] - float((weights * lattice.class_costs(j, h, kept)).sum()))
+                         for j, h in enumerate(levels)])
 
     def aggregate(self, columns: np.ndarray, rows: int, weights: np.ndarray | None = None) -> np.ndarray | float:
         """The metric from its per-column totals (last axis): their sum unless said otherwise;
@@ -87,6 +95,17 @@ class EntropyMetric(LatticeMetric):
         charge = np.zeros(len(counts))
         charge[present] = counts[present] * np.log2(float(weights.sum()) / counts[present])
         return np.add.reduceat(charge, offsets[:-1]) if len(levels) else np.zeros(0)
+
+    def removal_charge_kept(self, lattice, levels, kept, weights, removed):
+        if lattice.cell_suppression_after:
+            return np.zeros(len(levels))
+        charge = np.zeros(len(levels))
+        for j, h in enumerate(levels):  # the removed rows per label: every row's less the kept rows'
+            counts = lattice.level_rows(j, h) - np.bincount(lattice.rolled[j][h][kept], weights=weights,
+                                                            minlength=lattice.cardinality[j][h])
+            present = counts > 0.5  # (row counts, up to rounding)
+            charge[j] = float((counts[present] * np.log2(removed / counts[present])).sum())
+        return charge
 
 
 # ARX rounds each column's loss down to 1e-10 (Metric.round) before aggregating

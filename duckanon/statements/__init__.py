@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import time
 
-import duckdb
-from sqlglot import exp
 
 from duckanon import extras
 from duckanon.backends import Backend, DuckDBBackend, backend_for
-from duckanon.backends.duckdb_names import _Session
 from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
 from duckanon.pipeline import registry
 from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
-from duckanon.names import TableName, shown_name
+from duckanon.names import shown_name
 from duckanon.sql.report_refresh import RefreshStatement
 from duckanon.statements.anonymize import publish
 from duckanon.statements.explain import run_explain
@@ -71,14 +68,6 @@ def _lone_names_read(statement) -> list[str]:
     return list(dict.fromkeys(t.name for t in tables if t is not None and len(t.table.parts) == 1))
 
 
-def _in_catalog(con, name: str) -> bool:
-    """Whether a table or view on DuckDB's search path carries the lone name (DuckDB's binder finds
-    it before any replacement scan is tried: the table wins)."""
-    session = _Session(con)
-    return any(session.rank(found.catalog, found.schema) < len(session.path)
-               for found in session.candidates(TableName(exp.Table(this=exp.to_identifier(name, quoted=True)))))
-
-
 def _register_python_objects(backend: Backend, statement, caller) -> list[str]:
     """Register on the statement's DuckDB connection the caller's Python objects (DataFrames, Arrow
     tables) that the statement reads by a name no table or view carries; returns their names."""
@@ -87,9 +76,9 @@ def _register_python_objects(backend: Backend, statement, caller) -> list[str]:
     registered = []
     try:
         for name in _lone_names_read(statement):
-            value = caller.find(backend.con, name)
-            if value is not None and not _in_catalog(backend.con, name):
-                backend.con.register(name, caller.readable(value))
+            value = caller.find(backend, name)
+            if value is not None and not backend.lone_name_in_catalog(name):
+                backend.register_python(name, caller.readable(value))
                 registered.append(name)
         _refuse_target_shadowing(backend, statement, registered)
     except BaseException:
@@ -98,7 +87,7 @@ def _register_python_objects(backend: Backend, statement, caller) -> list[str]:
     return registered
 
 
-def _refuse_target_shadowing(backend: Backend, statement, registered: list[str]) -> None:
+def _refuse_target_shadowing(backend: DuckDBBackend, statement, registered: list[str]) -> None:
     """A release written under the name of a Python object the statement reads would take that
     name's place from then on: the next statement naming the DataFrame (a REFRESH, the same
     ANONYMIZE again) would read the release instead, since DuckDB's binder finds a table before any
@@ -106,10 +95,9 @@ def _refuse_target_shadowing(backend: Backend, statement, registered: list[str])
     target = getattr(statement, "target", None)
     if target is None or not registered:
         return
-    session = _Session(backend.con)
-    place = session.create_location(target)
+    place = backend.read_by_lone_name(target)
     read_as = {name.lower(): name for name in registered}
-    if place.name.lower() in read_as and session.rank(place.catalog, place.schema) < len(session.path):
+    if place is not None and place.name.lower() in read_as:
         role = "source" if statement.source.name.lower() == place.name.lower() else "population"
         raise AnonymizeError(f"the target {shown_name(target)} would take the name of the Python object "
                              f"{read_as[place.name.lower()]} this statement reads as its {role}: choose another "
@@ -118,10 +106,7 @@ def _refuse_target_shadowing(backend: Backend, statement, registered: list[str])
 
 def _unregister(backend: Backend, names: list[str]) -> None:
     for name in names:
-        try:
-            backend.con.unregister(name)
-        except duckdb.Error:  # e.g. the caller's transaction was aborted: DuckDB drops it with the connection
-            pass
+        backend.unregister_python(name)
 
 
 def run_statement(con, text: str, progress=None, caller=None):
@@ -138,7 +123,7 @@ def run_statement(con, text: str, progress=None, caller=None):
         try:
             result = _runner(statement)(backend, statement, started, progress)
             if backend.keeps_registry:  # duckanon_publications() lists what the registries hold now
-                registry.install_listing(backend.con)
+                registry.install_listing(backend)
             return result
         finally:
             _unregister(backend, registered)

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from duckanon import macros, methods
+from duckanon import methods
 from duckanon.backends import Backend, work
-from duckanon.pipeline.columns import duckdb_sql, scratch_name
+from duckanon.pipeline.columns import scratch_name
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
@@ -96,8 +96,12 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     cells_total = hist.n_rows * hist.m
     why = (f"auto: {methods.spec('auto').summary}" if statement.method == "auto"
            else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
+    if "portfolio" in solution.notes:  # the portfolio's choice on a wide table
+        why += f"; {solution.notes['portfolio']}"
+    search = lattice_search(solution.notes)
     proof = "yes: proven optimal" if solution.optimal else (
         f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
+        "no: the heuristic lattice search did not prove its node optimal" if solution.notes.get("search") == "heuristic" else
         "no: exact hit the time limit" if solution.notes.get("exact") == "time limit reached" else
         "no: heuristic result without a matching lower bound")
     items = [
@@ -112,6 +116,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("classes below the smallest allowed group", f"{int((sizes < min_size).sum())} classes, "
                                                       f"{int(sizes[sizes < min_size].sum())} rows (minimum {min_size})"),
         ("method that would run", solution.method), ("why", why),
+        *([("lattice search", search)] if search else []),
         ("estimated stars", f"{solution.stars} of {cells_total} QI cells ({solution.stars / max(cells_total, 1):.2%})"),
         ("estimated suppressed rows", str(solution.suppressed_rows)),
         ("published classes", f"{len(published)} (smallest {int(published.min()) if len(published) else '-'})"),
@@ -124,20 +129,46 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
 
 
+def lattice_search(notes: dict) -> str:
+    """How the lattice was searched (its node, or auto's lattice candidate), in words: '' when no
+    lattice ran or it was searched exhaustively with nothing to add."""
+    search = notes.get("search") or notes.get("lattice_search")
+    if search == "heuristic" or (isinstance(search, dict) and search.get("search") == "heuristic"):
+        found = notes if search == "heuristic" else search
+        return (f"heuristic: {found['search_reason']}; best-first from the bottom within at most "
+                f"{found['evaluation_bound']:,} node evaluations a search ({found['nodes_evaluated']:,} made)")
+    return "exhaustive: every node decided (pruned or evaluated)" if search == "exhaustive" else ""
+
+
 def profile_items(backend: Backend, plan) -> list[tuple[str, str]]:
     """What sql/profile.sql's anon_profile and anon_safe_harbor find in the source, beside the role
     the statement gives each column (DuckDB only: the macros are DuckDB's)."""
     if not backend.writes_reports:
         return []
-    macros.ensure_installed(backend.con)  # a cursor of its own (the SQL function anonymize())
-    source = exp.Literal.string(plan.source.sql()).sql("duckdb")
+    backend.install_macros()  # also on a cursor of its own (the SQL function anonymize())
     roles = plan.roles()
     items = []
-    for column, suggested, reason, patterns in backend.rows(duckdb_sql(f"SELECT column_name, suggested_role, reason, [p.pattern FOR p IN patterns] FROM anon_profile({source})")):
+    profile = exp.select(*[exp.column(c, quoted=True) for c in ("column_name", "suggested_role", "reason")],
+                         _pattern_names()).from_(_macro_table("anon_profile", plan))
+    for column, suggested, reason, patterns in backend.rows(profile):
         found = f" ({', '.join(patterns)})" if patterns else ""
         items.append((f"profile: {column}", f"suggested {suggested}{found}: {reason}; role here: "
                                             f"{roles.get(column, 'dropped')}"))
-    for kind, columns in backend.rows(duckdb_sql(f"SELECT kind, columns FROM anon_safe_harbor({source}) ORDER BY kind_no")):
+    safe_harbor = (exp.select(exp.column("kind", quoted=True), exp.column("columns", quoted=True))
+                   .from_(_macro_table("anon_safe_harbor", plan)).order_by(exp.column("kind_no", quoted=True)))
+    for kind, columns in backend.rows(safe_harbor):
         shown = ", ".join(f"{c} ({roles.get(c, 'dropped')})" for c in columns)
         items.append((f"HIPAA Safe Harbor: {kind}", shown))
     return items
+
+
+def _macro_table(macro: str, plan) -> exp.Table:
+    """FROM <macro>('<the source>'): a table macro of sql/profile.sql over the statement's source."""
+    return exp.Table(this=exp.Anonymous(this=macro, expressions=[exp.Literal.string(plan.source.sql())]))
+
+
+def _pattern_names() -> exp.Expr:
+    """[p.pattern FOR p IN patterns]: the names of the patterns anon_profile matched."""
+    return exp.Array(expressions=[exp.Comprehension(
+        this=exp.column("pattern", table="p", quoted=True), expression=exp.to_identifier("p", quoted=True),
+        iterator=exp.column("patterns", quoted=True))])

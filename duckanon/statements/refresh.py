@@ -27,8 +27,7 @@ import time
 from dataclasses import replace
 
 from duckanon.backends import Backend, BackendError, work
-from duckanon.backends.base import WriteConflict
-from duckanon.backends import duckdb_names
+from duckanon.backends.base import KeepsRegistry, WriteConflict
 from duckanon.errors import AnonymizeError, one_line
 from duckanon.pipeline import registry
 from duckanon.pipeline.plan import bind
@@ -83,7 +82,7 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
                                             registry.table_of(*entry.target))
     except registry.Corrupt:  # checked when read: not expected
         raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
-    _check_hierarchy_tables(backend.con, shown, entry)
+    _check_hierarchy_tables(backend, shown, entry)
     levels, reason = _stable_levels(entry) if mode == "stable" else (None, None)
     before = entry.summary
     statement = replace(statement, stable_levels=levels, previous_release={
@@ -100,34 +99,39 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
     return _Refreshed(entry, mode, mode_used, recording, before, after, started)
 
 
-def _detached_key(con, name: TableName) -> tuple[str, str, str] | None:
+def _attached(backend: KeepsRegistry) -> dict[str, bool]:
+    """The attached databases' aliases, lower case, and whether each is read-only."""
+    return {database.name.lower(): database.readonly for database in backend.databases()}
+
+
+def _detached_key(backend: KeepsRegistry, name: TableName) -> tuple[str, str, str] | None:
     """`a.t` or `a.s.t` whose database `a` is not attached: the key it names when `a` is attached
     (DuckDB would read `a.t` as a schema `a` of the default database meanwhile)."""
     parts = [part.name.lower() for part in name.table.parts]
     if len(parts) < 2:
         return None
-    attached = {alias.lower() for (alias,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    attached = _attached(backend)
     if parts[-3 if len(parts) == 3 else 0] in attached:
         return None
     return (parts[0], "main", parts[1]) if len(parts) == 2 else tuple(parts)
 
 
-def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.Entry:
+def _the_entry(backend: KeepsRegistry, name: TableName, known: list[registry.Entry]) -> registry.Entry:
     """The entry of the table REFRESH names, resolved as DuckDB resolves the name in a SELECT, then
     matched to the entries' stored targets. Of several entries naming it (several registries, a
     copied file attached beside the original), the one whose release the target carries; else the
     latest (whose refusal then says why)."""
-    key = duckdb_names.named_object(con, name).key()
+    key = backend.named_object(name).key()
     valid = [e for e in known if not e.problem and e.target_key() == key]
     if not valid:
-        detached = _detached_key(con, name)
+        detached = _detached_key(backend, name)
         if detached is not None:
             valid = [e for e in known if not e.problem and e.target_key() == detached]
             key = detached if valid else key
     if valid:
-        holding = [e for e in valid if registry.target_state(con, e) in (None, registry.UNRECORDED)]
+        holding = [e for e in valid if registry.target_state(backend, e) in (None, registry.UNRECORDED)]
         if len(holding) > 1:  # a copied file attached beside its original: both record the same release
-            current = con.execute("SELECT current_database()").fetchone()[0].lower()
+            current = backend.session_defaults()[0].lower()
             holding = [e for e in holding if e.registry.lower() == current] or holding
             if len(holding) > 1:
                 raise AnonymizeError(f"REFRESH {shown_name(name)}: the registries of databases "
@@ -137,7 +141,7 @@ def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.En
         return max(holding or valid, key=lambda e: e.row["published_at"])
     broken = next((e for e in known if e.problem and e.guessed_key() == key), None)
     if broken is None:  # a corrupt row whose target fields were edited: known by the release the target carries
-        exists, carried = registry.target_object(con, *key)
+        exists, carried = registry.target_object(backend, *key)
         broken = next((e for e in known if e.problem == registry.CORRUPT and carried is not None
                        and e.lenient_release() == carried), None) if exists else None
     if broken is not None and broken.problem == registry.CORRUPT:
@@ -150,8 +154,8 @@ def _the_entry(con, name: TableName, known: list[registry.Entry]) -> registry.En
     raise registry.refresh_refused(name)
 
 
-def _check_source(con, shown: str, entry: registry.Entry) -> None:
-    problem = registry.source_problem(con, entry)
+def _check_source(backend: KeepsRegistry, shown: str, entry: registry.Entry) -> None:
+    problem = registry.source_problem(backend, entry)
     source = entry.source_name().sql()
     if problem == "source missing":
         raise AnonymizeError(f"REFRESH {shown}: its source {source} no longer exists; nothing was changed")
@@ -160,43 +164,43 @@ def _check_source(con, shown: str, entry: registry.Entry) -> None:
                              "nothing was changed")
 
 
-def _hierarchy_problem(con, entry: registry.Entry) -> str | None:
+def _hierarchy_problem(backend: KeepsRegistry, entry: registry.Entry) -> str | None:
     """Why a hierarchy table the release was made with (resolved at publish time) cannot be read
     now, or None: REFRESH never reads another table of the same name instead."""
-    attached = {name.lower() for (name,) in con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+    attached = _attached(backend)
     for column, parts in sorted(registry.hierarchy_parts(entry).items()):
         table = registry.shown(*parts)
         if parts[0].lower() not in attached:
             return f"its hierarchy table {table} of column {column} is in database {parts[0]}, which is not attached"
-        if not registry.target_object(con, *parts)[0]:
+        if not registry.target_object(backend, *parts)[0]:
             return f"its hierarchy table {table} of column {column} no longer exists"
     return None
 
 
-def _check_hierarchy_tables(con, shown: str, entry: registry.Entry) -> None:
-    problem = _hierarchy_problem(con, entry)
+def _check_hierarchy_tables(backend: KeepsRegistry, shown: str, entry: registry.Entry) -> None:
+    problem = _hierarchy_problem(backend, entry)
     if problem is not None:
         raise AnonymizeError(f"REFRESH {shown}: {problem}; nothing was changed")
 
 
-def _check_target(con, shown: str, entry: registry.Entry) -> None:
+def _check_target(backend: KeepsRegistry, shown: str, entry: registry.Entry) -> None:
     """The table at the target is the release the entry recorded (or gone from the database it
     recorded): REFRESH never replaces anything else."""
-    state = registry.target_state(con, entry)
+    state = registry.target_state(backend, entry)
     if state not in (None, registry.UNRECORDED):
         raise AnonymizeError(f"REFRESH {shown}: {registry.target_refusal(state, entry)}; nothing was changed")
 
 
-def _unreachable(con, entry: registry.Entry) -> str | None:
+def _unreachable(backend: KeepsRegistry, entry: registry.Entry) -> str | None:
     """Why REFRESH ALL cannot write the entry's target or its entry, or read its hierarchy tables,
     now; or None."""
-    state = registry.target_state(con, entry)
+    state = registry.target_state(backend, entry)
     if state in (registry.NOT_ATTACHED, registry.OTHER_FILE):
         return registry.target_refusal(state, entry)
-    hierarchy_problem = _hierarchy_problem(con, entry)
+    hierarchy_problem = _hierarchy_problem(backend, entry)
     if hierarchy_problem is not None:
         return hierarchy_problem
-    readonly = dict(con.execute("SELECT lower(database_name), readonly FROM duckdb_databases()").fetchall())
+    readonly = _attached(backend)
     if readonly.get(entry.target[0].lower()):
         return f"its target's database {entry.target[0]} is read-only"
     if readonly.get(entry.registry.lower()):
@@ -213,10 +217,9 @@ def _not_refreshed_row(entry: registry.Entry, mode: str, why: str, current_rows)
             highest, None, average, None, None, f"not refreshed: {why}", 0.0)
 
 
-def _check_writable(con, shown: str, entry: registry.Entry) -> None:
+def _check_writable(backend: KeepsRegistry, shown: str, entry: registry.Entry) -> None:
     """The target's database and the entry's are attached and writable, before anything runs."""
-    databases = {name.lower(): readonly for name, readonly in
-                 con.execute("SELECT database_name, readonly FROM duckdb_databases()").fetchall()}
+    databases = _attached(backend)
     target = entry.target[0]
     if target.lower() not in databases:
         raise AnonymizeError(f"REFRESH {shown}: its target's database {target} is not attached (ATTACH it AS "
@@ -271,35 +274,34 @@ def _names(entries) -> str:
 def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) -> Table:
     if not backend.keeps_registry:
         raise AnonymizeError("REFRESH needs engine DuckDB (the publication registry is a DuckDB table)")
-    con = backend.con
-    known = registry.entries(con)
+    known = registry.entries(backend)
     unreachable = []  # REFRESH ALL: stale publications whose target or entry cannot be written now
     if statement.target is not None:
         shown = shown_name(statement.target)
-        entry = _the_entry(con, statement.target, known)
-        _check_source(con, shown, entry)
-        if registry.target_state(con, entry) != registry.NOT_ATTACHED:
-            _check_target(con, shown, entry)
-        _check_writable(con, shown, entry)
+        entry = _the_entry(backend, statement.target, known)
+        _check_source(backend, shown, entry)
+        if registry.target_state(backend, entry) != registry.NOT_ATTACHED:
+            _check_target(backend, shown, entry)
+        _check_writable(backend, shown, entry)
         chosen = [entry]
     else:  # every stale publication; those whose source cannot be read or whose target is no longer theirs stay
         chosen, shown = [], None
         for entry in known:
             if entry.problem:
                 continue
-            state = registry.target_state(con, entry)
+            state = registry.target_state(backend, entry)
             if state in (registry.SUPERSEDED, registry.REPLACED):
                 continue  # the target holds another release now: this entry is not stale, it is superseded
-            source, current_rows = registry.source_state(con, entry)
+            source, current_rows = registry.source_state(backend, entry)
             if not (source == "stale" or (source == "current" and state == registry.UNRECORDED)):
                 continue
-            why = _unreachable(con, entry)
+            why = _unreachable(backend, entry)
             if why is None:
                 chosen.append(entry)
             else:
                 unreachable.append(_not_refreshed_row(entry, statement.mode, why, current_rows))
     if statement.target is None:  # one entry per target: several holding one release (a copied file) refresh it once
-        current = con.execute("SELECT current_database()").fetchone()[0].lower()
+        current = backend.session_defaults()[0].lower()
         by_target: dict = {}
         for entry in sorted(chosen, key=lambda e: (e.registry.lower() != current, e.registry.lower())):
             by_target.setdefault(entry.target_key(), []).append(entry)
@@ -308,7 +310,7 @@ def run_refresh(backend: Backend, statement: RefreshStatement, listener=None) ->
             chosen.append(first)
             unreachable += [_not_refreshed_row(e, statement.mode, f"{first.shown} is refreshed from the entry in "
                                                f"database {first.registry}, which records the same release",
-                                               registry.source_state(con, e)[1]) for e in others]
+                                               registry.source_state(backend, e)[1]) for e in others]
     groups = _groups(chosen)
     if backend.in_explicit_transaction():
         crossing = next((e for e in chosen if e.target[0].lower() != e.registry.lower()), None)

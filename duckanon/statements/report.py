@@ -28,10 +28,10 @@ from duckanon.names import shown_name
 from duckanon.statements.explain import sweep_rows
 
 def _duckdb_of(backend: Backend):
-    """The DuckDB connection the report's macros run on."""
+    """The DuckDB connection the report's macros run on (Backend.report_connection)."""
     if not backend.writes_reports:
         raise AnonymizeError(f"the report needs engine = 'duckdb', not {backend.name}")
-    return backend.con
+    return backend.report_connection()
 
 
 def run_report(backend: Backend, statement: ReportStatement) -> Table:

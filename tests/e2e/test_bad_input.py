@@ -109,9 +109,9 @@ RISK_BAD = [
      "option population needs engine = 'duckdb' (the population is joined where it lies)"),
     ("ANONYMIZE hospital WITH (population_uniqueness = 0.1, population_size = 1000, method = 'exact')",
      "method exact does not take population_uniqueness: use 'auto', 'mapprox', 'greedy', 'merge', 'topdown', "
-     "'carve', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"),
+     "'carve', 'segments', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"),
     ("ANONYMIZE hospital WITH (average_risk = 0.2, method = 'dp')",
-     "method dp does not take average_risk: use 'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'tp', "
+     "method dp does not take average_risk: use 'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'segments', 'tp', "
      "'tp+', 'hilbert', 'lattice' or 'mondrian'"),
     ("ANONYMIZE hospital WITH (k_map = 2, population = pop, method = 'greedy')",
      "option k_map with a population table needs method = 'auto' or 'lattice' (the lattice counts the population "

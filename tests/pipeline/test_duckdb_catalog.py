@@ -119,3 +119,16 @@ def test_the_report_macros_are_installed_once(con):
     backend.install_macros()
     assert count > 0 and con.execute(
         "SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'anon_%'").fetchone()[0] == count
+
+
+def test_the_replacement_scan_settings(con):
+    """What Caller.find reads: replacement scans on (and file access), and whether outer frames count."""
+    backend = DuckDBBackend(con)
+    assert backend.replacement_scans() == (True, False)
+    con.execute("SET python_scan_all_frames = true")
+    assert backend.replacement_scans() == (True, True)
+    con.execute("SET python_enable_replacements = false")
+    assert backend.replacement_scans() == (False, True)
+    con.execute("SET python_enable_replacements = true")
+    con.execute("SET enable_external_access = false")
+    assert backend.replacement_scans() == (False, True)

@@ -17,12 +17,13 @@ import duckanon
 from duckanon.backends import DuckDBBackend
 from duckanon.pipeline import dictionaries as dictionaries_module, join_back, materialize
 from duckanon.pipeline.columns import ColumnFacts, column_facts
-from duckanon.pipeline.dictionaries import CODINGS, PACK_LIMIT, Dictionary, part_key_layout
+from duckanon.backends.codings import ARRAY_POSITIONS
+from duckanon.pipeline.dictionaries import PACK_LIMIT, Dictionary, part_key_layout
 from duckanon.pipeline.keyed import key_hashes_distinct
 from duckanon.pipeline.plan import bind
 from duckanon.sql import statement_for
 
-ENUM_CODING = dict(CODINGS)["has_enum_types"]
+ENUM_CODING = DuckDBBackend.string_coding
 
 
 @pytest.fixture
@@ -60,8 +61,7 @@ def test_part_keys_spill_into_a_second_word_past_64_bits():
 
 
 def test_spark_coding_packs_nothing():
-    spark_coding = dict(CODINGS)["has_array_positions"]
-    assert part_key_layout({0: Dictionary(("a", "b"), spark_coding)}) == {}
+    assert part_key_layout({0: Dictionary(("a", "b"), ARRAY_POSITIONS)}) == {}
 
 
 def _wide_table(raw, name: str = "t") -> None:

@@ -29,7 +29,7 @@ def test_every_method_has_a_runner_and_the_solver_reads_the_registry():
     assert list(RUNNERS) == list(methods.NAMES) == list(METHODS)
     assert GENERALIZING == ("lattice", "mondrian", "gensup")
     assert set(BOUNDED) == {"auto", "exact", "lattice", "gensup", "mondrian"}
-    assert list(HEURISTICS) == list(RUNS) == ["mapprox", "greedy", "merge", "topdown", "carve"]
+    assert list(HEURISTICS) == list(RUNS) == ["mapprox", "greedy", "merge", "topdown", "carve", "segments"]
     assert methods.names(takes_patterns=True) == ("auto", "mapprox", "greedy", "exact", "dp")
     assert methods.names(several_sensitive=False) == ("exact", "matching", "tp", "tp+")
 
@@ -37,13 +37,15 @@ def test_every_method_has_a_runner_and_the_solver_reads_the_registry():
 def test_a_dispatch_table_with_a_gap_or_a_stranger_is_not_built():
     runs = {name: name.upper() for name in methods.NAMES}
     assert methods.bound(runs) == runs
-    assert methods.bound({"carve": 1, "greedy": 2, "merge": 3, "mapprox": 4, "topdown": 5}, heuristic=True) == \
-        {"mapprox": 4, "greedy": 2, "merge": 3, "topdown": 5, "carve": 1}  # in the table's order
+    assert methods.bound({"segments": 6, "carve": 1, "greedy": 2, "merge": 3, "mapprox": 4, "topdown": 5},
+                         heuristic=True) == \
+        {"mapprox": 4, "greedy": 2, "merge": 3, "topdown": 5, "carve": 1, "segments": 6}  # in the table's order
     del runs["hilbert"]
     with pytest.raises(LookupError, match=r"no runner for \['hilbert'\], runners of no such method \[\]$"):
         methods.bound(runs)
     with pytest.raises(LookupError, match=r"no runner for \[\], runners of no such method \['tp'\]$"):
-        methods.bound({"mapprox": 1, "greedy": 2, "merge": 3, "topdown": 4, "carve": 5, "tp": 6}, heuristic=True)
+        methods.bound({"mapprox": 1, "greedy": 2, "merge": 3, "topdown": 4, "carve": 5, "segments": 7, "tp": 6},
+                      heuristic=True)
 
 
 def test_a_registered_method_without_a_runner_stops_the_solver_even_under_python_O():
@@ -83,7 +85,7 @@ def test_the_docs_list_every_method_in_the_option_table_and_describe_each():
     row = next(line for line in OPTIONS_PAGE.splitlines() if line.startswith("| `method` |"))
     assert re.findall(r"`([a-z+]+)`", row.split("|")[2]) == [n for n in ("auto", "exact", "dp", "matching", "mapprox",
                                                                          "greedy", "merge", "tp", "tp+", "hilbert",
-                                                                         "topdown", "carve", "lattice", "mondrian",
+                                                                         "topdown", "carve", "segments", "lattice", "mondrian",
                                                                          "gensup")]
     assert set(re.findall(r"`([a-z+]+)`", row.split("|")[2])) == set(methods.NAMES)
     described = set(re.findall(r"^- `([a-z+]+)`", METHODS_PAGE, flags=re.M))
@@ -114,8 +116,8 @@ def test_explain_says_what_the_requested_method_is(con):
 
 
 PATTERN_TAKERS = "'auto', 'mapprox', 'greedy', 'exact' or 'dp'"
-GLOBAL_TAKERS = "'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"
-SEVERAL_SENSITIVE_TAKERS = ("'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'dp', 'hilbert', 'lattice', "
+GLOBAL_TAKERS = "'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'segments', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"
+SEVERAL_SENSITIVE_TAKERS = ("'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', 'segments', 'dp', 'hilbert', 'lattice', "
                             "'mondrian' or 'gensup'")
 REFUSED_THINGS = {  # statement (with the method to fill in), the refusal of a method lacking it, its takers
     "patterns": ("ANONYMIZE hospital WITH (k = 2, l = 2, sensitive = disease, qi = (zipcode, age), method = '{}', "
