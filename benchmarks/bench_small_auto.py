@@ -68,8 +68,8 @@ cursor = con if result is None else result  # (older checkouts return the DuckDB
 names = [d[0] for d in cursor.description]
 row = dict(zip(names, cursor.fetchone()))
 done, done_cpu = time.perf_counter(), time.process_time()
-print(json.dumps({"connect": connected - started, "connect_cpu": connected_cpu, "statement": done - begun, "statement_cpu": done_cpu - begun_cpu,
-                  "process_cpu": done_cpu, "stars": row["stars"],
+print(json.dumps({"connect": connected - started, "connect_cpu": connected_cpu, "statement": done - begun,
+                  "statement_cpu": done_cpu - begun_cpu, "process_cpu": done_cpu, "stars": row["stars"],
                   "optimal": bool(row["optimal"]), "lower_bound": row["lower_bound"], "method": row["method"]}))
 '''
 
@@ -135,7 +135,8 @@ def main() -> None:
             print(f"| {case} | {tree.name} | {statistics.median(r['process'] for r in results):.2f} | "
                   f"{statistics.median(r['process_cpu'] for r in results):.2f} | "
                   f"{statistics.median(r['connect_cpu'] for r in results):.2f} | "
-                  f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f}) | {cpu:.2f} | {shown} | {optimal} | "
+                  f"{statistics.median(times):.2f} ({min(times):.2f}-{max(times):.2f}) | {cpu:.2f} | {shown} | "
+                  f"{optimal} | "
                   f"{lower} | {method} |", flush=True)
 
 
