@@ -14,16 +14,16 @@ import pyarrow as pa
 _INTEGER_TYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
-def int_column(column: pa.ChunkedArray) -> np.ndarray:
-    """An Arrow column of integers as int64, from its chunks' data buffers when it has no nulls
-    (any other column through to_numpy())."""
+def int_column(column: pa.ChunkedArray, dtype=np.int64) -> np.ndarray:
+    """An Arrow column of integers as `dtype` (int64 unless told), from its chunks' data buffers
+    when it has no nulls (any other column through to_numpy())."""
     name = str(column.type)
     if name not in _INTEGER_TYPES or column.null_count:
-        return column.to_numpy().astype(np.int64)
-    dtype = np.dtype(name)
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk), offset=chunk.offset * dtype.itemsize)
+        return column.to_numpy().astype(dtype)
+    stored = np.dtype(name)
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=stored, count=len(chunk), offset=chunk.offset * stored.itemsize)
              for chunk in column.chunks if len(chunk)]
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 def arrow_array(values: np.ndarray) -> pa.Array:

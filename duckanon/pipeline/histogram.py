@@ -19,8 +19,9 @@ from duckanon.pipeline.arrays import int_column
 from duckanon.pipeline.columns import (STRING, TEXT, TYPED, VALUE, ColumnFacts, hashable, key_of, published_text, qcol,
                                        temp_table)
 from duckanon.pipeline.codes import ascending as _ascending
-from duckanon.pipeline.codes import create_coded, dense_code as _dense_code
+from duckanon.pipeline.codes import create_coded, dense_code as _dense_code, narrowest_integer
 from duckanon.pipeline.plan import Plan
+from duckanon.solver.heuristics import segments_alone as heuristic_segments_alone
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.names import TableName
 
@@ -258,35 +259,80 @@ def source_fingerprint(backend: Backend, plan: Plan, table: str, fingerprint_of=
 CLASS_WORD_FACTOR = 6
 CELL_WORD_FACTOR = 4
 BASE_BYTES = 64 * 2**20  # the interpreter-side overhead of a statement (parsing, models, small MILPs)
+# Where the codes stay compact (segments_alone: one sort and a cut, no int64 copy of them), what
+# it holds per class and cell: the codes about twice in their own width (the fetch and the
+# histogram; a block's copy is small), per class the counts, sizes, the sort's packed keys and
+# the groups' representatives in words, per cell its arrays (benchmarks/bench_wide.py).
+COMPACT_CLASS_WORDS = 12
+COMPACT_CODE_COPIES = 3
 
 
-def solver_memory_estimate(n_classes: int, n_cells: int, m: int, n_sa: int) -> int:
-    """Bytes the histogram and the solver need in Python for these sizes (an upper estimate)."""
+def solver_memory_estimate(n_classes: int, n_cells: int, m: int, n_sa: int, code_bytes: int = 8) -> int:
+    """Bytes the histogram and the solver need in Python for these sizes (an upper estimate); with
+    `code_bytes` below 8, the codes stay in that width throughout (segments_alone)."""
+    if code_bytes < 8:
+        return BASE_BYTES + (COMPACT_CODE_COPIES * code_bytes * n_classes * m
+                             + 8 * (COMPACT_CLASS_WORDS + n_sa) * n_classes + 8 * CELL_WORD_FACTOR * 3 * n_cells)
     return BASE_BYTES + 8 * (CLASS_WORD_FACTOR * n_classes * (m + n_sa) + CELL_WORD_FACTOR * n_cells * (m + 3))
 
 
-def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None) -> None:
+@dataclass(frozen=True)
+class CellCounts:
+    """What build_cells counts in the engine before anything reaches Python."""
+
+    cells: int
+    sa_values: int
+    largest_code: int  # over every QI column's codes (0 without QIs)
+
+    @property
+    def code_type(self) -> tuple[type, str]:
+        """The (numpy, SQL) integer type the codes are fetched in: the narrowest that holds them."""
+        return narrowest_integer(self.largest_code)
+
+
+def _count_cells(backend: Backend, plan: Plan, table: str) -> CellCounts:
+    """The cells, SA values and largest code of the cells table, in one pass inside the engine."""
+    m = len(plan.qi)
+    one, zero = exp.Literal.number(1), exp.Literal.number(0)
+    n_sa = exp.Add(this=exp.func("max", qcol(SA_CODE)), expression=one) if plan.sensitive else one
+    largest = [exp.func("coalesce", exp.func("max", qcol(code_alias(j))), zero) for j in range(m)]
+    query = exp.select(exp.func("count", exp.Star()), exp.func("coalesce", n_sa, one),
+                       exp.func("greatest", *largest) if len(largest) > 1 else (largest[0] if largest else zero))
+    n_cells, n_sa, largest_code = backend.one(query.from_(exp.to_table(table, quoted=True)))
+    return CellCounts(int(n_cells), int(n_sa), int(largest_code))
+
+
+def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None, counts: CellCounts) -> None:
     """Refuse before anything big reaches Python: the classes, cells and SA values are counted
-    inside DuckDB (which spills to disk under its own memory_limit) and the estimate is compared
-    with the budget."""
+    inside the engine (DuckDB spills to disk under its own memory_limit) and the estimate is
+    compared with the budget."""
     if budget is None:
         return
-    m = len(plan.qi)
-    cells = exp.to_table(table, quoted=True)
-    one = exp.Literal.number(1)
-    n_sa = exp.Add(this=exp.func("max", qcol(SA_CODE)), expression=one) if plan.sensitive else one
-    n_cells, n_sa = backend.one(exp.select(exp.func("count", exp.Star()), exp.func("coalesce", n_sa, one)).from_(cells))
-    need = solver_memory_estimate(n_cells, n_cells, m, n_sa)  # classes <= cells: an upper bound first
+    m, n_cells, n_sa = len(plan.qi), counts.cells, counts.sa_values
+    compact = segments_alone(plan.statement.method, n_cells, m, plan)
+    code_bytes = np.dtype(counts.code_type[0]).itemsize if compact else 8
+    need = solver_memory_estimate(n_cells, n_cells, m, n_sa, code_bytes)  # classes <= cells: an upper bound first
     if need > budget:  # only then the exact count of classes (one more pass over the cells)
+        cells = exp.to_table(table, quoted=True)
         distinct = exp.select(*[qcol(code_alias(j)) for j in range(m)]).distinct().from_(cells)
         n_classes = backend.one(exp.select(exp.func("count", exp.Star())).from_(distinct.subquery()))[0] if m else 1
-        need = solver_memory_estimate(n_classes, n_cells, m, n_sa)
+        need = solver_memory_estimate(n_classes, n_cells, m, n_sa, code_bytes)
     if need > budget:
         values = f" x {n_sa:,} sensitive values" if plan.sensitive else ""
         raise HistogramTooLarge(
             f"the class histogram is too large for the memory limit: {n_classes:,} classes{values} ({n_cells:,} "
             f"cells) need about {_size(need)} in the solver, above {_size(budget)}; use fewer or coarser "
             "quasi-identifiers (hierarchies), or raise the option memory_limit")
+
+
+def segments_alone(method: str, n_classes: int, m: int, plan: Plan) -> bool:
+    """Whether the solver will run `segments` alone on these classes (its codes never widened):
+    asked for, or auto's choice on a large wide table (heuristics.segments_alone) for k alone,
+    without hierarchies or patterns."""
+    if plan.hierarchies is not None or plan.patterns is not None or plan.population is not None:
+        return False
+    return method == "segments" or (method == "auto" and plan.sensitive is None
+                                    and heuristic_segments_alone(n_classes, m))
 
 
 def _size(n: int) -> str:
@@ -306,26 +352,28 @@ def build_cells(backend: Backend, plan: Plan, facts: ColumnFacts, table: str, me
     create_coded(backend, table, grouped, [qi_order(plan, facts, j) for j in range(m)], [code_alias(j) for j in range(m)],
                  CELL_ID)
     _reject_star_values(backend, plan, facts, table)
-    _check_memory(backend, plan, table, memory_budget)
-    # fetched as INTEGER: half of the BIGINT's bytes in the Arrow table (a code is below the rows)
-    code_columns = [exp.alias_(exp.cast(qcol(code_alias(j)), exp.DataType.build("INT")), code_alias(j), quoted=True)
+    counts = _count_cells(backend, plan, table)
+    _check_memory(backend, plan, table, memory_budget, counts)
+    # fetched in the narrowest integer type that holds them (a wide table's codes fit in a byte)
+    code_dtype, code_sql = counts.code_type
+    code_columns = [exp.alias_(exp.cast(qcol(code_alias(j)), exp.DataType.build(code_sql)), code_alias(j), quoted=True)
                     for j in range(len(plan.qi))]
     sa_code = qcol(SA_CODE) if plan.sensitive else exp.Literal.number(0)
     fetch = exp.select(*code_columns, exp.alias_(sa_code, SA_CODE, quoted=True), qcol(COUNT)).from_(
         exp.to_table(table, quoted=True)).order_by(qcol(CELL_ID))
-    histogram, cell_class, cell_sa, cell_count = _histogram_of(backend.arrow(fetch), plan.qi)
+    histogram, cell_class, cell_sa, cell_count = _histogram_of(backend.arrow(fetch), plan.qi, code_dtype)
     return Cells(table, histogram, cell_class, cell_sa, cell_count,
                  source_fingerprint(backend, plan, table, fingerprint_of))
 
 
-def _histogram_of(arrow, qi: list[str]) -> tuple[Histogram, np.ndarray, np.ndarray, np.ndarray]:
-    """The class histogram of the cells' codes and counts (one row per cell, in cell id order),
-    and per cell its class, SA code and rows."""
+def _histogram_of(arrow, qi: list[str], code_dtype=np.int64) -> tuple[Histogram, np.ndarray, np.ndarray, np.ndarray]:
+    """The class histogram of the cells' codes (kept in `code_dtype`) and counts (one row per
+    cell, in cell id order), and per cell its class, SA code and rows."""
     m = len(qi)
     n_cells = arrow.num_rows
-    codes = np.empty((n_cells, m), dtype=np.int64)  # filled a column at a time: no stacked copy
+    codes = np.empty((n_cells, m), dtype=code_dtype)  # filled a column at a time: no stacked copy
     for j in range(m):
-        codes[:, j] = int_column(arrow.column(j)) if n_cells else 0
+        codes[:, j] = int_column(arrow.column(j), code_dtype) if n_cells else 0
     cell_sa = int_column(arrow.column(m)) if n_cells else np.zeros(0, np.int64)
     cell_count = int_column(arrow.column(m + 1)) if n_cells else np.zeros(0, np.int64)
     # classes numbered in the order of their code vectors, as np.unique(axis=0) numbers them
@@ -335,7 +383,7 @@ def _histogram_of(arrow, qi: list[str]) -> tuple[Histogram, np.ndarray, np.ndarr
     if n_classes == n_cells and (cell_class == np.arange(n_cells)).all():
         class_codes = codes  # one cell per class, in class order (no sensitive column): no copy
     else:
-        class_codes = np.zeros((n_classes, m), dtype=np.int64)
+        class_codes = np.zeros((n_classes, m), dtype=code_dtype)
         class_codes[cell_class] = codes
     n_sa = int(cell_sa.max()) + 1 if n_cells else 1
     sa_counts = np.bincount(cell_class * n_sa + cell_sa, weights=cell_count,

@@ -37,7 +37,7 @@ def label_extents(j: int, hist, solution: Solution, domains=None) -> np.ndarray:
     if labels is None or not len(solution.part_class):
         return extent
     generalized = np.array([label != SHOW_VALUE for label in labels], dtype=bool)
-    codes = hist.codes[solution.part_class, j]
+    codes = hist.compact_codes[solution.part_class, j]
     groups = solution.part_group
     numeric = domains.numeric[j] if domains is not None else all(
         str(label).startswith("[") for label, flag in zip(labels, generalized) if flag)
@@ -65,10 +65,10 @@ def cell_losses(hist, solution: Solution, domains=None) -> np.ndarray:
         if hierarchies is not None and group_levels is not None:
             bound = hierarchies[j]
             levels = group_levels[:, j]
-            codes = np.asarray(bound.codes)[hist.codes[first, j], levels]
+            codes = np.asarray(bound.codes)[hist.compact_codes[first, j], levels]
             out[:, j] = [bound.loss(level)[code] for level, code in zip(levels.tolist(), codes.tolist())]
         else:
-            d = int(hist.codes[:, j].max()) + 1 if hist.n_classes else 0
+            d = int(hist.compact_codes[:, j].max()) + 1 if hist.n_classes else 0
             extent = label_extents(j, hist, solution, domains)
             out[:, j] = 0.0 if d <= 1 else (np.minimum(extent, d) - 1) / (d - 1)
     return np.where(solution.starred, 1.0, out)

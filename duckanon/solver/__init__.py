@@ -68,13 +68,14 @@ def _enumeration_too_costly(hist: Histogram, context: SolveContext) -> bool:
     """Whether exact's pattern enumeration would cost more than AUTO_ENUMERATION_WORK both by
     star sets and by closure (lower bound on the closure's size: the distinct meets of pairs of
     classes); False when undecided."""
-    codes = hist.codes[hist.sizes > 0]
-    n, m = codes.shape
+    occupied = hist.sizes > 0
+    n, m = int(occupied.sum()), hist.m
     if n < 2 or m == 0 or 2.0**m * (n * m + GROUP_BY_OVERHEAD) <= AUTO_ENUMERATION_WORK:
         return False
     limit = AUTO_ENUMERATION_WORK // (n * m)  # closed patterns within budget
-    if n > limit:  # the class vectors themselves are closed
+    if n > limit:  # the class vectors themselves are closed (decided before the codes are read)
         return True
+    codes = hist.codes[occupied]
     # at most prod(values + 1) vectors with stars exist: then no closure can be that large
     if np.sum(np.log2(codes.max(axis=0) + 2.0)) <= np.log2(limit):
         return False

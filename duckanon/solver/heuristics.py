@@ -61,7 +61,13 @@ def wide(hist: Histogram) -> bool:
 
 def large_and_wide(hist: Histogram) -> bool:
     """A wide table with more cells than the quadratic heuristics handle (WIDE_CELL_LIMIT)."""
-    return wide(hist) and hist.n_classes * hist.m > WIDE_CELL_LIMIT
+    return segments_alone(hist.n_classes, hist.m)
+
+
+def segments_alone(n_classes: int, m: int) -> bool:
+    """large_and_wide for these sizes: where auto's portfolio is `segments` (with TP+ under l),
+    known before the histogram is fetched (the pipeline keeps the codes compact then)."""
+    return 2 ** m > EXACT_PATTERN_LIMIT and n_classes * m > WIDE_CELL_LIMIT
 
 
 def _mapprox(hist: Histogram, models: Request, patterns, context: SolveContext, weights) -> Solution:

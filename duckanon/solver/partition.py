@@ -191,7 +191,8 @@ def group_representatives(codes: np.ndarray, part_class: np.ndarray, part_group:
     starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
     low = np.minimum.reduceat(member_codes, starts, axis=0)
     high = np.maximum.reduceat(member_codes, starts, axis=0)
-    representatives[groups[starts]] = np.where(low == high, low, STAR)
+    # widened before STAR goes in: a compact code type would wrap -1 (uint8: 255)
+    representatives[groups[starts]] = np.where(low == high, low.astype(np.int64, copy=False), STAR)
     return representatives
 
 
@@ -266,7 +267,7 @@ def build_solution(hist: Histogram, part_class, part_sa, part_group, part_count,
     part_class, part_sa, part_group, part_count = (a[keep] for a in (part_class, part_sa, part_group, part_count))
     used, part_group = np.unique(part_group, return_inverse=True)
     part_group = part_group.ravel()
-    rep = group_representatives(hist.codes, part_class, part_group, len(used))
+    rep = group_representatives(hist.compact_codes, part_class, part_group, len(used))
     return Solution(part_class, part_sa, part_group, part_count, rep, method=method)
 
 

@@ -48,7 +48,7 @@ def segments(hist: Histogram, request: Request, weights=None) -> Solution:
     if len(pool) == 0:
         return identity_solution(hist, "segments")
     column_cost = np.ones(hist.m) if weights is None else np.asarray(weights, dtype=float)
-    codes = hist.codes if len(pool) == hist.n_classes else hist.codes[pool]  # (no copy of a wide table's codes)
+    codes = hist.compact_codes if len(pool) == hist.n_classes else hist.compact_codes[pool]  # (never widened)
     order = column_order(codes, sizes[pool], column_cost)
     pool = pool[lexicographic_order(codes, order)]
     del codes
@@ -125,7 +125,7 @@ def _segment_costs(hist: Histogram, pool, lead: int, first: int, last: int, max_
                    request: Request, column_cost, check_models: bool) -> list[tuple[int, list]]:
     """Per segment length, the cost of the segment of that length ending at each position of
     [first, last): rows x weighted columns not constant, or inf where it is not a group."""
-    codes = hist.codes[pool[lead:last]]
+    codes = hist.compact_codes[pool[lead:last]]
     run_start = _run_starts(codes, lead)[first - lead:]
     ends = np.arange(first, last, dtype=np.int64)
     if check_models:

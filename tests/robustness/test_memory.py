@@ -114,3 +114,40 @@ def test_the_exact_class_count_is_used_when_the_cell_bound_is_too_coarse():
     assert solver_memory_estimate(7000, 7000, 1, 1000) > 100e6 > solver_memory_estimate(7, 7000, 1, 1000)
     summary = con.anonymize("ANONYMIZE u WITH (k = 5, qi = (b), sensitive = s, memory_limit = '100MB')")
     assert summary.classes == 7 and summary.stars == 0
+
+
+def _wide_random(con, rows: int, m: int) -> None:
+    """`rows` rows of m columns of uniform values (column j: 2 + j mod 25 values), seeded."""
+    import numpy as np
+    import pyarrow as pa
+    rng = np.random.default_rng(11)
+    table = pa.table({f"q{j}": rng.integers(0, 2 + j % 25, rows, dtype=np.int8) for j in range(m)})
+    con.duckdb.register("generated", table)
+    con.duckdb.execute("CREATE TABLE w AS SELECT * FROM generated")
+    con.duckdb.unregister("generated")
+
+
+def test_segments_keeps_codes_compact_where_int64_codes_would_not_fit():
+    """40,000 rows x 30 QIs: as int64 codes the solver would need about 161 MiB, in segments' compact
+    codes (a byte each) about 75 MiB; under 120 MiB segments publishes, greedy (which widens the
+    codes) and auto (below WIDE_CELL_LIMIT it runs greedy too) are refused, the database unchanged."""
+    con = duckanon.connect()
+    _wide_random(con, 40_000, 30)
+    qi = ", ".join(f"q{j}" for j in range(30))
+    classes = con.duckdb.execute(f"SELECT count(*) FROM (SELECT DISTINCT {qi} FROM w)").fetchone()[0]
+    assert solver_memory_estimate(classes, classes, 30, 1) > 120 * 2**20 > solver_memory_estimate(classes, classes, 30, 1, 1)
+    for method in ("greedy", "auto"):
+        with pytest.raises(duckanon.AnonymizeError, match="the class histogram is too large for the memory limit"):
+            con.execute(f"ANONYMIZE w INTO w_anon WITH (k = 5, qi = ({qi}), method = '{method}', memory_limit = '120MiB')")
+        assert con.duckdb.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'w_anon'").fetchone()[0] == 0
+    tracemalloc.start()
+    try:
+        summary = con.anonymize(f"ANONYMIZE w INTO w_anon WITH (k = 5, qi = ({qi}), method = 'segments', "
+                                "memory_limit = '120MiB', seed = 2)")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= solver_memory_estimate(classes, classes, 30, 1, 1)
+    assert summary.rows == 40_000 and summary.method == "segments"
+    smallest = con.duckdb.execute(f"SELECT min(n) FROM (SELECT count(*) AS n FROM w_anon GROUP BY {qi})").fetchone()[0]
+    assert smallest >= 5
