@@ -180,19 +180,24 @@ def star_cost(starred: np.ndarray, weights) -> np.ndarray:
 
 def group_representatives(codes: np.ndarray, part_class: np.ndarray, part_group: np.ndarray, n_groups: int) -> np.ndarray:
     """Per group and column: the common code, or STAR where members disagree (or it has none).
-    Reduced over the parts sorted by group: numpy's unbuffered minimum.at took 10 ms per call on
-    20k parts."""
+    Reduced over the parts sorted by group, one column at a time: numpy's unbuffered minimum.at
+    took 10 ms per call on 20k parts, and a reduceat over rows of (parts x m) codes 9 s at
+    1,000,000 x 50 where the columns' one-dimensional reduceats take a tenth of it, with no
+    parts x m copy."""
     representatives = np.full((n_groups, codes.shape[1]), STAR, dtype=np.int64)
     if not len(part_group):
         return representatives
     order = np.argsort(part_group, kind="stable")
     groups = part_group[order]
-    member_codes = codes[part_class[order]]
+    members = part_class[order]
     starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
-    low = np.minimum.reduceat(member_codes, starts, axis=0)
-    high = np.maximum.reduceat(member_codes, starts, axis=0)
-    # widened before STAR goes in: a compact code type would wrap -1 (uint8: 255)
-    representatives[groups[starts]] = np.where(low == high, low.astype(np.int64, copy=False), STAR)
+    rows = groups[starts]
+    for j in range(codes.shape[1]):
+        column = codes[members, j]
+        low = np.minimum.reduceat(column, starts)
+        high = np.maximum.reduceat(column, starts)
+        # widened before STAR goes in: a compact code type would wrap -1 (uint8: 255)
+        representatives[rows, j] = np.where(low == high, low.astype(np.int64, copy=False), STAR)
     return representatives
 
 
