@@ -1,0 +1,313 @@
+"""(epsilon, delta)-differential privacy as SafePub does it (Bild, Kuhn & Prasser, PoPETs 2018(1)),
+in ARX's arithmetic: the parameters (`parameters`: the sampling probability beta and the class
+size k derived from epsilon_anonymization and delta, as `org.deidentifier.arx.dp.ParameterCalculation`
+computes them, in ARX's interval arithmetic `reliability.IntervalArithmeticDouble`, every decision
+taken on the same bounds) and the sample (`sample_counts`: each record kept independently with
+probability beta, drawn from the operating system's cryptographic source).
+
+Pure functions: no engine, no seed. The release built from the sample suppresses (removes) every
+class below k; `tests/solver/test_differential_privacy.py` holds ARX's own (k, beta) for a grid,
+produced by benchmarks/arx_dp/ArxParameters.java.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+
+# an interval of ARX's arithmetic is a (lower, upper) pair of floats
+Interval = tuple
+
+
+def _down(value: float) -> float:
+    return math.nextafter(value, -math.inf)
+
+
+def _up(value: float) -> float:
+    return math.nextafter(value, math.inf)
+
+
+def _checked(*values: float) -> None:
+    for value in values:
+        if not math.isfinite(value):
+            raise AnonymizeError(f"the differential privacy parameters are numerically unstable ({value})")
+
+
+def _binary(a: Interval, b: Interval, operation) -> Interval:
+    """IntervalArithmeticDouble.apply of two operands: the four bounds' results, widened by one
+    float each way."""
+    values = (operation(a[0], b[0]), operation(a[0], b[1]), operation(a[1], b[0]), operation(a[1], b[1]))
+    _checked(*values)
+    return _down(min(values)), _up(max(values))
+
+
+def _unary(a: Interval, operation, expand: bool = True) -> Interval:
+    try:
+        low, high = operation(a[0]), operation(a[1])
+    except (ValueError, OverflowError):  # Java's Math gives NaN or infinity there: ARX's checkValue refuses it
+        low = high = math.nan
+    _checked(low, high)
+    low, high = min(low, high), max(low, high)
+    return (_down(low), _up(high)) if expand else (low, high)
+
+
+def _add(a, b):
+    return _binary(a, b, lambda x, y: x + y)
+
+
+def _sub(a, b):
+    return _binary(a, b, lambda x, y: x - y)
+
+
+def _mul(a, b):
+    return _binary(a, b, lambda x, y: x * y)
+
+
+def _div(a, b):
+    return _binary(a, b, lambda x, y: x / y)
+
+
+def _exp(a):
+    return _unary(a, math.exp)
+
+
+def _log(a):
+    return _unary(a, math.log)
+
+
+def _sqrt(a):
+    return _unary(a, math.sqrt)
+
+
+def _inv(a):
+    return _unary(a, lambda x: 1.0 / x)
+
+
+def _pow(a, exponent: int):
+    return _unary(a, lambda x: math.pow(x, exponent))
+
+
+def _point(value: float) -> Interval:
+    return float(value), float(value)
+
+
+ONE, MINUS_ONE = _point(1.0), _point(-1.0)
+PI = (3.1415926535897932384, 3.1415926535897932385)
+
+
+def _less(a: Interval, b: Interval) -> bool:
+    """lessThan: undecidable (an error) when the intervals overlap."""
+    if not (a[1] < b[0] or b[1] < a[0]):
+        raise AnonymizeError("the differential privacy parameters are undecidable in ARX's interval arithmetic")
+    return a[1] < b[0]
+
+
+def _max(a: Interval, b: Interval) -> Interval:
+    if a[1] == b[0]:
+        return b
+    if b[1] == a[0]:
+        return a
+    return b if _less(a, b) else a
+
+
+def _stirling_error(value: Interval) -> Interval:
+    base = _sub(_inv(_mul(_point(12.0), value)), _inv(_mul(_point(360.0), _pow(value, 3))))
+    bound = _inv(_mul(_point(1260.0), _pow(value, 5)))
+    offset = max(abs(bound[0]), abs(bound[1]))
+    return _down(base[0] - offset), _up(base[1] + offset)
+
+
+def _binomial_probability(n: int, p: Interval, k: int) -> Interval:
+    """P(Binomial(n, p) = k) by Loader's saddle point, as IntervalArithmeticDouble.binomialProbability."""
+    if k < 0 or k > n:
+        return _point(0.0)
+    if k == 0:
+        return _pow(_sub(ONE, p), n)
+    if k == n:
+        return _pow(p, n)
+    big_n, big_k = _point(n), _point(k)
+    rest = _sub(big_n, big_k)
+    deviance = _add(_mul(big_k, _log(_div(big_k, _mul(big_n, p)))),
+                    _mul(rest, _log(_div(rest, _mul(big_n, _sub(ONE, p))))))
+    stirling = _sub(_sub(_stirling_error(big_n), _stirling_error(big_k)), _stirling_error(rest))
+    root = _sqrt(_div(big_n, _mul(_mul(_mul(_point(2.0), PI), big_k), rest)))
+    return _exp(_sub(_add(_log(root), stirling), deviance))
+
+
+def _vbinary(a, b, operation):
+    """_binary on arrays of bounds (numpy's + - * / round as the scalar operations do)."""
+    values = (operation(a[0], b[0]), operation(a[0], b[1]), operation(a[1], b[0]), operation(a[1], b[1]))
+    low, high = np.minimum.reduce(values), np.maximum.reduce(values)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise AnonymizeError("the differential privacy parameters are numerically unstable")
+    return np.nextafter(low, -np.inf), np.nextafter(high, np.inf)
+
+
+def _vunary(a, function):
+    """_unary on arrays, the function applied bound by bound through `math` (numpy's exp and log
+    may round otherwise; sqrt rounds correctly in both)."""
+    if function is math.sqrt:
+        low, high = np.sqrt(a[0]), np.sqrt(a[1])
+    else:
+        try:
+            low = np.fromiter(map(function, a[0].tolist()), dtype=np.float64, count=len(a[0]))
+            high = np.fromiter(map(function, a[1].tolist()), dtype=np.float64, count=len(a[1]))
+        except (ValueError, OverflowError):
+            raise AnonymizeError("the differential privacy parameters are numerically unstable") from None
+    low, high = np.minimum(low, high), np.maximum(low, high)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise AnonymizeError("the differential privacy parameters are numerically unstable")
+    return np.nextafter(low, -np.inf), np.nextafter(high, np.inf)
+
+
+def _vpoint(values) -> tuple:
+    values = np.asarray(values, dtype=np.float64)
+    return values, values
+
+
+_ADD, _SUB, _MUL, _DIV = (lambda x, y: x + y), (lambda x, y: x - y), (lambda x, y: x * y), (lambda x, y: x / y)
+
+
+class _Sequences:
+    """ParameterCalculation's a_n (the binomial tail above n * gamma) and c_n (its Chernoff bound)
+    for n = 0, 1, ..., computed in batches of n: every term P(Binomial(n, beta) = j) of a batch in
+    one array (the same operations, in the same order, as IntervalArithmeticDouble on one term)."""
+
+    def __init__(self, beta: Interval, gamma: Interval):
+        self.beta, self.gamma = beta, gamma
+        self.a_low: list[float] = []
+        self.a_high: list[float] = []
+        self.c_high: list[float] = []
+        self.stirling = (np.zeros(1), np.zeros(1))  # index 0 unused
+        self.term = _sub(_mul(gamma, _log(_div(gamma, beta))), _sub(gamma, beta))
+
+    def grow(self, upto: int) -> None:
+        first = len(self.a_low)
+        upto = max(upto, 2 * first, 64)
+        self._stirling_upto(upto)
+        ns = np.arange(first, upto, dtype=np.float64)
+        starts = (np.floor(_vbinary(_vpoint(ns), self.gamma, _MUL)[0]) + 1).astype(np.int64)
+        lows, highs, counts = self._interior(ns.astype(np.int64), starts)
+        position = 0
+        for n, start, count in zip(range(first, upto), starts.tolist(), counts.tolist()):
+            low = high = 0.0
+            for term_low, term_high in zip(lows[position:position + count], highs[position:position + count]):
+                low, high = _down(low + term_low), _up(high + term_high)
+            position += count
+            if start <= n:  # the last term, j = n: beta^n
+                last = _pow(self.beta, n) if n > 0 else _pow(_sub(ONE, self.beta), 0)
+                low, high = _down(low + last[0]), _up(high + last[1])
+            _checked(low, high)
+            self.a_low.append(low)
+            self.a_high.append(high)
+        c = _vunary(_vbinary(MINUS_ONE, _vbinary(_vpoint(ns), self.term, _MUL), _MUL), math.exp)
+        self.c_high.extend(c[1].tolist())
+
+    def _stirling_upto(self, upto: int) -> None:
+        have = len(self.stirling[0])
+        if have > upto:
+            return
+        values = [_stirling_error(_point(v)) for v in range(have, 2 * upto + 1)]
+        self.stirling = (np.concatenate([self.stirling[0], [v[0] for v in values]]),
+                         np.concatenate([self.stirling[1], [v[1] for v in values]]))
+
+    def _interior(self, ns: np.ndarray, starts: np.ndarray):
+        """P(j) for every n of the batch and every j in [start, n), flattened (n by n, j rising)."""
+        counts = np.maximum(ns - starts, 0)
+        owners = np.repeat(ns, counts)
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        js = np.repeat(starts, counts) + offsets
+        if len(js) == 0:
+            return [], [], counts
+        big_n, big_k, rest = _vpoint(owners), _vpoint(js), _vpoint(owners - js)
+        p = self.beta
+        n_p = _vbinary(big_n, p, _MUL)
+        n_q = _vbinary(big_n, _sub(ONE, p), _MUL)
+        deviance = _vbinary(_vbinary(big_k, _vunary(_vbinary(big_k, n_p, _DIV), math.log), _MUL),
+                            _vbinary(rest, _vunary(_vbinary(rest, n_q, _DIV), math.log), _MUL), _ADD)
+        table_low, table_high = self.stirling
+        of = lambda values: (table_low[values], table_high[values])  # noqa: E731
+        stirling = _vbinary(_vbinary(of(owners), of(js), _SUB), of(owners - js), _SUB)
+        two_pi = _mul(_point(2.0), PI)
+        root = _vunary(_vbinary(big_n, _vbinary(_vbinary(two_pi, big_k, _MUL), rest, _MUL), _DIV), math.sqrt)
+        terms = _vunary(_vbinary(_vbinary(_vunary(root, math.log), stirling, _ADD), deviance, _SUB), math.exp)
+        return terms[0].tolist(), terms[1].tolist(), counts
+
+
+def _delta_of(k: int, sequences: _Sequences) -> Interval:
+    """The delta a class size k achieves: the largest a_n from n_m = ceil(k / gamma - 1) on, until
+    the bound c_n falls below it (ARX's calculateDelta; the max of intervals is undecidable when
+    they overlap)."""
+    n = math.ceil(_sub(_div(_point(k), sequences.gamma), ONE)[0])
+    low, high = -1.7976931348623157e308, -1.7976931348623157e308
+    bound_high = 1.7976931348623157e308
+    a_low, a_high, c_high = sequences.a_low, sequences.a_high, sequences.c_high
+    while low <= bound_high:  # lessThanOrOverlap(delta, bound)
+        if n >= len(a_low):
+            sequences.grow(n + 1)
+        next_low, next_high = a_low[n], a_high[n]
+        if high == next_low or high < next_low:
+            low, high = next_low, next_high
+        elif not (next_high == low or next_high < low):
+            raise AnonymizeError("the differential privacy parameters are undecidable in ARX's interval arithmetic")
+        bound_high = c_high[n]
+        n += 1
+    return low, high
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """SafePub's parameters: beta, the sampling probability (the lower bound of 1 - e^-epsilon), and
+    k, the smallest class published."""
+
+    k: int
+    beta: float
+
+
+@lru_cache(maxsize=64)
+def parameters(epsilon_anonymization: float, delta: float) -> Parameters:
+    """ARX's ParameterCalculation(epsilon_anonymization, delta): beta = 1 - e^-epsilon and the k
+    derived from them. The loop is ARX's to the letter, so k is one more than the first size whose
+    delta falls below the given one (ARX increments k after that size's test)."""
+    epsilon, wanted = _point(epsilon_anonymization), _point(delta)
+    beta = _sub(ONE, _exp(_mul(MINUS_ONE, epsilon)))
+    power = _exp(epsilon)
+    gamma = _div(_add(_sub(power, ONE), beta), power)
+    sequences = _Sequences(beta, gamma)
+    k, achieved = 1, _point(1.7976931348623157e308)
+    while not _less(achieved, wanted):
+        achieved = _delta_of(k, sequences)
+        k += 1
+    return Parameters(k=k, beta=beta[0])
+
+
+def anonymization_budget(epsilon: float, epsilon_search: float) -> float:
+    """The budget left to the anonymization: epsilon itself without a search, else the lower bound of
+    epsilon - epsilon_search in ARX's arithmetic (EDDifferentialPrivacy.initialize)."""
+    if epsilon_search <= 0.0:
+        return epsilon
+    return _sub(_point(epsilon), _point(epsilon_search))[0]
+
+
+def _uniforms(count: int) -> np.ndarray:
+    """`count` uniforms in [0, 1) from the operating system's cryptographic source (53 random bits each)."""
+    if count == 0:
+        return np.zeros(0)
+    words = np.frombuffer(secrets.token_bytes(8 * count), dtype=np.uint64)
+    return (words >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def sample_counts(counts: np.ndarray, beta: float) -> np.ndarray:
+    """Each record kept independently with probability beta: a class of c records keeps
+    Binomial(c, beta) of them, the sum of c Bernoulli(beta) draws from cryptographic uniforms
+    (one uniform per record, as ARX's SecureRandom.nextDouble() < beta)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    kept = _uniforms(int(counts.sum())) < beta
+    owners = np.repeat(np.arange(len(counts)), counts)
+    return np.bincount(owners, weights=kept, minlength=len(counts)).astype(np.int64)
