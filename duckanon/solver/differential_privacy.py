@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver.histogram import Histogram
+from duckanon.solver.generalize import TOP
+from duckanon.solver.partition import STAR, Solution
 
 # an interval of ARX's arithmetic is a (lower, upper) pair of floats
 Interval = tuple
@@ -311,3 +314,49 @@ def sample_counts(counts: np.ndarray, beta: float) -> np.ndarray:
     kept = _uniforms(int(counts.sum())) < beta
     owners = np.repeat(np.arange(len(counts)), counts)
     return np.bincount(owners, weights=kept, minlength=len(counts)).astype(np.int64)
+
+
+def private_release(hist: Histogram, beta: float, k: int, generalize=None) -> Solution:
+    """SafePub's release of `hist` without a search: every record sampled with probability beta,
+    the sample generalized by the fixed scheme (`generalize(sample) -> Solution | None`, the
+    hierarchies at the user's levels; None: the classes as they are) and every class below k
+    removed. Unsampled and removed records are not published (dropped groups). The solution is
+    over `hist`'s classes; its notes hold the sampled rows."""
+    sampled_counts = sample_counts(hist.sa_counts.ravel(), beta).reshape(hist.sa_counts.shape)
+    present = np.flatnonzero(sampled_counts.sum(axis=1) > 0)
+    sample = Histogram(hist.codes[present], sampled_counts[present], hist.columns)
+    published = generalize(sample) if generalize is not None and sample.n_rows >= k else None
+    if published is None:  # no generalization, or a sample too small for any class of k
+        published = classes_as_they_are(sample, k)
+    solution = _with_unsampled(published, hist, present, sampled_counts)
+    solution.notes["sampled_rows"] = int(sampled_counts.sum())
+    return solution
+
+
+def classes_as_they_are(hist: Histogram, k: int) -> Solution:
+    """Each class its own group, published with its own values; the classes below k removed."""
+    cells = np.argwhere(hist.sa_counts > 0)
+    return Solution(cells[:, 0], cells[:, 1], cells[:, 0].copy(), hist.sa_counts[cells[:, 0], cells[:, 1]],
+                    group_rep=hist.codes.copy(), method="none", dropped=hist.sizes < k,
+                    group_labels=[None] * hist.m, masked=np.zeros(hist.codes.shape, dtype=bool))
+
+
+def _with_unsampled(published: Solution, hist: Histogram, present: np.ndarray, sampled: np.ndarray) -> Solution:
+    """`published` (over the sample's classes) over `hist`'s classes, with one group more, dropped,
+    holding every unsampled record."""
+    extra = len(published.group_rep)
+    unsampled = np.argwhere(hist.sa_counts > sampled)
+    classes = np.concatenate([present[published.part_class], unsampled[:, 0]])
+    sa = np.concatenate([published.part_sa, unsampled[:, 1]])
+    groups = np.concatenate([published.part_group, np.full(len(unsampled), extra)])
+    counts = np.concatenate([published.part_count, (hist.sa_counts - sampled)[unsampled[:, 0], unsampled[:, 1]]])
+    dropped = ~published.kept_groups
+    labels = None if published.group_labels is None else \
+        [None if column is None else list(column) + [TOP] for column in published.group_labels]
+    grown = lambda rows, fill: None if rows is None else np.concatenate([rows, np.full((1, *rows.shape[1:]), fill, dtype=rows.dtype)])  # noqa: E731,E501
+    return replace(published, part_class=classes, part_sa=sa, part_group=groups, part_count=counts,
+                   group_rep=grown(published.group_rep, STAR), dropped=np.append(dropped, True),
+                   group_labels=labels, masked=grown(published.masked, True),
+                   group_levels=grown(published.group_levels, 0),
+                   group_population=None if published.group_population is None else
+                   np.append(published.group_population, 0), notes=dict(published.notes))
