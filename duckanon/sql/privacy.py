@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.sql.options import MODEL_OPTIONS, SWEEPABLE
-from duckanon.solver.differential_privacy import anonymization_budget, parameters
 
 # ARX's GUI default when a search is asked for without its steps
 DEFAULT_SEARCH_STEPS = 100
@@ -36,6 +34,8 @@ def check_privacy(statement, seen: set):
     if "search_steps" in seen:
         raise AnonymizeError("option search_steps applies to the search: it needs epsilon_search")
     _check_scheme(statement)
+    # imported here: a statement without epsilon is checked without loading the solvers
+    from duckanon.solver.differential_privacy import anonymization_budget, parameters
     budget = anonymization_budget(statement.epsilon, search or 0.0)
     derived = parameters(budget, statement.delta)
     return replace(statement, method="lattice" if statement.hierarchies is not None else statement.method,
@@ -91,5 +91,3 @@ def _check_scheme(statement) -> None:
             raise AnonymizeError(f"option levels names {extra[0]}, which is not a QI")
         if missing:
             raise AnonymizeError(f"option levels gives no level for QI {missing[0]}")
-    if methods.spec(statement.method).name not in ("auto", "lattice"):
-        raise AnonymizeError(f"method {statement.method} does not take epsilon")
