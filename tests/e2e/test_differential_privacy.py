@@ -91,3 +91,13 @@ def test_refresh_stable_is_refused(con):
     with pytest.raises(AnonymizeError, match="in stable mode is refused: a differentially private release"):
         con.execute("REFRESH out WITH (mode = 'stable')")
     con.execute("REFRESH out")  # fresh: a new sample
+
+
+def test_report_says_what_the_guarantee_means(con, tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "release.html"
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE}, report = '{path}')")
+    page = path.read_text()
+    assert "<h2>Differential privacy</h2>" in page
+    assert "every group of fewer than 62 rows was removed" in page
+    assert "What it does not mean" in page and "the budgets add up" in page
