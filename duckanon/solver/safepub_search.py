@@ -43,10 +43,13 @@ the output with the probability that the added row is sampled, beta, against 0: 
 epsilon with delta < beta covers it. So duckanon does not publish the best pivot. It publishes:
   * `publish = 'last'` (the default): the last pivot. Post-processing of the pivot sequence:
     exactly epsilon_search, the accounting of the paper's composition argument;
-  * `publish = 'select'`: the walk takes epsilon_search / (steps + 1) per step and one more
-    exponential mechanism of epsilon_search / (steps + 1) picks among the distinct pivots
-    (the top included) by their scores; steps + 1 mechanisms of epsilon_search / (steps + 1)
-    compose to epsilon_search.
+  * `publish = 'select'`: the walk takes (1 - select_share) x epsilon_search, split over its
+    steps, and one more exponential mechanism of select_share x epsilon_search picks among every
+    node the walk scored (the pivots and their predecessors: a set fixed by the pivot sequence
+    alone, so choosing it spends nothing); the two parts compose to epsilon_search. With a small
+    budget over many steps each step's draw is close to uniform (epsilon 0.1 over 100 steps
+    weighs a score difference of 100 by e^0.05), so the walk is close to a random walk whatever
+    it is given, and the budget does more in the one final choice.
 `publish = 'best_pivot'` reproduces ARX's choice for comparisons (benchmarks/bench_safepub.py)
 and is outside the accounting: the statement layer must not offer it.
 """
@@ -256,18 +259,23 @@ class SearchResult:
     pivots: list[tuple[int, ...]]  # the top, then the pivot of each step
     scores: dict[tuple[int, ...], float] = field(default_factory=dict)  # every node scored
     steps: int = 0  # steps taken (at most the steps asked for)
-    epsilon_step: float = 0.0
+    epsilon_step: float = 0.0  # each draw of the walk
     publish: str = "last"
+    epsilon_final: float = 0.0  # the final choice of 'select'; 0 otherwise
 
 
 def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: int, metric: str,
-                          epsilon_search: float, steps: int, publish: str = "last", rng=None) -> SearchResult:
+                          epsilon_search: float, steps: int, publish: str = "last", rng=None,
+                          select_share: float = 0.5) -> SearchResult:
     """ARX's walk from the top (module docstring); `hist` holds the sampled rows, `n_total` the
-    rows of the whole input. Never more than `steps` draws of the walk."""
+    rows of the whole input. Never more than `steps` draws of the walk (and, with 'select', one
+    more). `select_share`: the share of epsilon_search of the final choice of 'select'."""
     if publish not in PUBLISH:
         raise AnonymizeError(f"unknown publish choice '{publish}' (known: {', '.join(PUBLISH)})")
     if steps < 0 or epsilon_search < 0:
         raise AnonymizeError("search_steps and epsilon_search must not be negative")
+    if not 0 < select_share < 1:
+        raise AnonymizeError("select_share must lie between 0 and 1")
     rng = rng if rng is not None else random.SystemRandom()
     sensitivity(metric, k, n_total, space.m)  # an unknown metric fails before any work
     scores: dict[tuple[int, ...], float] = {}
@@ -277,7 +285,14 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
             scores[levels] = score(metric, space, hist, n_total, k, levels)
         return scores[levels]
 
-    epsilon_step = per_step_epsilon(epsilon_search, steps + 1 if publish == "select" else steps)
+    final = 0.0
+    walk = epsilon_search
+    if publish == "select":
+        final = epsilon_search * select_share
+        walk = epsilon_search - final
+        while final + walk > epsilon_search:  # rounding never spends more than the budget
+            walk = math.nextafter(walk, 0.0)
+    epsilon_step = per_step_epsilon(walk, steps)
     pivot = space.heights
     scored(pivot)
     pivots = [pivot]
@@ -294,16 +309,16 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         pivot = keys[exponential_mechanism([candidates[c] for c in keys], epsilon_step, rng)]
         pivots.append(pivot)
         taken += 1
-    return SearchResult(_published(pivots, scores, publish, epsilon_step, rng), pivots, scores, taken,
-                        epsilon_step, publish)
+    return SearchResult(_published(pivots, scores, publish, final, rng), pivots, scores, taken,
+                        epsilon_step, publish, final)
 
 
-def _published(pivots, scores, publish: str, epsilon_step: float, rng) -> tuple[int, ...]:
+def _published(pivots, scores, publish: str, epsilon_final: float, rng) -> tuple[int, ...]:
     if publish == "last":
         return pivots[-1]
     if publish == "select":
-        distinct = list(dict.fromkeys(pivots))
-        return distinct[exponential_mechanism([scores[p] for p in distinct], epsilon_step, rng)]
+        scored = list(scores)  # the pivots and their predecessors, in the order first scored
+        return scored[exponential_mechanism([scores[p] for p in scored], epsilon_final, rng)]
     best = pivots[0]  # ARX's trackOptimum: better score, ties to the lower level
     for p in pivots[1:]:
         if scores[p] > scores[best] or (scores[p] == scores[best] and sum(p) < sum(best)):

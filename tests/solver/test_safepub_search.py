@@ -194,8 +194,14 @@ def test_budget_is_split_over_the_draws():
     assert ss.per_step_epsilon(0.1, 7) * 7 <= 0.1
     assert ss.per_step_epsilon(1.0, 4) == 0.25
     space, hist = toy()
-    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 3, "select", random.Random(0))
-    assert select.epsilon_step == 0.25 and select.levels in select.pivots  # 3 walk draws + 1 final
+    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0))
+    assert select.epsilon_final == 0.5 and select.epsilon_step == 0.125  # 4 walk draws of 1/8 + 1/2
+    assert select.epsilon_final + select.steps * select.epsilon_step <= 1.0
+    assert select.levels in select.scores  # a pivot or a predecessor of one
+    third = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.3, 7, "select", random.Random(0), 1 / 3)
+    assert third.epsilon_final + 7 * third.epsilon_step <= 0.3
+    with pytest.raises(AnonymizeError, match="select_share must lie between 0 and 1"):
+        ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", select_share=1.0)
 
 
 def test_best_pivot_is_arxs_choice():
