@@ -11,7 +11,7 @@ node with classes below k removed. Both outputs are scored by ONE oracle, the si
 harness's arxloss.loss (ARX's Loss; rows not published count as suppressed) over all N rows.
 
     ARXSIDE_WORK=/tmp/arxside-l40 python benchmarks/bench_safepub.py [--runs 10] [--steps 100]
-        [--only adult] [--publish last,select,best_pivot]
+        [--only adult] [--publish last,select,select:0.9,best_pivot]
 
 Prints a markdown table (median loss over the runs, median seconds per run) and writes it with
 the raw figures to benchmarks/results/bench_safepub.{md,json}.
@@ -71,12 +71,15 @@ def sample_histogram(data: Data, beta: float, rng: np.random.Generator) -> tuple
     return chosen, Histogram(classes, counts.reshape(-1, 1)), inverse.ravel()
 
 
-def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int, publish: str) -> dict:
+def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int, choice: str) -> dict:
+    """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')."""
+    publish, _, share = choice.partition(":")
     rng = np.random.default_rng(secrets.randbits(128))
     started = time.perf_counter()
     chosen, hist, member = sample_histogram(data, beta, rng)
-    result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish)
-    _, group, sizes = ss.node_groups(data.space, hist, result.levels)
+    result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish,
+                                      select_share=float(share or 0.5))
+    group, sizes = ss.node_groups(data.space, hist, result.levels)
     kept_rows = chosen[(sizes[group] >= k)[member]]
     seconds = time.perf_counter() - started
     published = [[data.labels[j][data.codes[r, j]][h] for j, h in enumerate(result.levels)] for r in kept_rows]
@@ -123,7 +126,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--only", default="")
-    ap.add_argument("--publish", default="last,select,best_pivot")
+    ap.add_argument("--publish", default="last,select,select:0.9,best_pivot")
     ap.add_argument("--out", default="bench_safepub")
     a = ap.parse_args()
     classpath = compile_arx()

@@ -141,29 +141,6 @@ class ScoreSpace:
         return cls(level_codes, leaves, domain, root)
 
 
-def _densify(key: np.ndarray) -> tuple[np.ndarray, int]:
-    uniques, inverse = np.unique(key, return_inverse=True)
-    return inverse.ravel().astype(np.int64), len(uniques)
-
-
-def node_groups(space: ScoreSpace, hist: Histogram, levels) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Per QI every class's code at `levels`, per class its group id, and the rows per group."""
-    codes = [space.level_codes[j][hist.codes[:, j], h] for j, h in enumerate(levels)]
-    key = np.zeros(hist.n_classes, dtype=np.int64)
-    radix = 1
-    for j, h in enumerate(levels):
-        card = int(space.level_codes[j][:, h].max()) + 1 if len(space.level_codes[j]) else 1
-        if card == 1:
-            continue
-        if radix * card >= 1 << 62:
-            key, radix = _densify(key)
-        key = key * card + codes[j]
-        radix *= card
-    group, n_groups = _densify(key)
-    sizes = np.bincount(group, weights=hist.sizes, minlength=n_groups).astype(np.int64)
-    return codes, group, sizes
-
-
 def _c(k: int) -> Fraction:
     return Fraction(5) if k == 1 else Fraction(k * k, k - 1) + 1
 
@@ -181,40 +158,107 @@ def sensitivity(metric: str, k: int, n_total: int, m: int) -> Fraction:
     raise AnonymizeError(f"unknown score function '{metric}' (known: {', '.join(SCORES)})")
 
 
+def _squares(counts: np.ndarray) -> int:
+    """The sum of squares of non-negative counts, exactly (Python integers past int64's range)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if not len(counts) or int(counts.max()) ** 2 * len(counts) < 1 << 62:
+        return int((counts * counts).sum())
+    return int((counts.astype(object) ** 2).sum())
+
+
+class Scorer:
+    """ARX's scores of one sampled histogram's nodes (module docstring), with the classes' codes
+    per QI and level gathered once (a walk scores hundreds of nodes of the same classes)."""
+
+    def __init__(self, space: ScoreSpace, hist: Histogram, n_total: int, k: int, metric: str):
+        self.sensitivity = sensitivity(metric, k, n_total, space.m)  # an unknown metric fails here
+        self.space, self.hist, self.n_total, self.k, self.metric = space, hist, n_total, k, metric
+        self.sizes = np.asarray(hist.sizes, dtype=np.int64)
+        self.weights = self.sizes.astype(np.float64)
+        self.dense_limit = max(4 * hist.n_classes, 1 << 16)
+        self._codes: dict[tuple[int, int], np.ndarray] = {}
+        self._leaves: dict[tuple[int, int], np.ndarray] = {}
+
+    def codes(self, j: int, h: int) -> np.ndarray:
+        """Every class's code of QI j at level h."""
+        got = self._codes.get((j, h))
+        if got is None:
+            got = self._codes[(j, h)] = np.ascontiguousarray(self.space.level_codes[j][self.hist.codes[:, j], h])
+        return got
+
+    def leaves(self, j: int, h: int) -> np.ndarray:
+        """Every class's hierarchy rows under its label of QI j at level h (the loss's share x domain)."""
+        got = self._leaves.get((j, h))
+        if got is None:
+            got = self._leaves[(j, h)] = self.space.leaves[j][h][self.codes(j, h)]
+        return got
+
+    def _densify(self, key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
+        if space <= self.dense_limit:
+            present = np.bincount(key, minlength=space) > 0
+            dense = np.cumsum(present) - 1
+            return dense[key], int(dense[-1]) + 1 if space else 0
+        uniques, inverse = np.unique(key, return_inverse=True)
+        return inverse.ravel().astype(np.int64), len(uniques)
+
+    def groups(self, levels) -> tuple[np.ndarray, np.ndarray]:
+        """Per class its group id at `levels`, and the sampled rows per group."""
+        key = np.zeros(self.hist.n_classes, dtype=np.int64)
+        radix = 1
+        for j, h in enumerate(levels):
+            card = len(self.space.leaves[j][h])
+            if card <= 1:
+                continue
+            if radix * card >= 1 << 62:
+                key, radix = self._densify(key, radix)
+            key = key * card + self.codes(j, h)
+            radix *= card
+        group, n_groups = self._densify(key, radix)
+        return group, np.bincount(group, weights=self.weights, minlength=n_groups).astype(np.int64)
+
+    def raw(self, levels) -> Fraction:
+        """The score before the division by the sensitivity, exactly."""
+        group, sizes = self.groups(levels)
+        weight = np.where(sizes[group] >= self.k, self.sizes, 0)
+        kept = int(weight.sum())
+        out, m, n, space = self.n_total - kept, self.space.m, self.n_total, self.space
+        if self.metric == "loss":
+            total = Fraction(m * out)
+            for j, h in enumerate(levels):
+                total += Fraction(int(np.dot(weight, self.leaves(j, h))), space.domain[j])
+            return -total
+        if self.metric == "precision":
+            return -(m * out + kept * sum((Fraction(h, H) if H else Fraction(0)) for h, H in zip(levels, space.heights)))
+        if self.metric == "discernibility":
+            return -Fraction(n * out + _squares(sizes[sizes >= self.k]))
+        if self.metric == "aecs":
+            return Fraction(int((sizes >= self.k).sum()) + (1 if out > 0 else 0))
+        total = 0  # entropy
+        for j, h in enumerate(levels):
+            is_root = space.root[j][h]
+            per_code = np.bincount(self.codes(j, h), weights=weight, minlength=len(is_root)).astype(np.int64)
+            total += n * (out + int(per_code[is_root].sum())) + _squares(per_code[~is_root])
+        return -Fraction(total)
+
+    def score(self, levels) -> float:
+        """ARX's `getScore()`: the raw score divided by its sensitivity, as a float."""
+        return float(self.raw(levels) / self.sensitivity)
+
+
+def node_groups(space: ScoreSpace, hist: Histogram, levels) -> tuple[np.ndarray, np.ndarray]:
+    """Per class its group id at `levels`, and the sampled rows per group."""
+    return Scorer(space, hist, 0, 1, "aecs").groups(levels)
+
+
 def raw_score(metric: str, space: ScoreSpace, hist: Histogram, n_total: int, k: int, levels) -> Fraction:
     """ARX's score of publishing the sampled `hist` at `levels` before the division by the
     sensitivity (module docstring), exactly."""
-    codes, group, sizes = node_groups(space, hist, levels)
-    kept_class = sizes[group] >= k
-    weight = np.where(kept_class, hist.sizes, 0).astype(np.int64)
-    kept = int(weight.sum())
-    out = n_total - kept
-    m = space.m
-    if metric == "loss":
-        total = Fraction(m * out)
-        for j, h in enumerate(levels):
-            total += Fraction(int((weight * space.leaves[j][h][codes[j]]).sum()), space.domain[j])
-        return -total
-    if metric == "precision":
-        return -(m * out + kept * sum((Fraction(h, H) if H else Fraction(0)) for h, H in zip(levels, space.heights)))
-    if metric == "discernibility":
-        return -Fraction(n_total * out + int((sizes[sizes >= k].astype(object) ** 2).sum()))
-    if metric == "aecs":
-        return Fraction(int((sizes >= k).sum()) + (1 if out > 0 else 0))
-    if metric == "entropy":
-        total = 0
-        for j, h in enumerate(levels):
-            per_code = np.bincount(codes[j], weights=weight, minlength=len(space.root[j][h])).astype(np.int64)
-            is_root = space.root[j][h]
-            total += n_total * (out + int(per_code[is_root].sum()))
-            total += int((per_code[~is_root].astype(object) ** 2).sum())
-        return -Fraction(total)
-    raise AnonymizeError(f"unknown score function '{metric}' (known: {', '.join(SCORES)})")
+    return Scorer(space, hist, n_total, k, metric).raw(levels)
 
 
 def score(metric: str, space: ScoreSpace, hist: Histogram, n_total: int, k: int, levels) -> float:
     """ARX's `getScore()`: the raw score divided by its sensitivity, as a float."""
-    return float(raw_score(metric, space, hist, n_total, k, levels) / sensitivity(metric, k, n_total, space.m))
+    return Scorer(space, hist, n_total, k, metric).score(levels)
 
 
 def exponential_probabilities(scores, epsilon: float) -> np.ndarray:
@@ -277,12 +321,12 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
     if not 0 < select_share < 1:
         raise AnonymizeError("select_share must lie between 0 and 1")
     rng = rng if rng is not None else random.SystemRandom()
-    sensitivity(metric, k, n_total, space.m)  # an unknown metric fails before any work
+    scorer = Scorer(space, hist, n_total, k, metric)  # an unknown metric fails before any work
     scores: dict[tuple[int, ...], float] = {}
 
     def scored(levels):
         if levels not in scores:
-            scores[levels] = score(metric, space, hist, n_total, k, levels)
+            scores[levels] = scorer.score(levels)
         return scores[levels]
 
     final = 0.0
