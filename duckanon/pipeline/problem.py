@@ -30,7 +30,7 @@ from duckanon.pipeline.population import (PopulationClasses, bind_with_populatio
                                          population_size)
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.context import SolveContext
-from duckanon.solver.differential_privacy import private_release
+from duckanon.solver.differential_privacy import private_release, searched_levels
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.solver.histogram import Histogram
@@ -397,16 +397,24 @@ def solve_problem(problem: Problem, models: list, method: str, context: SolveCon
 
 
 def _private_solution(problem: Problem, models: list) -> Solution:
-    """Differential privacy (SafePub without a search): the histogram sampled, generalized at the
-    user's levels (the lattice's node there, never a search: a sample whose every class falls
-    below k publishes nothing), the classes below the derived k removed."""
+    """Differential privacy (SafePub): the histogram sampled, generalized at the user's levels or
+    at the node SafePub's search picks with epsilon_search (then the lattice's node there, never
+    a search of the lattice's own: a sample whose every class falls below k publishes nothing),
+    the classes below the derived k removed."""
     statement = problem.plan.statement
-    generalize = None
-    if statement.levels:
-        domains = replace(problem.domains, stable_levels=_fixed_levels(problem.plan, problem.domains.hierarchies))
+    generalize, chosen = None, {}
+    if statement.levels or statement.epsilon_search:
+        hierarchies = problem.domains.hierarchies
+        fixed = _fixed_levels(problem.plan, hierarchies) if statement.levels else None
 
         def generalize(sample: Histogram) -> Solution | None:
-            solution = solve(sample, models, "lattice", domains=domains)
+            levels = fixed
+            if levels is None:
+                levels, chosen["search"] = searched_levels(hierarchies, sample, problem.histogram.n_rows,
+                                                           statement.dp_k, statement.metric,
+                                                           statement.epsilon_search, statement.search_steps)
+            chosen["levels"] = levels
+            solution = solve(sample, models, "lattice", domains=replace(problem.domains, stable_levels=levels))
             return solution if solution.notes.pop("mode_used", "").startswith("stable") else None
     solution = private_release(problem.histogram, statement.dp_beta, statement.dp_k, generalize)
     sampled = solution.notes.pop("sampled_rows")
@@ -415,8 +423,8 @@ def _private_solution(problem: Problem, models: list) -> Solution:
         "epsilon_search": statement.epsilon_search or 0.0, "delta": statement.delta, "beta": statement.dp_beta,
         "k": statement.dp_k, "search_steps": statement.search_steps or 0, "sampled_rows": sampled,
         "published_rows": problem.histogram.n_rows - solution.removed_rows,
-        "levels": dict(zip(problem.plan.qi, _fixed_levels(problem.plan, problem.domains.hierarchies)))
-        if statement.levels else None}
+        "levels": dict(zip(problem.plan.qi, chosen["levels"])) if "levels" in chosen else None,
+        **chosen.get("search", {})}
     return solution
 
 

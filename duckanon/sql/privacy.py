@@ -28,18 +28,35 @@ def check_privacy(statement, seen: set):
     search = statement.epsilon_search
     if search is not None and search >= statement.epsilon:
         raise AnonymizeError(f"option epsilon_search must be below epsilon ({statement.epsilon:g}), got {search:g}")
-    if search is not None:
-        raise AnonymizeError("option epsilon_search (the data-dependent search over the lattice) is not available "
-                             "yet: fix the generalization with hierarchies and levels, or give neither")
-    if "search_steps" in seen:
+    if "search_steps" in seen and search is None:
         raise AnonymizeError("option search_steps applies to the search: it needs epsilon_search")
-    _check_scheme(statement)
+    if search is not None:
+        _check_search(statement)
+    else:
+        _check_scheme(statement)
     # imported here: a statement without epsilon is checked without loading the solvers
     from duckanon.solver.differential_privacy import anonymization_budget, parameters
     budget = anonymization_budget(statement.epsilon, search or 0.0)
     derived = parameters(budget, statement.delta)
+    steps = statement.search_steps if search is None or statement.search_steps else DEFAULT_SEARCH_STEPS
     return replace(statement, method="lattice" if statement.hierarchies is not None else statement.method,
-                   suppression_limit=1.0, dp_k=derived.k, dp_beta=derived.beta, dp_epsilon_anonymization=budget)
+                   suppression_limit=1.0, dp_k=derived.k, dp_beta=derived.beta, dp_epsilon_anonymization=budget,
+                   search_steps=steps)
+
+
+# the score functions of SafePub's search (ARX's getScore(); solver/safepub_search.SCORES)
+SEARCH_METRICS = ("loss", "precision", "discernibility", "aecs", "entropy")
+
+
+def _check_search(statement) -> None:
+    """The data-dependent search: over the hierarchies' lattice, by a metric with a score function."""
+    if statement.hierarchies is None:
+        raise AnonymizeError("option epsilon_search needs hierarchies (the search walks their lattice)")
+    if statement.levels:
+        raise AnonymizeError("option levels fixes the generalization: give levels or epsilon_search, not both")
+    if statement.metric not in SEARCH_METRICS:
+        raise AnonymizeError(f"metric {statement.metric} has no score function for the search: use one of "
+                             f"{', '.join(SEARCH_METRICS)}")
 
 
 def _refuse_beside(statement, seen: set) -> None:

@@ -154,6 +154,8 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
             raise AnonymizeError("option sensitive names a column twice")
         values.update(sensitives=sensitives, sensitive=sensitives[0])
     values.setdefault("seed", secrets.randbelow(2**63))
+    if "epsilon" in values and "hierarchies" in values:  # a private release generalizes at one lattice node
+        values.setdefault("method", "lattice")
     statement = AnonymizeStatement(source=TableName(parsed.this), target=TableName(target) if target is not None else None,
                                    text=text, explain=explain, **values)
     _check_options(statement, seen)

@@ -101,3 +101,32 @@ def test_report_says_what_the_guarantee_means(con, tmp_path):
     assert "<h2>Differential privacy</h2>" in page
     assert "every group of fewer than 62 rows was removed" in page
     assert "What it does not mean" in page and "the budgets add up" in page
+
+
+def test_search_picks_the_levels_with_its_own_budget(con):
+    result = con.execute(f"ANONYMIZE t INTO out WITH (epsilon = 1, epsilon_search = 0.1, delta = 1e-5, qi = (a, b), "
+                         "hierarchies = (a = 'intervals(2)', b = 'intervals(3)'), metric = 'loss', "
+                         "search_steps = 3)").fetchone()
+    details = json.loads(result[[d[0] for d in con.description].index("details")])
+    private = details["differential_privacy"]
+    # ARX's parameters for 1 - 0.1 (rounded down) and 1e-5: benchmarks/results/arx_dp_parameters.md
+    assert (private["k"], private["beta"]) == (59, 0.5934303402594007)
+    assert private["epsilon_anonymization"] == float.fromhex("0x1.cccccccccccccp-1")
+    assert private["search_steps"] == 3 and private["search_steps_taken"] <= 3
+    assert private["search_publishes"] == "the last pivot"
+    assert list(private["levels"].values()) == details["levels"]
+    assert con.execute("SELECT count(*) FROM out").fetchone()[0] == private["published_rows"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ("epsilon_search = 0.1, qi = (a)", "option epsilon_search needs hierarchies (the search walks their lattice)"),
+    ("epsilon_search = 0.1, qi = (a), hierarchies = (a = 'intervals(2)'), levels = (a = 1)",
+     "option levels fixes the generalization: give levels or epsilon_search, not both"),
+    ("epsilon_search = 0.1, qi = (a), hierarchies = (a = 'intervals(2)'), metric = 'stars'",
+     "metric stars has no score function for the search: use one of loss, precision, discernibility, aecs, entropy"),
+    ("search_steps = 4, qi = (a)", "option search_steps applies to the search: it needs epsilon_search"),
+])
+def test_search_refusals(con, options, message):
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t INTO out WITH (epsilon = 1, delta = 1e-5, {options})")
+    assert str(raised.value).split(" (at line")[0] == message
