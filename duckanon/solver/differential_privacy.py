@@ -213,12 +213,20 @@ class _Sequences:
         self.c_high.extend(c[1].tolist())
 
     def _stirling_upto(self, upto: int) -> None:
+        """_stirling_error of every integer up to `upto`, as arrays (index: the integer)."""
         have = len(self.stirling[0])
         if have > upto:
             return
-        values = [_stirling_error(_point(v)) for v in range(have, 2 * upto + 1)]
-        self.stirling = (np.concatenate([self.stirling[0], [v[0] for v in values]]),
-                         np.concatenate([self.stirling[1], [v[1] for v in values]]))
+        value = _vpoint(np.arange(have, upto + 1, dtype=np.float64))
+        cube = _vunary(value, lambda x: math.pow(x, 3))
+        fifth = _vunary(value, lambda x: math.pow(x, 5))
+        invert = lambda x: 1.0 / x  # noqa: E731
+        base = _vbinary(_vunary(_vbinary(_point(12.0), value, _MUL), invert),
+                        _vunary(_vbinary(_point(360.0), cube, _MUL), invert), _SUB)
+        bound = _vunary(_vbinary(_point(1260.0), fifth, _MUL), invert)
+        offset = np.maximum(np.abs(bound[0]), np.abs(bound[1]))
+        self.stirling = (np.concatenate([self.stirling[0], np.nextafter(base[0] - offset, -np.inf)]),
+                         np.concatenate([self.stirling[1], np.nextafter(base[1] + offset, np.inf)]))
 
     def _interior(self, ns: np.ndarray, starts: np.ndarray):
         """P(j) for every n of the batch and every j in [start, n), flattened (n by n, j rising)."""

@@ -266,9 +266,9 @@ def _levels(value: exp.Expr) -> dict:
                         lambda name, level: _integer(level, "levels", 0))
 
 
-# differential privacy (SafePub): epsilon above this makes k run into the thousands (ARX's parameter
-# calculation then takes minutes); delta in this range (a delta of 0.1 or more protects no one)
-EPSILON_LIMIT = 5.0
+# differential privacy (SafePub): above this epsilon ARX's parameter calculation grows fast (1-5 s at 3;
+# ARX's own did not finish epsilon 5 in 25 minutes); delta in this range (0.1 or more protects no one)
+EPSILON_LIMIT = 3.0
 DELTA_RANGE = (1e-12, 0.1)
 
 

@@ -76,7 +76,7 @@ def test_explain_shows_k_and_beta(con):
      "the sample at the generalization given (hierarchies and levels), or at none"),
     ("epsilon = 1, delta = 1e-5, qi = (a), engine = 'spark'", "option epsilon needs engine = 'duckdb' (the sample "
      "is drawn on the class histogram that DuckDB's release publishes from)"),
-    ("epsilon = 9, delta = 1e-5, qi = (a)", "option epsilon must be at most 5, got 9"),
+    ("epsilon = 9, delta = 1e-5, qi = (a)", "option epsilon must be at most 3, got 9"),
     ("epsilon = 1, delta = 0.5, qi = (a)", "option delta must be in [1e-12, 0.1), got 0.5"),
 ])
 def test_refusals(con, options, message):
