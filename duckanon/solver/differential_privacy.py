@@ -84,14 +84,6 @@ def _log(a):
     return _unary(a, math.log)
 
 
-def _sqrt(a):
-    return _unary(a, math.sqrt)
-
-
-def _inv(a):
-    return _unary(a, lambda x: 1.0 / x)
-
-
 def _pow(a, exponent: int):
     return _unary(a, lambda x: math.pow(x, exponent))
 
@@ -109,38 +101,6 @@ def _less(a: Interval, b: Interval) -> bool:
     if not (a[1] < b[0] or b[1] < a[0]):
         raise AnonymizeError("the differential privacy parameters are undecidable in ARX's interval arithmetic")
     return a[1] < b[0]
-
-
-def _max(a: Interval, b: Interval) -> Interval:
-    if a[1] == b[0]:
-        return b
-    if b[1] == a[0]:
-        return a
-    return b if _less(a, b) else a
-
-
-def _stirling_error(value: Interval) -> Interval:
-    base = _sub(_inv(_mul(_point(12.0), value)), _inv(_mul(_point(360.0), _pow(value, 3))))
-    bound = _inv(_mul(_point(1260.0), _pow(value, 5)))
-    offset = max(abs(bound[0]), abs(bound[1]))
-    return _down(base[0] - offset), _up(base[1] + offset)
-
-
-def _binomial_probability(n: int, p: Interval, k: int) -> Interval:
-    """P(Binomial(n, p) = k) by Loader's saddle point, as IntervalArithmeticDouble.binomialProbability."""
-    if k < 0 or k > n:
-        return _point(0.0)
-    if k == 0:
-        return _pow(_sub(ONE, p), n)
-    if k == n:
-        return _pow(p, n)
-    big_n, big_k = _point(n), _point(k)
-    rest = _sub(big_n, big_k)
-    deviance = _add(_mul(big_k, _log(_div(big_k, _mul(big_n, p)))),
-                    _mul(rest, _log(_div(rest, _mul(big_n, _sub(ONE, p))))))
-    stirling = _sub(_sub(_stirling_error(big_n), _stirling_error(big_k)), _stirling_error(rest))
-    root = _sqrt(_div(big_n, _mul(_mul(_mul(_point(2.0), PI), big_k), rest)))
-    return _exp(_sub(_add(_log(root), stirling), deviance))
 
 
 def _vbinary(a, b, operation):

@@ -15,7 +15,8 @@ PRIVATE = "epsilon = 1, delta = 1e-5, qi = (a, b)"
 def con():
     con = duckanon.connect()
     con.execute("CREATE TABLE t AS SELECT (i % 7) AS a, (i % 3) AS b, (i % 5) AS s FROM range(5000) r(i)")
-    return con
+    yield con
+    con.close()
 
 
 def test_release_publishes_the_sample_in_classes_of_derived_k(con):
