@@ -139,7 +139,10 @@ def privacy_items(statement) -> list[tuple[str, str]]:
                                      f"sampled with beta = {statement.dp_beta!r}, classes below k = {statement.dp_k} "
                                      "removed (ARX's parameter calculation; epsilon_anonymization = "
                                      f"{statement.dp_epsilon_anonymization!r})"),
-            ("generalization (fixed)", ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
+            ("generalization", f"searched: SafePub's search spends epsilon_search = {statement.epsilon_search:g} over "
+                               f"{statement.search_steps} steps by {statement.metric}, the last pivot published"
+             if statement.epsilon_search else
+             "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
              if statement.levels else "none: the classes as they are"),
             ("this dry run", "one sample of many: each run draws its own, so its counts are an example")]
 

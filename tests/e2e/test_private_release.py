@@ -55,7 +55,13 @@ def test_explain_shows_k_and_beta(con):
     items = dict(con.execute(f"EXPLAIN ANONYMIZE t INTO out WITH ({PRIVATE})").fetchall())
     line = items["differential privacy"]
     assert "beta = 0.6321205588285574" in line and "k = 62" in line
-    assert items["generalization (fixed)"] == "none: the classes as they are"
+    assert items["generalization"] == "none: the classes as they are"
+    searched = dict(con.execute("EXPLAIN ANONYMIZE t INTO out WITH (epsilon = 1, epsilon_search = 0.1, delta = 1e-5, "
+                                "qi = (a, b), hierarchies = (a = 'intervals(2)', b = 'intervals(3)'), "
+                                "metric = 'loss')").fetchall())
+    assert searched["generalization"] == ("searched: SafePub's search spends epsilon_search = 0.1 over 100 steps by "
+                                          "loss, the last pivot published")
+    assert "k = 59" in searched["differential privacy"]
 
 
 @pytest.mark.parametrize("options, message", [
