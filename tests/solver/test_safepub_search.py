@@ -165,13 +165,14 @@ def test_default_source_is_the_system_cryptographic_one(monkeypatch):
     monkeypatch.setattr(ss.random, "SystemRandom", Counting)
     space, hist = toy()
     result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.5, 3)
-    assert len(used) == result.steps == 3
+    assert result.publish == "select" and result.epsilon_final == 0.45  # the default: 90% for the final choice
+    assert len(used) == result.steps + 1 == 4  # 3 steps and the final choice
 
 
 @pytest.mark.parametrize("steps", [0, 1, 2, 4, 5, 40])
 def test_walk_never_takes_more_than_search_steps(steps):
     space, hist = toy()  # a lattice of 3 x 2 = 6 nodes
-    result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, steps, rng=random.Random(steps))
+    result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, steps, "last", random.Random(steps))
     assert result.steps <= steps and len(result.pivots) == result.steps + 1
     assert result.pivots[0] == (2, 1)  # from the top
     for i, pivot in enumerate(result.pivots[1:], start=1):
@@ -185,7 +186,7 @@ def test_walk_ends_when_no_candidate_is_left():
     """On a chain (one QI) each pivot has one predecessor: the walk reaches the bottom and stops."""
     space = ss.ScoreSpace.from_rows([TOY_HIERARCHIES[0]], [TOY_VALUES[0]])
     hist = Histogram(np.array([[0], [1], [2]]), np.array([[2], [2], [2]]))
-    result = ss.data_dependent_search(space, hist, 6, 2, "precision", 1.0, 10, rng=random.Random(0))
+    result = ss.data_dependent_search(space, hist, 6, 2, "precision", 1.0, 10, "last", random.Random(0))
     assert result.pivots == [(2,), (1,), (0,)] and result.steps == 2
 
 
@@ -194,7 +195,7 @@ def test_budget_is_split_over_the_draws():
     assert ss.per_step_epsilon(0.1, 7) * 7 <= 0.1
     assert ss.per_step_epsilon(1.0, 4) == 0.25
     space, hist = toy()
-    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0))
+    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0), 0.5)
     assert select.epsilon_final == 0.5 and select.epsilon_step == 0.125  # 4 walk draws of 1/8 + 1/2
     assert select.epsilon_final + select.steps * select.epsilon_step <= 1.0
     assert select.levels in select.scores  # a pivot or a predecessor of one
