@@ -212,3 +212,57 @@ def test_best_pivot_is_arxs_choice():
     assert result.scores[result.levels] == best
     with pytest.raises(AnonymizeError, match="unknown publish choice 'max'"):
         ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 5, "max")
+
+
+def chain_case(sample: dict[str, int], n_total: int):
+    """One QI of values a, b under one root '*': a lattice of two nodes, bottom (0,) and top (1,)."""
+    space = ss.ScoreSpace.from_rows([[["a", "*"], ["b", "*"]]], [["a", "b"]])
+    codes = [[c] for c, v in enumerate("ab") if sample.get(v)]
+    counts = [[sample[v]] for v in "ab" if sample.get(v)]
+    return space, Histogram(np.array(codes), np.array(counts)), n_total
+
+
+# Neighbours: D samples a, b of N = 3 rows; D' has one more row, a, sampled (N = 4). With k = 2 and
+# discernibility the top is better on D (-7 against -9, before the sensitivity) and the bottom on
+# D' (-12 against -13).
+D = chain_case({"a": 1, "b": 1}, 3)
+D_PRIME = chain_case({"a": 2, "b": 1}, 4)
+
+
+def test_best_pivot_is_outside_the_budget_and_select_is_within_it():
+    """One step: the walk's only candidate is the bottom, so its pivots are the same on both
+    neighbours. ARX's best pivot then follows the exact scores: the top on D, the bottom on D',
+    each with probability 1, which no epsilon bounds. 'select' publishes by one exponential
+    mechanism over the two nodes, within e^epsilon_search on every output."""
+    epsilon = 1.0
+    best = [ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "best_pivot", random.Random(0)).levels
+            for case in (D, D_PRIME)]
+    assert best == [(1,), (0,)]
+    probabilities = []
+    for case in (D, D_PRIME):
+        result = ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "select", random.Random(0))
+        assert result.pivots == [(1,), (0,)]
+        nodes = list(result.scores)
+        p = ss.exponential_probabilities([result.scores[n] for n in nodes], result.epsilon_final)
+        probabilities.append(dict(zip(nodes, p)))
+    for node in ((0,), (1,)):
+        ratio = probabilities[0][node] / probabilities[1][node]
+        assert math.exp(-epsilon) <= ratio <= math.exp(epsilon)
+    # the scores moved by less than one sensitivity between the neighbours, as the accounting needs
+    for node in ((0,), (1,)):
+        assert abs(ss.score("discernibility", *D, 2, node) - ss.score("discernibility", *D_PRIME, 2, node)) <= 1
+
+
+def test_select_frequencies_on_neighbours_stay_within_e_epsilon():
+    """The release of 'select' drawn 20,000 times on D and on D' (seeded): each output's
+    frequencies within e^epsilon_search of each other, with a margin for the draws."""
+    epsilon, draws = 1.0, 20000
+    freq = []
+    for i, case in enumerate((D, D_PRIME)):
+        rng = random.Random(100 + i)
+        got = [ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "select", rng).levels
+               for _ in range(draws)]
+        freq.append({node: got.count(node) / draws for node in ((0,), (1,))})
+    for node in ((0,), (1,)):
+        assert freq[0][node] <= math.exp(epsilon) * freq[1][node] + 0.02
+        assert freq[1][node] <= math.exp(epsilon) * freq[0][node] + 0.02
