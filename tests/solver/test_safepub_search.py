@@ -266,3 +266,23 @@ def test_select_frequencies_on_neighbours_stay_within_e_epsilon():
     for node in ((0,), (1,)):
         assert freq[0][node] <= math.exp(epsilon) * freq[1][node] + 0.02
         assert freq[1][node] <= math.exp(epsilon) * freq[0][node] + 0.02
+
+
+def test_bound_hierarchies_give_the_same_scores(adult):
+    """ScoreSpace.from_bound (what the pipeline has: duckanon's bound hierarchies) scores every
+    node as from_rows on the ARX files does, here on all of Adult (every row sampled)."""
+    from duckanon.pipeline.problem import prepare
+
+    adult_records = [r for r in recorded() if r["data"] == "adult"]
+    qis = adult_records[0]["qis"].split(",")
+    quoted = ", ".join(f'"{q}"' for q in qis)
+    problem = prepare(adult, f"ANONYMIZE adult WITH (k = 2, qi = ({quoted}), method = 'lattice', "
+                             f"hierarchies = '{SHARED / 'adult'}/adult_hierarchy_{{column}}.csv')")
+    bound = ss.ScoreSpace.from_bound(problem.domains.hierarchies)
+    space, hist, n, _ = arx_case("adult", adult_records[0]["qis"], 1.0)
+    assert hist.n_rows == n == problem.histogram.n_rows
+    nodes = [bound.heights, (0,) * len(qis), *sorted({tuple(r["optimum"]) for r in adult_records})[:6]]
+    for metric in ss.SCORES:  # the top: every cell is the root label (entropy's root test)
+        for node in nodes:
+            assert ss.score(metric, bound, problem.histogram, n, 62, node) == \
+                pytest.approx(ss.score(metric, space, hist, n, 62, node), rel=1e-15), (metric, node)
