@@ -21,7 +21,9 @@ The sums are exact (integers and fractions), as ARX's BigFraction, then one floa
 The exponential mechanism draws candidate i with probability exp(eps * s_i / 2) / sum (s_i the
 score divided by its sensitivity), computed in log space (the largest exponent subtracted), with
 a uniform draw from the operating system's cryptographic source (random.SystemRandom) unless the
-caller passes another source (tests only).
+caller passes another source (tests only). Like ARX's, it samples from doubles: the distribution
+is the exact one up to floating-point rounding (ARX bounds the resulting excess of epsilon by
+about log((1 + n 2^-51)^2) for n candidates).
 
 The walk (ARX's): the top node is the first pivot; at each of `steps` steps the pivot's
 predecessors (one level lower in one QI) not yet candidates join the candidates, the pivot
@@ -36,11 +38,13 @@ are the outputs of `steps` exponential mechanisms of epsilon_search / steps each
 adaptively, so by sequential (adaptive) composition the SEQUENCE of pivots is
 epsilon_search-differentially private, and anything computed from that sequence alone is too
 (post-processing). Picking the best of them by their exact scores is not computed from the
-sequence alone: it reads the data again, without noise. One step on a lattice whose top has one
-predecessor shows it: the mechanism has one candidate, so the output is the better of the two
-exact scores, and a neighbour that flips the comparison (scores within one sensitivity) flips
-the output with the probability that the added row is sampled, beta, against 0: no finite
-epsilon with delta < beta covers it. So duckanon does not publish the best pivot. It publishes:
+sequence alone: it reads the data again, without noise. One step on a lattice of two nodes
+shows it (tests/solver/test_safepub_search.py): the walk's only candidate is the bottom, so the
+pivots are the same on every input, and the output is the better of the two exact scores. Two
+samples one row apart can rank them differently (the scores move by less than one sensitivity),
+so the output is the top with probability 1 on one and 0 on the other; in the whole pipeline the
+added row is sampled with probability beta, and no finite epsilon with delta below about beta
+covers that. So duckanon does not publish the best pivot. It publishes:
   * `publish = 'last'`: the last pivot. Post-processing of the pivot sequence: exactly
     epsilon_search, the accounting of the paper's composition argument (epsilon_search split
     over the steps' mechanisms, as ARX splits it);
