@@ -11,7 +11,8 @@ node with classes below k removed. Both outputs are scored by ONE oracle, the si
 harness's arxloss.loss (ARX's Loss; rows not published count as suppressed) over all N rows.
 
     ARXSIDE_WORK=/tmp/arxside-l40 python benchmarks/bench_safepub.py [--runs 10] [--steps 100]
-        [--only adult] [--publish last,select,select:0.9,best_pivot]
+        [--only adult] [--publish last,select,select:0.9,best_pivot] [--epsilons 0.5,1,2]
+        [--search-share 0.1] [--delta 1e-6] [--out bench_safepub]
 
 Prints a markdown table (median loss over the runs, median seconds per run) and writes it with
 the raw figures to benchmarks/results/bench_safepub.{md,json}.
@@ -97,10 +98,10 @@ def compile_arx() -> str:
     return f"{classes}{os.pathsep}{classpath}"
 
 
-def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int) -> list[dict]:
+def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float, delta: float) -> list[dict]:
     out_dir = Path(tempfile.mkdtemp(prefix="arx_dp_out_"))
     args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
-            f"epsilon={epsilon}", f"delta={DELTA}", f"budget={SEARCH_SHARE * epsilon}", f"steps={steps}",
+            f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",
             f"repeat={runs}", f"out={out_dir}/run"]
     done = subprocess.run(["java", "-Xmx8g", "-cp", classpath, "ArxDp", *args], capture_output=True, text=True)
     records = [json.loads(x[len("RUN "):]) for x in done.stdout.splitlines() if x.startswith("RUN ")]
@@ -128,6 +129,9 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--publish", default="last,select,select:0.9,best_pivot")
     ap.add_argument("--out", default="bench_safepub")
+    ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
+    ap.add_argument("--search-share", type=float, default=SEARCH_SHARE)
+    ap.add_argument("--delta", type=float, default=DELTA)
     a = ap.parse_args()
     classpath = compile_arx()
     choices = a.publish.split(",")
@@ -136,13 +140,14 @@ def main() -> None:
         if a.only and a.only != name:
             continue
         data = Data(name, qis)
-        for epsilon in EPSILONS:
-            arx = summary(arx_runs(classpath, data, epsilon, a.steps, a.runs))
+        for epsilon in (float(e) for e in a.epsilons.split(",")):
+            share = a.search_share
+            arx = summary(arx_runs(classpath, data, epsilon, a.steps, a.runs, share, a.delta))
             k, beta = arx["runs"][0]["k"], arx["runs"][0]["beta"]
-            row = {"data": name, "epsilon": epsilon, "epsilon_search": SEARCH_SHARE * epsilon, "delta": DELTA,
+            row = {"data": name, "epsilon": epsilon, "epsilon_search": share * epsilon, "delta": a.delta,
                    "steps": a.steps, "k": k, "beta": beta, "arx": arx}
             for publish in choices:
-                row[publish] = summary([duck_run(data, k, beta, SEARCH_SHARE * epsilon, a.steps, publish)
+                row[publish] = summary([duck_run(data, k, beta, share * epsilon, a.steps, publish)
                                         for _ in range(a.runs)])
             raw.append(row)
             cells = [f"{row[p]['loss_median']:.4f} ({row[p]['seconds_median']:.2f} s)" for p in choices]
@@ -153,8 +158,8 @@ def main() -> None:
     head = ("| data | epsilon | k | beta | ARX SafePub (best pivot) | "
             + " | ".join(f"duckanon {p}" for p in choices) + " |")
     md = "\n".join([f"ARX Loss (oracle arxloss.loss over all N rows), median of {a.runs} runs each side, "
-                    f"median seconds per run in parentheses; epsilon_search = {SEARCH_SHARE:g} x epsilon, "
-                    f"delta = {DELTA:g}, {a.steps} steps (expansions).", "", head,
+                    f"median seconds per run in parentheses; epsilon_search = {a.search_share:g} x epsilon, "
+                    f"delta = {a.delta:g}, {a.steps} steps (expansions).", "", head,
                     "|" + "---|" * (5 + len(choices)), *table, ""])
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{a.out}.md").write_text(md)

@@ -165,13 +165,14 @@ def test_default_source_is_the_system_cryptographic_one(monkeypatch):
     monkeypatch.setattr(ss.random, "SystemRandom", Counting)
     space, hist = toy()
     result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.5, 3)
-    assert len(used) == result.steps == 3
+    assert result.publish == "select" and result.epsilon_final == 0.45  # the default: 90% for the final choice
+    assert len(used) == result.steps + 1 == 4  # 3 steps and the final choice
 
 
 @pytest.mark.parametrize("steps", [0, 1, 2, 4, 5, 40])
 def test_walk_never_takes_more_than_search_steps(steps):
     space, hist = toy()  # a lattice of 3 x 2 = 6 nodes
-    result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, steps, rng=random.Random(steps))
+    result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, steps, "last", random.Random(steps))
     assert result.steps <= steps and len(result.pivots) == result.steps + 1
     assert result.pivots[0] == (2, 1)  # from the top
     for i, pivot in enumerate(result.pivots[1:], start=1):
@@ -185,7 +186,7 @@ def test_walk_ends_when_no_candidate_is_left():
     """On a chain (one QI) each pivot has one predecessor: the walk reaches the bottom and stops."""
     space = ss.ScoreSpace.from_rows([TOY_HIERARCHIES[0]], [TOY_VALUES[0]])
     hist = Histogram(np.array([[0], [1], [2]]), np.array([[2], [2], [2]]))
-    result = ss.data_dependent_search(space, hist, 6, 2, "precision", 1.0, 10, rng=random.Random(0))
+    result = ss.data_dependent_search(space, hist, 6, 2, "precision", 1.0, 10, "last", random.Random(0))
     assert result.pivots == [(2,), (1,), (0,)] and result.steps == 2
 
 
@@ -194,7 +195,7 @@ def test_budget_is_split_over_the_draws():
     assert ss.per_step_epsilon(0.1, 7) * 7 <= 0.1
     assert ss.per_step_epsilon(1.0, 4) == 0.25
     space, hist = toy()
-    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0))
+    select = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0), 0.5)
     assert select.epsilon_final == 0.5 and select.epsilon_step == 0.125  # 4 walk draws of 1/8 + 1/2
     assert select.epsilon_final + select.steps * select.epsilon_step <= 1.0
     assert select.levels in select.scores  # a pivot or a predecessor of one
@@ -211,3 +212,77 @@ def test_best_pivot_is_arxs_choice():
     assert result.scores[result.levels] == best
     with pytest.raises(AnonymizeError, match="unknown publish choice 'max'"):
         ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 5, "max")
+
+
+def chain_case(sample: dict[str, int], n_total: int):
+    """One QI of values a, b under one root '*': a lattice of two nodes, bottom (0,) and top (1,)."""
+    space = ss.ScoreSpace.from_rows([[["a", "*"], ["b", "*"]]], [["a", "b"]])
+    codes = [[c] for c, v in enumerate("ab") if sample.get(v)]
+    counts = [[sample[v]] for v in "ab" if sample.get(v)]
+    return space, Histogram(np.array(codes), np.array(counts)), n_total
+
+
+# Neighbours: D samples a, b of N = 3 rows; D' has one more row, a, sampled (N = 4). With k = 2 and
+# discernibility the top is better on D (-7 against -9, before the sensitivity) and the bottom on
+# D' (-12 against -13).
+D = chain_case({"a": 1, "b": 1}, 3)
+D_PRIME = chain_case({"a": 2, "b": 1}, 4)
+
+
+def test_best_pivot_is_outside_the_budget_and_select_is_within_it():
+    """One step: the walk's only candidate is the bottom, so its pivots are the same on both
+    neighbours. ARX's best pivot then follows the exact scores: the top on D, the bottom on D',
+    each with probability 1, which no epsilon bounds. 'select' publishes by one exponential
+    mechanism over the two nodes, within e^epsilon_search on every output."""
+    epsilon = 1.0
+    best = [ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "best_pivot", random.Random(0)).levels
+            for case in (D, D_PRIME)]
+    assert best == [(1,), (0,)]
+    probabilities = []
+    for case in (D, D_PRIME):
+        result = ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "select", random.Random(0))
+        assert result.pivots == [(1,), (0,)]
+        nodes = list(result.scores)
+        p = ss.exponential_probabilities([result.scores[n] for n in nodes], result.epsilon_final)
+        probabilities.append(dict(zip(nodes, p)))
+    for node in ((0,), (1,)):
+        ratio = probabilities[0][node] / probabilities[1][node]
+        assert math.exp(-epsilon) <= ratio <= math.exp(epsilon)
+    # the scores moved by less than one sensitivity between the neighbours, as the accounting needs
+    for node in ((0,), (1,)):
+        assert abs(ss.score("discernibility", *D, 2, node) - ss.score("discernibility", *D_PRIME, 2, node)) <= 1
+
+
+def test_select_frequencies_on_neighbours_stay_within_e_epsilon():
+    """The release of 'select' drawn 20,000 times on D and on D' (seeded): each output's
+    frequencies within e^epsilon_search of each other, with a margin for the draws."""
+    epsilon, draws = 1.0, 20000
+    freq = []
+    for i, case in enumerate((D, D_PRIME)):
+        rng = random.Random(100 + i)
+        got = [ss.data_dependent_search(*case, 2, "discernibility", epsilon, 1, "select", rng).levels
+               for _ in range(draws)]
+        freq.append({node: got.count(node) / draws for node in ((0,), (1,))})
+    for node in ((0,), (1,)):
+        assert freq[0][node] <= math.exp(epsilon) * freq[1][node] + 0.02
+        assert freq[1][node] <= math.exp(epsilon) * freq[0][node] + 0.02
+
+
+def test_bound_hierarchies_give_the_same_scores(adult):
+    """ScoreSpace.from_bound (what the pipeline has: duckanon's bound hierarchies) scores every
+    node as from_rows on the ARX files does, here on all of Adult (every row sampled)."""
+    from duckanon.pipeline.problem import prepare
+
+    adult_records = [r for r in recorded() if r["data"] == "adult"]
+    qis = adult_records[0]["qis"].split(",")
+    quoted = ", ".join(f'"{q}"' for q in qis)
+    problem = prepare(adult, f"ANONYMIZE adult WITH (k = 2, qi = ({quoted}), method = 'lattice', "
+                             f"hierarchies = '{SHARED / 'adult'}/adult_hierarchy_{{column}}.csv')")
+    bound = ss.ScoreSpace.from_bound(problem.domains.hierarchies)
+    space, hist, n, _ = arx_case("adult", adult_records[0]["qis"], 1.0)
+    assert hist.n_rows == n == problem.histogram.n_rows
+    nodes = [bound.heights, (0,) * len(qis), *sorted({tuple(r["optimum"]) for r in adult_records})[:6]]
+    for metric in ss.SCORES:  # the top: every cell is the root label (entropy's root test)
+        for node in nodes:
+            assert ss.score(metric, bound, problem.histogram, n, 62, node) == \
+                pytest.approx(ss.score(metric, space, hist, n, 62, node), rel=1e-15), (metric, node)
