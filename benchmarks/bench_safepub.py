@@ -98,7 +98,8 @@ def compile_arx() -> str:
     return f"{classes}{os.pathsep}{classpath}"
 
 
-def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float, delta: float) -> list[dict]:
+def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float,
+             delta: float) -> list[dict]:
     out_dir = Path(tempfile.mkdtemp(prefix="arx_dp_out_"))
     args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
             f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",

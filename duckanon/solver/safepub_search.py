@@ -239,7 +239,8 @@ class Scorer:
                 total += Fraction(int(np.dot(weight, self.leaves(j, h))), space.domain[j])
             return -total
         if self.metric == "precision":
-            return -(m * out + kept * sum((Fraction(h, H) if H else Fraction(0)) for h, H in zip(levels, space.heights)))
+            shares = sum((Fraction(h, H) if H else Fraction(0)) for h, H in zip(levels, space.heights))
+            return -(m * out + kept * shares)
         if self.metric == "discernibility":
             return -Fraction(n * out + _squares(sizes[sizes >= self.k]))
         if self.metric == "aecs":
