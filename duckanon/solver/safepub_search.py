@@ -2,7 +2,11 @@
 Algorithm With Strong Privacy Guarantees", PoPETs 2018(1):67-87), as ARX implements it:
 the score functions of its metrics (metric/v2/*.java `getScore()`), the exponential mechanism
 (dp/ExponentialMechanism.java) and the walk over the lattice (algorithm/DataDependentEDDPAlgorithm.java).
-Pure functions over a histogram of the SAMPLED rows; sampling, k and beta are the caller's.
+Pure functions over a histogram of the SAMPLED rows; sampling, k and beta are the caller's:
+`data_dependent_search(ScoreSpace.from_bound(bound_hierarchies), sampled_histogram, n_total, k,
+metric, epsilon_search, steps).levels` is the node to publish the sample at (classes below k
+removed); `steps` counts expansions (ARX's SearchStepSemantics.EXPANSIONS; ARX's plain
+`setHeuristicSearchStepLimit(n)` counts checks and walks n / #QIs expansions).
 
 Scores (ARX's, already divided by their sensitivity, higher is better). A node's classes are the
 sampled rows generalized to its levels; a class of fewer than k sampled rows is suppressed; the
