@@ -79,7 +79,7 @@ def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int,
     started = time.perf_counter()
     chosen, hist, member = sample_histogram(data, beta, rng)
     result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish,
-                                      select_share=float(share or 0.5))
+                                      select_share=float(share or 0.5))  # 0.5: the module's default
     group, sizes = ss.node_groups(data.space, hist, result.levels)
     kept_rows = chosen[(sizes[group] >= k)[member]]
     seconds = time.perf_counter() - started
@@ -98,7 +98,8 @@ def compile_arx() -> str:
     return f"{classes}{os.pathsep}{classpath}"
 
 
-def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float, delta: float) -> list[dict]:
+def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float,
+             delta: float) -> list[dict]:
     out_dir = Path(tempfile.mkdtemp(prefix="arx_dp_out_"))
     args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
             f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",

@@ -165,7 +165,7 @@ def test_default_source_is_the_system_cryptographic_one(monkeypatch):
     monkeypatch.setattr(ss.random, "SystemRandom", Counting)
     space, hist = toy()
     result = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.5, 3)
-    assert result.publish == "select" and result.epsilon_final == 0.45  # the default: 90% for the final choice
+    assert result.publish == "select" and result.epsilon_final == 0.25  # the default: half for the final choice
     assert len(used) == result.steps + 1 == 4  # 3 steps and the final choice
 
 
