@@ -330,18 +330,23 @@ def _with_unsampled(published: Solution, hist: Histogram, present: np.ndarray, s
                    np.append(published.group_population, 0), notes=dict(published.notes))
 
 
+# the share of epsilon_search of the search's final choice (safepub_search's default, measured there:
+# BENCHMARKS.md, "Differential privacy (SafePub) beside ARX")
+SELECT_SHARE = 0.5
+
+
 def searched_levels(hierarchies, sample: Histogram, n_total: int, k: int, metric: str, epsilon_search: float,
                     steps: int) -> tuple[tuple[int, ...], dict]:
     """SafePub's data-dependent search on the sample (solver/safepub_search: ARX's walk from the
-    top by the exponential mechanism over the metric's score), publishing safepub_search's default
-    `select`: the walk spends 10% of epsilon_search over its steps, one more exponential mechanism
-    the other 90% choosing among every node the walk scored; the two compose to exactly
+    top by the exponential mechanism over the metric's score), publishing safepub_search's
+    `select` with SELECT_SHARE: the walk spends half of epsilon_search over its steps, one more
+    exponential mechanism the other half choosing among every node the walk scored; they compose to exactly
     epsilon_search (ARX's best pivot re-reads the data without noise, see safepub_search). The
     levels and what the notes say."""
     from duckanon.solver.safepub_search import ScoreSpace, data_dependent_search
 
     result = data_dependent_search(ScoreSpace.from_bound(hierarchies), sample, n_total, k, metric, epsilon_search,
-                                   steps)
+                                   steps, publish="select", select_share=SELECT_SHARE)
     return tuple(result.levels), {"search_steps_taken": result.steps, "epsilon_step": result.epsilon_step,
                                   "epsilon_final_choice": result.epsilon_final,
                                   "search_publishes": "select: the final choice among every node the walk scored"}

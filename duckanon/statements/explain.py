@@ -140,7 +140,7 @@ def privacy_items(statement) -> list[tuple[str, str]]:
                                      "removed (ARX's parameter calculation; epsilon_anonymization = "
                                      f"{statement.dp_epsilon_anonymization!r})"),
             ("generalization", f"searched: SafePub's search spends epsilon_search = {statement.epsilon_search:g} over "
-                               f"{statement.search_steps} steps by {statement.metric} (10% on the walk, 90% on the final choice "
+                               f"{statement.search_steps} steps by {statement.metric} (half on the walk, half on the final choice "
                                "among the nodes it scored)"
              if statement.epsilon_search else
              "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
