@@ -30,6 +30,7 @@ from duckanon.pipeline.population import (PopulationClasses, bind_with_populatio
                                          population_size)
 from duckanon.solver import GENERALIZING, Domains, KAnonymity, LDiversity, TCloseness, solve
 from duckanon.solver.context import SolveContext
+from duckanon.solver.differential_privacy import private_release, searched_levels
 from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.solver.histogram import Histogram
@@ -65,6 +66,8 @@ def models_for(plan: Plan, inputs: ModelInputs) -> list:
     models = []
     if statement.k is not None:
         models.append(KAnonymity(statement.k))
+    if statement.dp_k is not None:  # differential privacy: the classes of the sample, k derived
+        models.append(KAnonymity(statement.dp_k))
     if statement.highest_risk is not None:  # every record's risk 1 / (class size) at most r
         models.append(KAnonymity(max(1, math.ceil(1 / statement.highest_risk - 1e-9))))
     rows = int(np.asarray(sa_total).sum())
@@ -380,11 +383,58 @@ def solve_problem(problem: Problem, models: list, method: str, context: SolveCon
     add what the risk models measure on the published classes."""
     hist = problem.histogram
     progress.tell(context.progress, f"solving: {method}", classes=hist.n_classes, rows=hist.n_rows)
-    solution = solve(hist, models, method, problem.patterns, domains=problem.domains, deadline=context.deadline,
-                     progress=context.progress, weights=problem.weights)
+    if problem.plan.statement.epsilon is not None:
+        solution = _private_solution(problem, models)
+    else:
+        solution = solve(hist, models, method, problem.patterns, domains=problem.domains, deadline=context.deadline,
+                         progress=context.progress, weights=problem.weights)
     if solution.masked is not None:  # stars published as a whole-domain label ('*****'), not as '*'
         solution.notes["whole_domain_cells"] = solution.whole_domain_cells
     solution.notes.update(risk_notes(models, solution))
     if problem.plan.sensitive is None and problem.plan.statement.sensitive:
         solution.notes["sensitive_in_solver"] = False  # left out of the histogram: k alone, too large
     return solution
+
+
+def _private_solution(problem: Problem, models: list) -> Solution:
+    """Differential privacy (SafePub): the histogram sampled, generalized at the user's levels or
+    at the node SafePub's search picks with epsilon_search (then the lattice's node there, never
+    a search of the lattice's own: a sample whose every class falls below k publishes nothing),
+    the classes below the derived k removed."""
+    statement = problem.plan.statement
+    generalize, chosen = None, {}
+    if statement.levels or statement.epsilon_search:
+        hierarchies = problem.domains.hierarchies
+        fixed = _fixed_levels(problem.plan, hierarchies) if statement.levels else None
+
+        def generalize(sample: Histogram) -> Solution | None:
+            levels = fixed
+            if levels is None:
+                levels, chosen["search"] = searched_levels(hierarchies, sample, problem.histogram.n_rows,
+                                                           statement.dp_k, statement.metric,
+                                                           statement.epsilon_search, statement.search_steps)
+            chosen["levels"] = levels
+            solution = solve(sample, models, "lattice", domains=replace(problem.domains, stable_levels=levels))
+            return solution if solution.notes.pop("mode_used", "").startswith("stable") else None
+    solution = private_release(problem.histogram, statement.dp_beta, statement.dp_k, generalize)
+    sampled = solution.notes.pop("sampled_rows")
+    solution.notes["differential_privacy"] = {
+        "epsilon": statement.epsilon, "epsilon_anonymization": statement.dp_epsilon_anonymization,
+        "epsilon_search": statement.epsilon_search or 0.0, "delta": statement.delta, "beta": statement.dp_beta,
+        "k": statement.dp_k, "search_steps": statement.search_steps or 0, "sampled_rows": sampled,
+        "published_rows": problem.histogram.n_rows - solution.removed_rows,
+        "levels": dict(zip(problem.plan.qi, chosen["levels"])) if "levels" in chosen else None,
+        **chosen.get("search", {})}
+    return solution
+
+
+def _fixed_levels(plan: Plan, hierarchies) -> tuple[int, ...]:
+    """The user's levels in the QIs' order, each within its hierarchy."""
+    given = {name.lower(): level for name, level in plan.statement.levels.items()}
+    levels = []
+    for name, bound in zip(plan.qi, hierarchies):
+        level, height = given[name.lower()], bound.codes.shape[1] - 1
+        if level > height:
+            raise AnonymizeError(f"option levels: the hierarchy of {name} has levels 0 to {height}, got {level}")
+        levels.append(level)
+    return tuple(levels)

@@ -16,7 +16,8 @@ from duckanon.pipeline.result import Summary
 RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method",
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
                       "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
-                      "significance", "weights")
+                      "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
+                      "dp_k", "dp_beta")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 

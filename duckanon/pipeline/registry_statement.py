@@ -77,10 +77,10 @@ def _resolved_hierarchies(value, resolved: dict, options: list) -> dict:
 _NAME_LISTS = ("qi", "keep", "identifiers", "sensitive")
 _NUMBERS = ("k", "l", "t", "c", "seed", "time_limit", "suppression_limit", "k_map", "average_risk", "highest_risk",
             "population_uniqueness", "beta_likeness", "delta_disclosure", "population_size", "significance",
-            "risk_threshold", "memory_limit")
+            "risk_threshold", "memory_limit", "epsilon", "delta", "epsilon_search", "search_steps")
 _TEXTS = ("report", "spark_master", "sa_hierarchy", "mask_key", "engine", "materialize", "method", "l_variant",
           "metric", "t_distance", "beta_variant", "estimator", "population_weight")
-_SHAPED = ("patterns", "sa_order", "hierarchies", "delta_presence", "population", "weights", "mask")
+_SHAPED = ("patterns", "sa_order", "hierarchies", "delta_presence", "population", "weights", "mask", "levels")
 OPTION_NAMES = _NAME_LISTS + _NUMBERS + _TEXTS + _SHAPED
 
 
@@ -95,7 +95,8 @@ def options_set(statement: AnonymizeStatement) -> list[str]:
     default = AnonymizeStatement(source=statement.source, target=statement.target)
     differ = [name for name in OPTION_NAMES if name != "sensitive" and getattr(statement, name, None) !=
               getattr(default, name, None)]
-    return differ + (["sensitive"] if statement.sensitives else []) + ([] if "seed" in differ else ["seed"])
+    seeded = "seed" in differ or statement.epsilon is not None  # a private release takes no seed
+    return differ + (["sensitive"] if statement.sensitives else []) + ([] if seeded else ["seed"])
 
 
 def statement_data(plan: Plan, database: str, given: list[str]) -> dict:
@@ -161,12 +162,12 @@ def _option_expression(name: str, value) -> exp.Expr:
             raise Corrupt(name)
         return exp.Tuple(expressions=[exp.Null() if item is None else exp.Literal.string(checked_text(item, name))
                                       for item in value])
-    if name in ("hierarchies", "weights", "mask"):
+    if name in ("hierarchies", "weights", "mask", "levels"):
         if name == "hierarchies" and isinstance(value, str):
             return exp.Literal.string(value)
         if not isinstance(value, dict) or not value:
             raise Corrupt(name)
-        convert = _number_literal if name == "weights" else (lambda item, what: exp.Literal.string(checked_text(item, what)))
+        convert = _number_literal if name in ("weights", "levels") else (lambda item, what: exp.Literal.string(checked_text(item, what)))
         return exp.Tuple(expressions=[exp.EQ(this=exp.column(checked_text(column, name), quoted=True),
                                              expression=convert(item, name)) for column, item in value.items()])
     if name == "delta_presence":

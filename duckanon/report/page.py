@@ -11,7 +11,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from duckanon import extras
-from duckanon.report import claims, facts, population as population_risk, sections, verdict
+from duckanon.report import claims, facts, population as population_risk, privacy, sections, verdict
 from duckanon.report.markup import escape
 from duckanon.report.risk import resolve_risk_threshold
 
@@ -118,6 +118,8 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
         sections.columns(qi, columns, details.get("column_loss"), details.get("loss"), whole),
     ]
     parts[1:1] = [sections.changes(previous, summary, counts)] if previous else []
+    if "differential_privacy" in details:  # what the guarantee means, right below the header
+        parts.insert(1, privacy.differential_privacy(details["differential_privacy"]))
     parts += [sections.sensitive_attribute(db, published, qi, column) for column in sensitives]
     if roles:
         parts.append(sections.roles(db, roles, profile_source or original))

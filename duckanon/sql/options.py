@@ -245,6 +245,33 @@ def _positive(value: exp.Expr, option: str) -> float:
     return number
 
 
+def _epsilon(value: exp.Expr, option: str) -> float:
+    number = _positive(value, option)
+    if not math.isfinite(number) or number > EPSILON_LIMIT:
+        raise AnonymizeError(f"option {option} must be at most {EPSILON_LIMIT:g}, got {number:g}")
+    return number
+
+
+def _delta(value: exp.Expr) -> float:
+    number = _number(value, "delta")
+    if not (DELTA_RANGE[0] <= number < DELTA_RANGE[1]):
+        raise AnonymizeError(f"option delta must be in [{DELTA_RANGE[0]:g}, {DELTA_RANGE[1]:g}), got {number:g}")
+    return number
+
+
+def _levels(value: exp.Expr) -> dict:
+    """`(age = 2, zipcode = 1)`: the hierarchy level each QI is published at."""
+    return _assignments(value, "levels", lambda item: not item.this.table,
+                        "option levels must list column = level, e.g. levels = (age = 2, zipcode = 1)",
+                        lambda name, level: _integer(level, "levels", 0))
+
+
+# differential privacy (SafePub): above this epsilon ARX's parameter calculation grows fast (1-5 s at 3;
+# ARX's own did not finish epsilon 5 in 25 minutes); delta in this range (0.1 or more protects no one)
+EPSILON_LIMIT = 3.0
+DELTA_RANGE = (1e-12, 0.1)
+
+
 @dataclass(frozen=True)
 class MaskRule:
     """A masking rule of an identifier column: its kind and arguments (docs/identifiers.md)."""
@@ -341,7 +368,9 @@ def _significance(value: exp.Expr) -> float:
 SENSITIVE_MODELS = ("l", "t", "beta_likeness", "delta_disclosure")
 # the privacy models' options: ANONYMIZE needs at least one
 MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
-                 "beta_likeness", "delta_disclosure")
+                 "beta_likeness", "delta_disclosure", "epsilon")
+# the options of differential privacy; every other model is refused beside it
+PRIVACY_OPTIONS = ("epsilon", "delta", "epsilon_search", "search_steps", "levels")
 
 ANONYMIZE_OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
@@ -385,6 +414,11 @@ ANONYMIZE_OPTIONS = {
     "identifiers": lambda v: _names(v, "identifiers"),
     "mask": _mask,
     "mask_key": _mask_key,
+    "epsilon": lambda v: _epsilon(v, "epsilon"),
+    "delta": _delta,
+    "epsilon_search": lambda v: _epsilon(v, "epsilon_search"),
+    "search_steps": lambda v: _integer(v, "search_steps", 1),
+    "levels": _levels,
 }
 
 

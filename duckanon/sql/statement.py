@@ -15,6 +15,7 @@ from duckanon import methods
 from duckanon.sql.options import (ANONYMIZE_OPTIONS, KMAP_ESTIMATORS, MODEL_OPTIONS, OPTIONS_LISTED, SENSITIVE_MODELS,
                                   SWEEPABLE, UNIQUENESS_ESTIMATORS)
 from duckanon.sql.parser import Anonymize, AnonOption, Refresh, Report, parse_statement, position_error, strip_explain
+from duckanon.sql.privacy import check_privacy
 from duckanon.sql.report_refresh import bind_refresh, bind_report
 
 
@@ -77,6 +78,15 @@ class AnonymizeStatement:
     stable_levels: tuple | None = None
     # REFRESH: the release it replaces (its registry entry's summary and source rows), for the report
     previous_release: dict | None = None
+    # (epsilon, delta)-differential privacy (SafePub): the budget, and its derived k and beta (check_privacy)
+    epsilon: float | None = None
+    delta: float | None = None
+    epsilon_search: float | None = None
+    search_steps: int | None = None
+    levels: dict | None = None  # QI -> hierarchy level: the generalization fixed before the data is seen
+    dp_k: int | None = None
+    dp_beta: float | None = None
+    dp_epsilon_anonymization: float | None = None
     text: str = ""
 
     @property
@@ -144,10 +154,12 @@ def bind_statement(parsed: Anonymize, text: str = "", explain: bool = False) -> 
             raise AnonymizeError("option sensitive names a column twice")
         values.update(sensitives=sensitives, sensitive=sensitives[0])
     values.setdefault("seed", secrets.randbelow(2**63))
+    if "epsilon" in values and "hierarchies" in values:  # a private release generalizes at one lattice node
+        values.setdefault("method", "lattice")
     statement = AnonymizeStatement(source=TableName(parsed.this), target=TableName(target) if target is not None else None,
                                    text=text, explain=explain, **values)
     _check_options(statement, seen)
-    return statement
+    return check_privacy(statement, seen)
 
 
 def _check_options(statement: AnonymizeStatement, seen: set) -> None:
@@ -160,7 +172,7 @@ def _check_options(statement: AnonymizeStatement, seen: set) -> None:
                              "or add report = '<file>.html' (the first value is published)")
     if all(getattr(statement, name) is None for name in MODEL_OPTIONS):
         raise AnonymizeError("ANONYMIZE needs at least one of the options k, l or t "
-                             f"(or a risk-based model: {', '.join(MODEL_OPTIONS[3:])})")
+                             f"(or a risk-based model: {', '.join(MODEL_OPTIONS[3:-1])}; or epsilon)")
     if statement.reads_sensitive and statement.sensitive is None:
         which = next(name for name in SENSITIVE_MODELS if getattr(statement, name) is not None)
         raise AnonymizeError(f"option {which} needs a sensitive column: add sensitive = <column>")

@@ -119,6 +119,9 @@ def run_statement(con, text: str, progress=None, caller=None):
         extras.require("matplotlib")  # before anything runs, so nothing is published without its report
     backend = backend_for(con, statement)
     try:
+        if getattr(statement, "epsilon", None) is not None and not isinstance(backend, DuckDBBackend):
+            raise AnonymizeError("option epsilon needs engine = 'duckdb' (the sample is drawn on the class histogram "
+                                 "that DuckDB's release publishes from)")
         registered = _register_python_objects(backend, statement, caller)
         try:
             result = _runner(statement)(backend, statement, started, progress)

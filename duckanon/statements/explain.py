@@ -108,6 +108,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
         ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", ", ".join(plan.sensitives)),
         ("privacy models", "; ".join(str(model) for model in models)),
+        *privacy_items(statement),
         ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
         ("dropped columns (not published)", ", ".join(plan.dropped) or "none"),
         *([("population", plan.population.sql())] if plan.population is not None else []),
@@ -127,6 +128,24 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     ]
     items += profile_items(backend, plan)
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
+def privacy_items(statement) -> list[tuple[str, str]]:
+    """Differential privacy's derived parameters, known from the statement alone (bound before the
+    dry run reads any row)."""
+    if statement.epsilon is None:
+        return []
+    return [("differential privacy", f"(epsilon = {statement.epsilon:g}, delta = {statement.delta:g}): every row "
+                                     f"sampled with beta = {statement.dp_beta!r}, classes below k = {statement.dp_k} "
+                                     "removed (ARX's parameter calculation; epsilon_anonymization = "
+                                     f"{statement.dp_epsilon_anonymization!r})"),
+            ("generalization", f"searched: SafePub's search spends epsilon_search = {statement.epsilon_search:g} over "
+                               f"{statement.search_steps} steps by {statement.metric} (half on the walk, half on the final choice "
+                               "among the nodes it scored)"
+             if statement.epsilon_search else
+             "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
+             if statement.levels else "none: the classes as they are"),
+            ("this dry run", "one sample of many: each run draws its own, so its counts are an example")]
 
 
 def lattice_search(notes: dict) -> str:

@@ -83,6 +83,10 @@ def refresh_one(backend: Backend, entry: registry.Entry, mode: str, listener=Non
     except registry.Corrupt:  # checked when read: not expected
         raise AnonymizeError(f"REFRESH {shown}: its registry entry in database {entry.registry} is corrupt") from None
     _check_hierarchy_tables(backend, shown, entry)
+    if statement.epsilon is not None and mode == "stable":
+        raise AnonymizeError(f"REFRESH {shown} in stable mode is refused: a differentially private release is "
+                             "refreshed with a fresh sample and a fresh budget only (mode = 'fresh' spends epsilon "
+                             "again); nothing was changed")
     levels, reason = _stable_levels(entry) if mode == "stable" else (None, None)
     before = entry.summary
     statement = replace(statement, stable_levels=levels, previous_release={

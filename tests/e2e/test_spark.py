@@ -209,3 +209,14 @@ def test_a_wide_table_same_as_duckdb(spark):
     spark_rows = Counter(tuple(None if v is None else str(v) for v in r) for r in spark.table("wide_anon").collect())
     duck_rows = Counter(tuple(None if v is None else str(v) for v in r) for r in con.execute("SELECT * FROM wide_anon").fetchall())
     assert spark_rows == duck_rows and on_duckdb.stars > 0
+
+
+def test_differential_privacy_is_refused_on_spark(spark):
+    from duckanon.errors import AnonymizeError
+    from duckanon.spark import execute
+
+    with pytest.raises(AnonymizeError) as raised:
+        execute(spark, "ANONYMIZE hospital INTO dp_out WITH (epsilon = 1, delta = 1e-5, qi = (zipcode, age))")
+    assert str(raised.value) == ("option epsilon needs engine = 'duckdb' (the sample is drawn on the class "
+                                 "histogram that DuckDB's release publishes from)")
+    assert not spark.catalog.tableExists("dp_out")
