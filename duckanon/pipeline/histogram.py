@@ -23,6 +23,7 @@ from duckanon.pipeline.codes import create_coded, dense_code as _dense_code, nar
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.heuristics import segments_alone as heuristic_segments_alone
 from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.segments import SEGMENT_BLOCK
 from duckanon.names import TableName
 
 STAR = "*"
@@ -272,7 +273,11 @@ def solver_memory_estimate(n_classes: int, n_cells: int, m: int, n_sa: int, code
     """Bytes the histogram and the solver need in Python for these sizes (an upper estimate); with
     `code_bytes` below 8, the codes stay in that width throughout (segments_alone)."""
     if code_bytes < 8:
-        return BASE_BYTES + (COMPACT_CODE_COPIES * code_bytes * n_classes * m
+        # beside the codes: segments' block of positions (three words per position and column, at
+        # most SEGMENT_BLOCK positions) and the groups' representatives (a word per group and
+        # column, at most one group per two classes)
+        per_column_words = 3 * min(n_classes, SEGMENT_BLOCK) + n_classes // 2
+        return BASE_BYTES + (COMPACT_CODE_COPIES * code_bytes * n_classes * m + 8 * per_column_words * m
                              + 8 * (COMPACT_CLASS_WORDS + n_sa) * n_classes + 8 * CELL_WORD_FACTOR * 3 * n_cells)
     return BASE_BYTES + 8 * (CLASS_WORD_FACTOR * n_classes * (m + n_sa) + CELL_WORD_FACTOR * n_cells * (m + 3))
 

@@ -49,6 +49,8 @@ CELL_SEARCH_ROW_LIMIT = 1000
 # values: greedy 12.6 s, topdown 7.7 s, segments 0.5 s, within 0.2% of greedy's stars;
 # benchmarks/bench_wide.py).
 WIDE_CELL_LIMIT = 3_000_000
+# A table of more QIs than this is wide (`wide`: more than EXACT_PATTERN_LIMIT = 2^12 star patterns).
+WIDE_QIS = 12
 
 
 def wide(hist: Histogram) -> bool:
@@ -160,9 +162,10 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
             attempt("tp+", lambda: tp_solution(hist, models, True, context))
         attempt("segments", lambda: run_heuristic("segments", hist, models, None, context, weights))
         solution = best()
-        solution.notes["portfolio"] = (f"segments alone: {hist.n_classes} classes x {hist.m} quasi-identifiers are more "
-                                       f"than {WIDE_CELL_LIMIT} cells of a wide table, where the other heuristics grow "
-                                       "with the classes squared")
+        beside = " (TP+ beside it, for l-diversity)" if diversity else ""
+        solution.notes["portfolio"] = (f"segments alone{beside}: {hist.n_classes} classes x {hist.m} quasi-identifiers are "
+                                       f"more than {WIDE_CELL_LIMIT} cells of a wide table, where the other heuristics "
+                                       "grow with the classes squared")
         return solution
     if diversity and hist.n_classes > TP_ONLY_CLASS_LIMIT:
         attempt("tp+", lambda: tp_solution(hist, models, True, context))
@@ -219,7 +222,11 @@ def best_heuristic(hist: Histogram, models, patterns=None, context: SolveContext
                 context.cut("cell search")
             if improved is not None:
                 candidates.append(improved)
-    return best()
+    solution = best()
+    if patterns is None and wide(hist):
+        solution.notes.setdefault("portfolio", f"segments in the portfolio: {hist.m} quasi-identifiers make a wide table "
+                                               f"(more than {WIDE_QIS})")
+    return solution
 
 
 def row_search(hist: Histogram) -> bool:
