@@ -124,7 +124,8 @@ def run_spark(engine: str, parquet: str, rows: int, m: int) -> dict:
         warmup = time.perf_counter() - began
         timer.take()
         began = time.perf_counter()
-        summary = execute(spark, statement(m))
+        summary = execute(spark, statement(m), progress=lambda phase, info: print(
+            f"phase: {time.perf_counter() - began:.1f} s {phase}", file=sys.stderr, flush=True))
         seconds = time.perf_counter() - began
         queries = timer.take()
         peak = spark_peak_rss(spark, cluster)
@@ -168,7 +169,8 @@ def child(engine: str, parquet: Path, rows: int, m: int, timeout: float) -> dict
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             stdout, stderr = process.communicate()
-        result = {"engine": ENGINES[engine], "outcome": f"stopped after {timeout:.0f} s", "stderr": stderr[-2000:]}
+        result = {"engine": ENGINES[engine], "outcome": f"stopped after {timeout:.0f} s", "stderr": stderr[-2000:],
+                  "phases": [line[7:] for line in stderr.splitlines() if line.startswith("phase: ")]}
     else:
         lines = stdout.strip().splitlines()
         result = json.loads(lines[-1]) if process.returncode == 0 and lines else {
