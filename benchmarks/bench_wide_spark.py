@@ -223,14 +223,15 @@ def row(rows: int, m: int, engine: str, runs: list[dict], duckdb: dict[tuple, di
                 f"{min(loads):.1f}-{max(loads):.1f} |")
     paired = [(r, duckdb[key(r)]) for r in ok if key(r) in duckdb]
     ratios = [r["seconds"] / d["seconds"] for r, d in paired]
-    same = all(r["fingerprint"] == d["fingerprint"] for r, d in paired)
+    prints = {d["fingerprint"] for d in duckdb.values()}  # a run of a batch without DuckDB: any DuckDB run
+    same = "-" if engine == "duckdb" or not prints else "yes" if all(r["fingerprint"] in prints for r in ok) else "NO"
     holds = all(r["check"]["holds"] for r in ok)
     smallest = min(r["check"]["smallest_vector"] for r in ok)
     return (f"| {rows:,} x {m} | {engine} | {spread([r['seconds'] for r in ok])} | "
             f"{spread(ratios) if ratios and engine != 'duckdb' else '-'} | {ok[0]['method']} | "
             f"{ok[0]['stars']:,} ({ok[0]['share']:.2%}) | {spread([r['peak_rss_mib'] for r in ok])} | "
-            f"{'yes' if holds else 'NO'} (smallest {smallest}) | {'yes' if same else 'NO'} | "
-            f"{min(loads):.1f}-{max(loads):.1f} |" + ("" if len(ok) == len(runs) else f" ({len(runs) - len(ok)} failed)"))
+            f"{'yes' if holds else 'NO'} (smallest {smallest}) | {same} | {min(loads):.1f}-{max(loads):.1f}"
+            + ("" if len(ok) == len(runs) else f" ({len(runs) - len(ok)} stopped or failed)") + " |")
 
 
 def markdown(files: list[Path]) -> str:
@@ -251,7 +252,7 @@ def markdown(files: list[Path]) -> str:
         duckdb = {key(r): r for r in runs if r["engine"] == "duckdb" and "seconds" in r}
         for engine in dict.fromkeys(r["engine"] for r in runs):
             lines.append(row(rows, m, engine, [r for r in runs if r["engine"] == engine], duckdb))
-    failures = [r for r in results if "outcome" in r]
+    failures = [r for r in results if "outcome" in r]  # a stopped run's last line is what the stop itself raised
     for r in failures:
         lines += ["", f"{r['rows']:,} x {r['qis']} on {r['engine']}, repetition {r['repetition']}: {r['outcome']}: "
                   f"`{r['stderr'].strip().splitlines()[-1] if r['stderr'].strip() else ''}`"]
