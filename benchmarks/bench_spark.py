@@ -184,10 +184,43 @@ def label(sql: str) -> str:
     return head[:70]
 
 
-def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
+def local_session(app: str, warehouse: str):
+    """A SparkSession on local[2] (4 GB driver, SPARK_CONFIG), its tables under `warehouse`."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master("local[2]").appName(app)
+               .config("spark.driver.memory", "4g")
+               .config("spark.sql.warehouse.dir", warehouse))
+    for key, value in SPARK_CONFIG.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def cluster_session(app: str):
+    """A standalone cluster of two 1-core workers (2 GB executors) and a session on it (SPARK_CONFIG)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from spark_cluster import StandaloneCluster
 
+    cluster = StandaloneCluster(workers=2, cores=1, memory="2560m").start()
+    try:
+        return cluster, cluster.session(app=app, executor_memory="2g", driver_memory="2g", config=SPARK_CONFIG)
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+def spark_peak_rss(spark, cluster=None) -> dict:
+    """Peak RSS (VmHWM) of this Python process, the driver JVM and (cluster) each executor JVM."""
+    jvm = spark._jvm.ProcessHandle.current().pid()
+    executors = [pid for worker in (cluster.worker_pids() if cluster else []) for pid in children(worker)]
+    return {"driver_jvm_peak_rss_mib": round(high_water_mib(jvm)),
+            "executor_peak_rss_mib": [round(high_water_mib(pid)) for pid in executors],
+            "peak_rss_mib": round(high_water_mib() + high_water_mib(jvm) + sum(map(high_water_mib, executors)))}
+
+
+def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
     from duckanon.spark import execute
 
     timer = StatementTimer()
@@ -197,19 +230,10 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
     try:
         if engine == "cluster":
             began = time.perf_counter()
-            cluster = StandaloneCluster(workers=2, cores=1, memory="2560m").start()
-            spark = cluster.session(app="bench_spark", executor_memory="2g", driver_memory="2g", config=SPARK_CONFIG)
+            cluster, spark = cluster_session("bench_spark")
             out["cluster_start_seconds"] = round(time.perf_counter() - began, 1)
         else:
-            from pyspark.sql import SparkSession
-
-            builder = (SparkSession.builder.master("local[2]").appName("bench_spark")
-                       .config("spark.driver.memory", "4g")
-                       .config("spark.sql.warehouse.dir", warehouse))
-            for key, value in SPARK_CONFIG.items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
+            spark = local_session("bench_spark", warehouse)
         spark.read.parquet(parquet).createOrReplaceTempView("big")
         spark.read.parquet(adult).createOrReplaceTempView("adult")
         out["source_partitions"] = spark.table("big").rdd.getNumPartitions()
@@ -224,11 +248,7 @@ def run_spark(engine: str, parquet: str, adult: str, names: list[str]) -> dict:
                 floor_format="USING PARQUET ",
                 extra=lambda name=name: {"queries": timer.take(),
                                          "target_files": len(spark.table(TARGETS[name]).inputFiles())})
-        jvm = spark._jvm.ProcessHandle.current().pid()
-        out["driver_jvm_peak_rss_mib"] = round(high_water_mib(jvm))
-        executors = [pid for worker in (cluster.worker_pids() if cluster else []) for pid in children(worker)]
-        out["executor_peak_rss_mib"] = [round(high_water_mib(pid)) for pid in executors]
-        out["peak_rss_mib"] = round(high_water_mib() + high_water_mib(jvm) + sum(map(high_water_mib, executors)))
+        out.update(spark_peak_rss(spark, cluster))
         spark.sql("DROP TABLE IF EXISTS adult_warm")
         spark.stop()
     finally:
