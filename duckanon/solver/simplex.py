@@ -1,0 +1,373 @@
+"""Optimal 2-anonymity under cell suppression: the minimum-cost simplex matching (method 'simplex').
+
+Blocki & Williams (Thm 1): an optimal 2-anonymous partition has groups of 2 and 3 rows only, so
+optimal 2-anonymity is a minimum-cost perfect cover of the rows by pairs (cost 2 * the columns
+where the two rows differ) and triples (3 * the columns where the three are not all equal), and
+these costs satisfy the simplex condition c(uv) + c(vw) + c(uw) <= 2 c(uvw) column by column
+(three rows differ on 0, 2 or 3 of their pairs in a column that is not all equal, against 2 * 1).
+With attribute weights a column counts at its weight: the condition still holds column by column.
+
+What runs, on the class histogram (a class of n_c identical rows is one node with demand n_c):
+
+1. The linear program of the fractional perfect b-matching over class pairs (x_cd >= 0, every
+   class covered n_c times, a class with n_c >= 2 may pair with itself at cost 0), by HiGHS with
+   column generation: the dual y (one number per class) is checked against every pair of classes
+   (a scan of all C(C-1)/2 pairs, by blocks), the violated pairs are added and the LP re-solved
+   until none is. The last dual is then shifted down by its largest remaining violation, so it is
+   feasible for every pair, exactly.
+2. That dual is feasible for every triple too, by the simplex condition:
+   y_u + y_v + y_w = ((y_u + y_v) + (v, w) + (u, w)) / 2 <= (c(uv) + c(vw) + c(uw)) / 2 <= c(uvw)
+   (for a triple {c, c, d}: 2 y_c + y_d = y_c + y_c + y_d <= 0 / 2 + c(cd) <= c(ccd), since
+   2 y_c <= c(cc) = 0). So the LP over pairs *and triples* (the set-partitioning relaxation) has the
+   same optimum L, and L = sum n_c y_c is a proven lower bound on the optimum. Every cover then
+   costs L + the sum of its groups' reduced costs rc(G) = c(G) - sum y >= 0.
+3. Pruning (proved): a cover cheaper than a cover of cost U uses only groups with rc(G) < U - L.
+   A triple with rc <= g has its three pairs' reduced costs summing to at most 2 g (the same
+   inequality), so the candidate triples come from the pairs with rc <= 2 g. With a gap g, the
+   groups with rc <= g are listed (pairs from the scan, triples from those pairs) and the set
+   partitioning over them is solved exactly by HiGHS's MILP (integer group counts per class
+   tuple). If its optimum V has V - L <= g it is the global optimum (any cheaper cover would use
+   listed groups only); else g becomes V - L (V is a cover) and the listing and MILP run again,
+   which then proves it. When the listed groups cover no solution g is doubled.
+
+So a release of this method is proven optimal: by the LP bound and HiGHS's MILP optimum on the
+pruned groups (a branch and bound, worst case exponential; the LP part is polynomial). When the
+MILP proves nothing within SIMPLEX_MILP_NODES the best cover found is released with the bound L
+and optimal = False. The polynomial algorithm of Anshelevich & Karagiozova is not implemented
+(its text is not available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md, whose
+key lemma is verified, not proved: this method does not depend on it. Generalization
+hierarchies (Thm 8) are not implemented here.
+
+The minimum-cost perfect matchings of the pairs-only components (no listed triple touches them)
+are the same set partitioning restricted to pairs; the MILP solves them along with the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from duckanon.errors import AnonymizeError
+from duckanon.solver.histogram import Histogram, lexicographic_order
+from duckanon.solver.partition import Solution, solution_from_class_groups
+from duckanon.solver.request import Request
+
+# pairs of classes costed per block of the all-pairs scans (memory: a few arrays of this size)
+SCAN_PAIRS_PER_BLOCK = 1 << 21
+# the column generation adds at most this many violated pairs per class and round
+PAIRS_PER_CLASS = 6
+# violations below this are numerical noise (the dual is shifted down by the largest one left)
+TOLERANCE = 1e-9
+# the MILP's branch and bound stops after this many nodes (a count, not seconds: the same release
+# whatever the load); listing more than this many groups is refused
+SIMPLEX_MILP_NODES = 100_000
+SIMPLEX_MAX_GROUPS = 5_000_000
+
+
+def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
+    """None when 'simplex' solves this request optimally, else why it does not apply (one line)."""
+    if patterns is not None:
+        return "user patterns are not supported by 'simplex'"
+    request = Request.of(models)
+    if not request.k_anonymity or request.k != 2:
+        return "'simplex' solves 2-anonymity only (k = 2)"
+    other = next((m for m in request if m not in request.k_anonymity), None)
+    if other is not None:
+        return f"'simplex' solves 2-anonymity alone, not {other}"
+    return None
+
+
+def _weights(hist: Histogram, weights) -> np.ndarray:
+    return np.ones(hist.m) if weights is None else np.asarray(weights, dtype=np.float64)
+
+
+def _block_costs(codes: np.ndarray, rows: slice, w: np.ndarray) -> np.ndarray:
+    """The weighted Hamming distance of classes `rows` to every class, one column at a time."""
+    block = codes[rows]
+    cost = np.zeros((len(block), len(codes)))
+    for j in range(codes.shape[1]):
+        cost += w[j] * (block[:, j, None] != codes[None, :, j])
+    return cost
+
+
+def _scan(codes: np.ndarray, y: np.ndarray, w: np.ndarray, limit: float):
+    """Every pair i < j of distinct classes with reduced cost 2 h(i, j) - y_i - y_j <= limit:
+    (i, j, reduced cost) arrays, by blocks of rows."""
+    n = len(codes)
+    step = max(1, SCAN_PAIRS_PER_BLOCK // max(n, 1))
+    found_i, found_j, found_rc = [], [], []
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        rc = 2 * _block_costs(codes, rows, w) - y[rows, None] - y[None, :]
+        i, j = np.nonzero(rc <= limit)
+        i += start
+        keep = j > i
+        found_i.append(i[keep]); found_j.append(j[keep]); found_rc.append(rc[i[keep] - start, j[keep]])
+    if not found_i:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    return np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_rc)
+
+
+def _per_class(i: np.ndarray, j: np.ndarray, rc: np.ndarray, cap: int) -> np.ndarray:
+    """Indices of the pairs kept when each class keeps its `cap` lowest reduced costs (a pair is
+    kept when either end keeps it); ties by the other end's index (deterministic)."""
+    ends = np.concatenate([i, j])
+    others = np.concatenate([j, i])
+    which = np.concatenate([np.arange(len(i)), np.arange(len(i))])
+    order = np.lexsort((others, np.concatenate([rc, rc]), ends))
+    ends = ends[order]
+    start = np.searchsorted(ends, ends, side="left")
+    rank = np.arange(len(ends)) - start
+    return np.unique(which[order][rank < cap])
+
+
+class _Pairs:
+    """The LP's pair columns: distinct class pairs (i < j)."""
+
+    def __init__(self):
+        self.i = np.zeros(0, dtype=np.int64)
+        self.j = np.zeros(0, dtype=np.int64)
+
+    def add(self, i, j) -> int:
+        """Adds the new ones; returns how many were new."""
+        old = set(zip(self.i.tolist(), self.j.tolist()))
+        new = [(a, b) for a, b in zip(i.tolist(), j.tolist()) if (a, b) not in old]
+        if new:
+            a, b = np.array(new, dtype=np.int64).T
+            self.i, self.j = np.concatenate([self.i, a]), np.concatenate([self.j, b])
+        return len(new)
+
+
+def _solve_lp(codes, counts, w, pairs: _Pairs) -> np.ndarray:
+    """The fractional b-matching LP on `pairs` plus self pairs; its dual y (one per class)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    n = len(counts)
+    selfs = np.flatnonzero(counts >= 2)
+    cost = np.concatenate([2 * (w * (codes[pairs.i] != codes[pairs.j])).sum(axis=1), np.zeros(len(selfs))])
+    columns = np.arange(len(cost))
+    p = len(pairs.i)
+    rows = np.concatenate([pairs.i, pairs.j, selfs])
+    cols = np.concatenate([columns[:p], columns[:p], columns[p:]])
+    values = np.concatenate([np.ones(2 * p), np.full(len(selfs), 2.0)])
+    matrix = sparse.csr_array((values, (rows, cols)), shape=(n, len(cost)))
+    result = linprog(cost, A_eq=matrix, b_eq=counts.astype(float), bounds=(0, None), method="highs")
+    if result.status != 0:
+        raise AnonymizeError(f"simplex: the matching LP was not solved ({result.message})")
+    return np.asarray(result.eqlin.marginals, dtype=np.float64)
+
+
+def lp_bound(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """Column generation for the fractional perfect b-matching LP (module docstring, 1): a dual y
+    feasible for every pair of classes (and so every triple), its value sum n_c y_c (a proven lower
+    bound on the optimum) and the number of LP solves."""
+    n = len(counts)
+    if n == 1:
+        return np.zeros(1), 0.0, 0
+    # start: each class's nearest classes (reduced costs against y = 0 up to its nearest distance)
+    y = np.zeros(n)
+    i, j, rc = _nearest(codes, w)
+    pairs = _Pairs()
+    keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
+    pairs.add(i[keep], j[keep])
+    # and a cycle through the classes in lexicographic order, so the first LP is feasible (half
+    # of every cycle edge covers each class once; a class of n_c >= 2 pairs with itself for the rest)
+    order = lexicographic_order(codes)
+    ring = np.roll(order, -1)
+    pairs.add(np.minimum(order, ring)[: n if n > 2 else 1], np.maximum(order, ring)[: n if n > 2 else 1])
+    solves = 0
+    while True:
+        y = _solve_lp(codes, counts, w, pairs)
+        solves += 1
+        i, j, rc = _scan(codes, y, w, -TOLERANCE)
+        if not len(i):
+            break
+        keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
+        if pairs.add(i[keep], j[keep]) == 0:
+            break
+    # make it exactly feasible: shift by the largest violation left (pairs and self pairs)
+    i, j, rc = _scan(codes, y, w, 0.0)
+    worst = max(0.0, float(-rc.min()) if len(rc) else 0.0, float(2 * y[counts >= 2].max(initial=0.0)))
+    y = y - worst / 2
+    return y, float(counts @ y), solves
+
+
+def _nearest(codes: np.ndarray, w: np.ndarray):
+    """Per class, the pairs to its nearest other classes (distance equal to its nearest), by blocks."""
+    n = len(codes)
+    step = max(1, SCAN_PAIRS_PER_BLOCK // n)
+    found_i, found_j, found_c = [], [], []
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        cost = 2 * _block_costs(codes, rows, w)
+        local = np.arange(cost.shape[0])
+        cost[local, local + start] = np.inf
+        nearest = cost.min(axis=1)
+        i, j = np.nonzero(cost <= nearest[:, None])
+        found_i.append(np.minimum(i + start, j)); found_j.append(np.maximum(i + start, j)); found_c.append(cost[i, j])
+    i, j, c = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c)
+    unique, index = np.unique(i * n + j, return_index=True)
+    return i[index], j[index], c[index]
+
+
+class _Groups:
+    """The listed groups: each a tuple of classes (a multiset, sorted) with its cost."""
+
+    def __init__(self):
+        self.members: list[np.ndarray] = []  # (G, 3) class ids, -1 in the third for pairs
+        self.cost: list[np.ndarray] = []
+
+    def add(self, members: np.ndarray, cost: np.ndarray):
+        if len(members):
+            self.members.append(members)
+            self.cost.append(cost)
+
+    def arrays(self):
+        if not self.members:
+            return np.zeros((0, 3), dtype=np.int64), np.zeros(0)
+        return np.concatenate(self.members), np.concatenate(self.cost)
+
+
+def _triple_cost(codes, a, b, c, w) -> np.ndarray:
+    return 3 * (w * ((codes[a] != codes[b]) | (codes[b] != codes[c]))).sum(axis=1)
+
+
+def _triangles(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
+    """Every (a, b, c), a < b < c, whose three pairs are among the pairs (i < j): joins the pairs
+    (a, b) and (a, c) on a, then looks (b, c) up."""
+    order = np.lexsort((j, i))
+    i, j = i[order], j[order]
+    key = i * n + j  # sorted
+    starts = np.searchsorted(i, np.arange(n))
+    ends = np.searchsorted(i, np.arange(n), side="right")
+    degree = ends - starts
+    found = []
+    for a in np.flatnonzero(degree >= 2).tolist():
+        near = j[starts[a]:ends[a]]
+        b, c = np.triu_indices(len(near), 1)
+        b, c = near[b], near[c]
+        wanted = b * n + c
+        at = np.searchsorted(key, wanted)
+        hit = (at < len(key)) & (key[np.minimum(at, len(key) - 1)] == wanted)
+        if hit.any():
+            found.append(np.column_stack([np.full(int(hit.sum()), a), b[hit], c[hit]]))
+    return np.concatenate(found) if found else np.zeros((0, 3), dtype=np.int64)
+
+
+def list_groups(codes, counts, y, w, gap: float):
+    """Every group (pair or triple of rows, as classes) whose reduced cost against `y` is at most
+    `gap` (module docstring, 3), and the pure groups (c, c) and (c, c, c): (members, cost)."""
+    n = len(counts)
+    groups = _Groups()
+    twice = np.flatnonzero(counts >= 2)
+    groups.add(np.column_stack([twice, twice, np.full(len(twice), -1)]), np.zeros(len(twice)))
+    thrice = np.flatnonzero(counts >= 3)
+    groups.add(np.column_stack([thrice, thrice, thrice]), np.zeros(len(thrice)))
+    i, j, rc = _scan(codes, y, w, 2 * gap + TOLERANCE)
+    near = rc <= gap + TOLERANCE
+    pair_cost = rc[near] + y[i[near]] + y[j[near]]
+    groups.add(np.column_stack([i[near], j[near], np.full(int(near.sum()), -1)]), np.rint(pair_cost * 1e9) / 1e9)
+    for double, single in ((i[near], j[near]), (j[near], i[near])):  # (c, c, d): n_c >= 2
+        ok = counts[double] >= 2
+        a, b = double[ok], single[ok]
+        cost = _triple_cost(codes, a, a, b, w)
+        fits = cost - 2 * y[a] - y[b] <= gap + TOLERANCE
+        groups.add(np.column_stack([a[fits], a[fits], b[fits]]), cost[fits])
+    triples = _triangles(i, j, n)
+    if len(triples):
+        a, b, c = triples.T
+        cost = _triple_cost(codes, a, b, c, w)
+        fits = cost - y[a] - y[b] - y[c] <= gap + TOLERANCE
+        groups.add(triples[fits], cost[fits])
+    members, cost = groups.arrays()
+    if len(cost) > SIMPLEX_MAX_GROUPS:
+        raise AnonymizeError(f"method 'simplex' does not apply: its pruned set partitioning lists {len(cost):,} "
+                             f"groups, more than {SIMPLEX_MAX_GROUPS:,}; use method = 'auto'")
+    return members, cost
+
+
+def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray):
+    """HiGHS's MILP: how many copies of each listed group cover every class exactly n_c times.
+    (x or None when the listed groups cover no solution, proven optimal?, message)."""
+    from scipy import sparse
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    g = len(cost)
+    rows = members.ravel()
+    cols = np.repeat(np.arange(g), 3)
+    real = rows >= 0
+    matrix = sparse.coo_array((np.ones(int(real.sum())), (rows[real], cols[real])), shape=(len(counts), g)).tocsr()
+    matrix.sum_duplicates()
+    multiplicity = np.where(real, 1, 0).reshape(g, 3)
+    same = np.column_stack([members[:, 0] == members[:, 1], members[:, 1] == members[:, 2]])
+    per_member = multiplicity + 0  # how often each member's class appears in its group
+    per_member[:, 0] += same[:, 0] + (same[:, 0] & same[:, 1])
+    ub = np.min(np.where(real.reshape(g, 3), counts[np.maximum(members, 0)] // np.maximum(per_member, 1),
+                         np.iinfo(np.int64).max), axis=1)
+    result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)),
+                  constraints=LinearConstraint(matrix, counts.astype(float), counts.astype(float)),
+                  options={"disp": False, "mip_rel_gap": 0.0, "node_limit": SIMPLEX_MILP_NODES})
+    if result.x is None:
+        return None, result.status == 2, str(result.message)
+    return np.rint(result.x).astype(np.int64), result.status == 0, str(result.message)
+
+
+def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> dict:
+    """The minimum-cost cover of the classes' rows by pairs and triples (module docstring):
+    {"members", "copies", "cost", "bound", "proven", "rounds", "lp_solves", "groups"}."""
+    y, bound, solves = lp_bound(codes, counts, w)
+    gap = max(2 * float(w.min()), np.ceil(bound - 1e-6) - bound)
+    rounds = 0
+    while True:
+        rounds += 1
+        members, cost = list_groups(codes, counts, y, w, gap)
+        copies, proven, message = _set_partitioning(members, cost, counts)
+        if copies is None:
+            if not proven:  # stopped without a cover
+                raise AnonymizeError(f"method 'simplex' found no cover within its work budget ({message})")
+            gap *= 2  # the listed groups cover nothing
+            continue
+        value = float(cost @ copies)
+        if value - bound <= gap + 1e-7 * max(1.0, abs(value)) or not proven:
+            break
+        gap = value - bound
+    return {"members": members, "copies": copies, "cost": value, "bound": bound, "proven": proven,
+            "rounds": rounds, "lp_solves": solves, "groups": len(cost), "gap": gap}
+
+
+def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
+    """Optimal 2-anonymity by the pruned simplex matching (module docstring). `weights`: a star's
+    cost per column (partition.star_weights); the optimum is then in weighted stars."""
+    reason = simplex_not_applicable(hist, models, patterns)
+    if reason:
+        raise AnonymizeError(f"method 'simplex' does not apply: {reason}")
+    counts = hist.sizes.astype(np.int64)
+    w = _weights(hist, weights)
+    if (counts >= 2).all() or hist.m == 0:
+        cover = None
+        classes = np.arange(hist.n_classes)
+        solution = solution_from_class_groups(hist, classes, classes, counts, "simplex")
+        bound = 0.0
+    else:
+        cover = optimal_cover(hist.codes, counts, w)
+        chosen = np.flatnonzero(cover["copies"])
+        cls, grp, cnt = [], [], []
+        for group, index in enumerate(chosen.tolist()):
+            members = cover["members"][index]
+            members = members[members >= 0]
+            ids, times = np.unique(members, return_counts=True)
+            cls += ids.tolist(); grp += [group] * len(ids); cnt += (times * cover["copies"][index]).tolist()
+        solution = solution_from_class_groups(hist, np.array(cls), np.array(grp), np.array(cnt), "simplex")
+        bound = cover["bound"]
+        solution.notes.update({"lp_bound": round(bound, 9), "lp_solves": cover["lp_solves"],
+                               "listed_groups": cover["groups"], "milp_rounds": cover["rounds"]})
+    cost = solution.cost(weights)
+    proven = cover is None or cover["proven"]
+    solution.optimal = proven
+    lower = cost if proven else max(0.0, bound - 1e-9 * max(1.0, abs(bound)))
+    if weights is None:
+        solution.lower_bound = int(lower) if proven else int(np.ceil(lower - 1e-6))
+    else:
+        solution.notes["weighted_lower_bound"] = float(lower)
+    return solution
