@@ -55,12 +55,18 @@ from duckanon.solver.request import Request
 SCAN_PAIRS_PER_BLOCK = 1 << 21
 # the column generation adds at most this many violated pairs per class and round
 PAIRS_PER_CLASS = 6
+# columns of at most this many values are compared as one-hot codes by a matrix product
+ONE_HOT_VALUES = 512
 # violations below this are numerical noise (the dual is shifted down by the largest one left)
 TOLERANCE = 1e-9
 # the MILP's branch and bound stops after this many nodes (a count, not seconds: the same release
 # whatever the load); listing more than this many groups is refused
 SIMPLEX_MILP_NODES = 100_000
-SIMPLEX_MAX_GROUPS = 5_000_000
+SIMPLEX_MAX_GROUPS = 3_000_000
+# up to this many classes every pair and triple is listed (one MILP, no LP)
+SIMPLEX_WHOLE_CLASSES = 24
+# the gap grows at most this many times (each round lists more groups)
+SIMPLEX_MAX_ROUNDS = 12
 
 
 def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
@@ -80,24 +86,44 @@ def _weights(hist: Histogram, weights) -> np.ndarray:
     return np.ones(hist.m) if weights is None else np.asarray(weights, dtype=np.float64)
 
 
-def _block_costs(codes: np.ndarray, rows: slice, w: np.ndarray) -> np.ndarray:
-    """The weighted Hamming distance of classes `rows` to every class, one column at a time."""
-    block = codes[rows]
-    cost = np.zeros((len(block), len(codes)))
-    for j in range(codes.shape[1]):
-        cost += w[j] * (block[:, j, None] != codes[None, :, j])
-    return cost
+class _Distances:
+    """Weighted Hamming distances between classes by blocks of rows: the columns of at most
+    ONE_HOT_VALUES values as one matrix product of their one-hot codes (agreements), the others
+    compared directly."""
+
+    def __init__(self, codes: np.ndarray, w: np.ndarray):
+        self.codes, self.w = codes, w
+        few = [j for j in range(codes.shape[1]) if (int(np.ptp(codes[:, j])) if len(codes) else 0) < ONE_HOT_VALUES]
+        self.many = [j for j in range(codes.shape[1]) if j not in few]
+        blocks, weighted = [], []
+        for j in few:
+            values = codes[:, j] - codes[:, j].min()
+            hot = np.zeros((len(codes), int(values.max()) + 1))
+            hot[np.arange(len(codes)), values] = 1.0
+            blocks.append(hot); weighted.append(hot * w[j])
+        self.hot = np.hstack(blocks) if blocks else np.zeros((len(codes), 0))
+        self.hot_w = np.hstack(weighted) if weighted else self.hot
+        self.total = float(w[few].sum())
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def block(self, rows: slice) -> np.ndarray:
+        cost = self.total - self.hot_w[rows] @ self.hot.T
+        for j in self.many:
+            cost += self.w[j] * (self.codes[rows, j, None] != self.codes[None, :, j])
+        return cost
 
 
-def _scan(codes: np.ndarray, y: np.ndarray, w: np.ndarray, limit: float):
+def _scan(distances: _Distances, y: np.ndarray, limit: float):
     """Every pair i < j of distinct classes with reduced cost 2 h(i, j) - y_i - y_j <= limit:
     (i, j, reduced cost) arrays, by blocks of rows."""
-    n = len(codes)
+    n = len(distances)
     step = max(1, SCAN_PAIRS_PER_BLOCK // max(n, 1))
     found_i, found_j, found_rc = [], [], []
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
-        rc = 2 * _block_costs(codes, rows, w) - y[rows, None] - y[None, :]
+        rc = 2 * distances.block(rows) - y[rows, None] - y[None, :]
         i, j = np.nonzero(rc <= limit)
         i += start
         keep = j > i
@@ -158,7 +184,7 @@ def _solve_lp(codes, counts, w, pairs: _Pairs) -> np.ndarray:
     return np.asarray(result.eqlin.marginals, dtype=np.float64)
 
 
-def lp_bound(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float, int]:
+def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, float, int]:
     """Column generation for the fractional perfect b-matching LP (module docstring, 1): a dual y
     feasible for every pair of classes (and so every triple), its value sum n_c y_c (a proven lower
     bound on the optimum) and the number of LP solves."""
@@ -167,7 +193,8 @@ def lp_bound(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> tuple[np.n
         return np.zeros(1), 0.0, 0
     # start: each class's nearest classes (reduced costs against y = 0 up to its nearest distance)
     y = np.zeros(n)
-    i, j, rc = _nearest(codes, w)
+    codes = distances.codes
+    i, j, rc = _nearest(distances)
     pairs = _Pairs()
     keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
     pairs.add(i[keep], j[keep])
@@ -178,29 +205,29 @@ def lp_bound(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> tuple[np.n
     pairs.add(np.minimum(order, ring)[: n if n > 2 else 1], np.maximum(order, ring)[: n if n > 2 else 1])
     solves = 0
     while True:
-        y = _solve_lp(codes, counts, w, pairs)
+        y = _solve_lp(codes, counts, distances.w, pairs)
         solves += 1
-        i, j, rc = _scan(codes, y, w, -TOLERANCE)
+        i, j, rc = _scan(distances, y, -TOLERANCE)
         if not len(i):
             break
         keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
         if pairs.add(i[keep], j[keep]) == 0:
             break
     # make it exactly feasible: shift by the largest violation left (pairs and self pairs)
-    i, j, rc = _scan(codes, y, w, 0.0)
+    i, j, rc = _scan(distances, y, 0.0)
     worst = max(0.0, float(-rc.min()) if len(rc) else 0.0, float(2 * y[counts >= 2].max(initial=0.0)))
     y = y - worst / 2
     return y, float(counts @ y), solves
 
 
-def _nearest(codes: np.ndarray, w: np.ndarray):
+def _nearest(distances: _Distances):
     """Per class, the pairs to its nearest other classes (distance equal to its nearest), by blocks."""
-    n = len(codes)
+    n = len(distances)
     step = max(1, SCAN_PAIRS_PER_BLOCK // n)
     found_i, found_j, found_c = [], [], []
     for start in range(0, n, step):
         rows = slice(start, min(n, start + step))
-        cost = 2 * _block_costs(codes, rows, w)
+        cost = 2 * distances.block(rows)
         local = np.arange(cost.shape[0])
         cost[local, local + start] = np.inf
         nearest = cost.min(axis=1)
@@ -233,38 +260,38 @@ def _triple_cost(codes, a, b, c, w) -> np.ndarray:
     return 3 * (w * ((codes[a] != codes[b]) | (codes[b] != codes[c]))).sum(axis=1)
 
 
-def _triangles(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
-    """Every (a, b, c), a < b < c, whose three pairs are among the pairs (i < j): joins the pairs
-    (a, b) and (a, c) on a, then looks (b, c) up."""
+def _triangles(i: np.ndarray, j: np.ndarray, rc: np.ndarray, n: int, limit: float) -> np.ndarray:
+    """Every (a, b, c), a < b < c, whose three pairs are among the pairs (i < j) with reduced costs
+    `rc` summing to at most `limit`: joins the pairs (a, b) and (a, c) on a, then looks (b, c) up."""
     order = np.lexsort((j, i))
-    i, j = i[order], j[order]
+    i, j, rc = i[order], j[order], rc[order]
     key = i * n + j  # sorted
     starts = np.searchsorted(i, np.arange(n))
     ends = np.searchsorted(i, np.arange(n), side="right")
-    degree = ends - starts
     found = []
-    for a in np.flatnonzero(degree >= 2).tolist():
-        near = j[starts[a]:ends[a]]
-        b, c = np.triu_indices(len(near), 1)
-        b, c = near[b], near[c]
-        wanted = b * n + c
-        at = np.searchsorted(key, wanted)
-        hit = (at < len(key)) & (key[np.minimum(at, len(key) - 1)] == wanted)
+    for a in np.flatnonzero(ends - starts >= 2).tolist():
+        near, near_rc = j[starts[a]:ends[a]], rc[starts[a]:ends[a]]
+        x, z = np.triu_indices(len(near), 1)
+        two = near_rc[x] + near_rc[z]
+        x, z, two = x[two <= limit], z[two <= limit], two[two <= limit]
+        wanted = near[x] * n + near[z]
+        at = np.minimum(np.searchsorted(key, wanted), len(key) - 1)
+        hit = (key[at] == wanted) & (two + rc[at] <= limit)
         if hit.any():
-            found.append(np.column_stack([np.full(int(hit.sum()), a), b[hit], c[hit]]))
+            found.append(np.column_stack([np.full(int(hit.sum()), a), near[x[hit]], near[z[hit]]]))
     return np.concatenate(found) if found else np.zeros((0, 3), dtype=np.int64)
 
 
-def list_groups(codes, counts, y, w, gap: float):
+def list_groups(distances: _Distances, counts, y, gap: float):
     """Every group (pair or triple of rows, as classes) whose reduced cost against `y` is at most
     `gap` (module docstring, 3), and the pure groups (c, c) and (c, c, c): (members, cost)."""
-    n = len(counts)
+    n, codes, w = len(counts), distances.codes, distances.w
     groups = _Groups()
     twice = np.flatnonzero(counts >= 2)
     groups.add(np.column_stack([twice, twice, np.full(len(twice), -1)]), np.zeros(len(twice)))
     thrice = np.flatnonzero(counts >= 3)
     groups.add(np.column_stack([thrice, thrice, thrice]), np.zeros(len(thrice)))
-    i, j, rc = _scan(codes, y, w, 2 * gap + TOLERANCE)
+    i, j, rc = _scan(distances, y, 2 * gap + TOLERANCE)
     near = rc <= gap + TOLERANCE
     pair_cost = rc[near] + y[i[near]] + y[j[near]]
     groups.add(np.column_stack([i[near], j[near], np.full(int(near.sum()), -1)]), np.rint(pair_cost * 1e9) / 1e9)
@@ -274,22 +301,20 @@ def list_groups(codes, counts, y, w, gap: float):
         cost = _triple_cost(codes, a, a, b, w)
         fits = cost - 2 * y[a] - y[b] <= gap + TOLERANCE
         groups.add(np.column_stack([a[fits], a[fits], b[fits]]), cost[fits])
-    triples = _triangles(i, j, n)
+    triples = _triangles(i, j, rc, n, 2 * gap + TOLERANCE)
     if len(triples):
         a, b, c = triples.T
         cost = _triple_cost(codes, a, b, c, w)
         fits = cost - y[a] - y[b] - y[c] <= gap + TOLERANCE
         groups.add(triples[fits], cost[fits])
     members, cost = groups.arrays()
-    if len(cost) > SIMPLEX_MAX_GROUPS:
-        raise AnonymizeError(f"method 'simplex' does not apply: its pruned set partitioning lists {len(cost):,} "
-                             f"groups, more than {SIMPLEX_MAX_GROUPS:,}; use method = 'auto'")
     return members, cost
 
 
-def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray):
-    """HiGHS's MILP: how many copies of each listed group cover every class exactly n_c times.
-    (x or None when the listed groups cover no solution, proven optimal?, message)."""
+def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, below: float | None = None):
+    """HiGHS's MILP: how many copies of each listed group cover every class exactly n_c times,
+    costing at most `below` when given (x or None when the listed groups cover no such solution,
+    proven optimal?, message)."""
     from scipy import sparse
     from scipy.optimize import Bounds, LinearConstraint, milp
 
@@ -305,35 +330,67 @@ def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray)
     per_member[:, 0] += same[:, 0] + (same[:, 0] & same[:, 1])
     ub = np.min(np.where(real.reshape(g, 3), counts[np.maximum(members, 0)] // np.maximum(per_member, 1),
                          np.iinfo(np.int64).max), axis=1)
-    result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)),
-                  constraints=LinearConstraint(matrix, counts.astype(float), counts.astype(float)),
+    constraints = [LinearConstraint(matrix, counts.astype(float), counts.astype(float))]
+    if below is not None:
+        constraints.append(LinearConstraint(cost[None, :], -np.inf, below))
+    result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)), constraints=constraints,
                   options={"disp": False, "mip_rel_gap": 0.0, "node_limit": SIMPLEX_MILP_NODES})
     if result.x is None:
         return None, result.status == 2, str(result.message)
     return np.rint(result.x).astype(np.int64), result.status == 0, str(result.message)
 
 
-def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray) -> dict:
-    """The minimum-cost cover of the classes' rows by pairs and triples (module docstring):
-    {"members", "copies", "cost", "bound", "proven", "rounds", "lp_solves", "groups"}."""
-    y, bound, solves = lp_bound(codes, counts, w)
-    gap = max(2 * float(w.min()), np.ceil(bound - 1e-6) - bound)
-    rounds = 0
-    while True:
-        rounds += 1
-        members, cost = list_groups(codes, counts, y, w, gap)
-        copies, proven, message = _set_partitioning(members, cost, counts)
+def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: int | None = None) -> dict:
+    """The minimum-cost cover of the classes' rows by pairs and triples (module docstring, 3):
+    {"members", "copies", "cost", "bound", "proven", "rounds", "lp_solves", "groups", "gap",
+    "stopped"}. At most `whole` classes (default SIMPLEX_WHOLE_CLASSES): one MILP over every
+    pair and triple, no LP and no pruning."""
+    distances = _Distances(codes, w)
+    if len(counts) <= (SIMPLEX_WHOLE_CLASSES if whole is None else whole):
+        members, cost = list_groups(distances, counts, np.zeros(len(counts)), np.inf)
+        copies, solved, message = _set_partitioning(members, cost, counts)
         if copies is None:
-            if not proven:  # stopped without a cover
-                raise AnonymizeError(f"method 'simplex' found no cover within its work budget ({message})")
-            gap *= 2  # the listed groups cover nothing
-            continue
+            raise AnonymizeError(f"method 'simplex' found no cover ({message})")
         value = float(cost @ copies)
-        if value - bound <= gap + 1e-7 * max(1.0, abs(value)) or not proven:
+        return {"members": members, "copies": copies, "cost": value, "bound": value if solved else 0.0,
+                "proven": solved, "rounds": 1, "lp_solves": 0, "groups": len(cost), "gap": np.inf,
+                "stopped": "" if solved else message}
+    y, bound, solves = lp_bound(distances, counts)
+    # with integral weights every cover costs an integer: a cheaper one costs at most best - 1
+    unit = 1.0 if bool((w == np.rint(w)).all()) else 0.0
+    gap = (float(np.ceil(bound - 1e-6) - bound) if unit else 0.0) + TOLERANCE
+    best, proven, rounds, listed, why = None, False, 0, 0, ""
+    while rounds < SIMPLEX_MAX_ROUNDS:
+        rounds += 1
+        members, cost = list_groups(distances, counts, y, gap)
+        listed = len(cost)
+        if listed > SIMPLEX_MAX_GROUPS:
+            why = f"the pruning lists {listed:,} groups, more than {SIMPLEX_MAX_GROUPS:,}"
             break
-        gap = value - bound
-    return {"members": members, "copies": copies, "cost": value, "bound": bound, "proven": proven,
-            "rounds": rounds, "lp_solves": solves, "groups": len(cost), "gap": gap}
+        copies, solved, message = _set_partitioning(members, cost, counts)
+        if copies is None and not solved:
+            why = f"the set partitioning stopped ({message})"
+            break
+        value = None if copies is None else float(cost @ copies)
+        if best is not None and (value is None or value >= best["cost"] - 1e-9):
+            proven = solved  # every cheaper cover's groups were listed, and there is none
+            break
+        if value is None:  # the listed groups cover nothing yet
+            gap = max(2 * gap, float(w.min()))
+            continue
+        best = {"members": members, "copies": copies, "cost": value}
+        if not solved:
+            why = f"the set partitioning stopped ({message})"
+            break
+        needed = value - unit - bound  # the largest reduced cost in a cheaper cover
+        if needed <= gap + 1e-9 * max(1.0, abs(value)):
+            proven = True
+            break
+        gap = needed + TOLERANCE
+    if best is None:
+        raise AnonymizeError(f"method 'simplex' found no cover: {why or 'too many rounds'}")
+    return dict(best, bound=bound, proven=proven, rounds=rounds, lp_solves=solves, groups=listed, gap=gap,
+                stopped=why)
 
 
 def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
