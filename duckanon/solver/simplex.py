@@ -46,8 +46,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from duckanon import methods
 from duckanon.errors import AnonymizeError
 from duckanon.solver.histogram import Histogram, lexicographic_order
+from duckanon.solver.models import KAnonymity
 from duckanon.solver.partition import Solution, solution_from_class_groups
 from duckanon.solver.request import Request
 
@@ -70,15 +72,15 @@ SIMPLEX_MAX_ROUNDS = 12
 
 
 def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
-    """None when 'simplex' solves this request optimally, else why it does not apply (one line)."""
+    """None when 'simplex' solves this request, else the one line refusing it (the registry's)."""
     if patterns is not None:
-        return "user patterns are not supported by 'simplex'"
+        return methods.refusal("simplex", "takes_patterns")
     request = Request.of(models)
-    if not request.k_anonymity or request.k != 2:
-        return "'simplex' solves 2-anonymity only (k = 2)"
-    other = next((m for m in request if m not in request.k_anonymity), None)
+    other = next((m for m in request if type(m) is not KAnonymity), None)
     if other is not None:
-        return f"'simplex' solves 2-anonymity alone, not {other}"
+        return methods.refusal("simplex", "any_k", str(other))
+    if not request.k_anonymity or request.k != 2:
+        return methods.refusal("simplex", "any_k", f"k = {request.k}")
     return None
 
 
@@ -293,8 +295,8 @@ def list_groups(distances: _Distances, counts, y, gap: float):
     groups.add(np.column_stack([thrice, thrice, thrice]), np.zeros(len(thrice)))
     i, j, rc = _scan(distances, y, 2 * gap + TOLERANCE)
     near = rc <= gap + TOLERANCE
-    pair_cost = rc[near] + y[i[near]] + y[j[near]]
-    groups.add(np.column_stack([i[near], j[near], np.full(int(near.sum()), -1)]), np.rint(pair_cost * 1e9) / 1e9)
+    pair_cost = 2 * (w * (codes[i[near]] != codes[j[near]])).sum(axis=1)
+    groups.add(np.column_stack([i[near], j[near], np.full(int(near.sum()), -1)]), pair_cost)
     for double, single in ((i[near], j[near]), (j[near], i[near])):  # (c, c, d): n_c >= 2
         ok = counts[double] >= 2
         a, b = double[ok], single[ok]
@@ -398,7 +400,7 @@ def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
     cost per column (partition.star_weights); the optimum is then in weighted stars."""
     reason = simplex_not_applicable(hist, models, patterns)
     if reason:
-        raise AnonymizeError(f"method 'simplex' does not apply: {reason}")
+        raise AnonymizeError(reason)
     counts = hist.sizes.astype(np.int64)
     w = _weights(hist, weights)
     if (counts >= 2).all() or hist.m == 0:
