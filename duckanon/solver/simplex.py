@@ -421,6 +421,8 @@ def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
         bound = cover["bound"]
         solution.notes.update({"lp_bound": round(bound, 9), "lp_solves": cover["lp_solves"],
                                "listed_groups": cover["groups"], "milp_rounds": cover["rounds"]})
+        if cover["stopped"]:
+            solution.notes["stopped"] = cover["stopped"]
     cost = solution.cost(weights)
     proven = cover is None or cover["proven"]
     solution.optimal = proven
