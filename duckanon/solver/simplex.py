@@ -419,8 +419,9 @@ def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
             cls += ids.tolist(); grp += [group] * len(ids); cnt += (times * cover["copies"][index]).tolist()
         solution = solution_from_class_groups(hist, np.array(cls), np.array(grp), np.array(cnt), "simplex")
         bound = cover["bound"]
-        solution.notes.update({"lp_bound": round(bound, 9), "lp_solves": cover["lp_solves"],
-                               "listed_groups": cover["groups"], "milp_rounds": cover["rounds"]})
+        solution.notes.update({"listed_groups": cover["groups"], "milp_rounds": cover["rounds"]})
+        if cover["lp_solves"]:  # (at most SIMPLEX_WHOLE_CLASSES classes: no LP, every group listed)
+            solution.notes.update({"lp_bound": round(bound, 9), "lp_solves": cover["lp_solves"]})
         if cover["stopped"]:
             solution.notes["stopped"] = cover["stopped"]
     cost = solution.cost(weights)
