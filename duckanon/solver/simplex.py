@@ -57,6 +57,9 @@ from duckanon.solver.request import Request
 SCAN_PAIRS_PER_BLOCK = 1 << 21
 # the column generation adds at most this many violated pairs per class and round
 PAIRS_PER_CLASS = 6
+# the pool the LP is priced on between full scans (lp_bound)
+POOL_PER_CLASS = 40
+POOL_SLACK = 2
 # columns of at most this many values are compared as one-hot codes by a matrix product
 ONE_HOT_VALUES = 512
 # violations below this are numerical noise (the dual is shifted down by the largest one left)
@@ -205,18 +208,37 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
     order = lexicographic_order(codes)
     ring = np.roll(order, -1)
     pairs.add(np.minimum(order, ring)[: n if n > 2 else 1], np.maximum(order, ring)[: n if n > 2 else 1])
+    # a pool of cheap pairs, priced without a scan: per class its POOL_PER_CLASS cheapest pairs
+    # within POOL_SLACK stars of its nearest (one scan); a full scan only when the pool has none
+    # violated, so the LP is re-solved many times for few scans of all C(C-1)/2 pairs
+    nearest = np.full(n, np.inf)
+    np.minimum.at(nearest, np.concatenate([i, j]), np.concatenate([rc, rc]))
+    reach = (nearest + POOL_SLACK * 2 * float(distances.w.min())) / 2
+    pi, pj, prc = _scan(distances, reach, 0.0)
+    keep = _per_class(pi, pj, prc, POOL_PER_CLASS)
+    pool_i, pool_j = pi[keep], pj[keep]
+    pool_cost = 2 * (distances.w * (codes[pool_i] != codes[pool_j])).sum(axis=1)
     solves = 0
     while True:
         y = _solve_lp(codes, counts, distances.w, pairs)
         solves += 1
-        i, j, rc = _scan(distances, y, -TOLERANCE)
-        if not len(i):
+        rc = pool_cost - y[pool_i] - y[pool_j]
+        bad = np.flatnonzero(rc < -TOLERANCE)
+        if len(bad):
+            keep = bad[_per_class(pool_i[bad], pool_j[bad], rc[bad], PAIRS_PER_CLASS)]
+            if pairs.add(pool_i[keep], pool_j[keep]):
+                continue
+        i, j, rc = _scan(distances, y, 0.0)
+        bad = rc < -TOLERANCE
+        if not bad.any():
             break
-        keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
-        if pairs.add(i[keep], j[keep]) == 0:
+        keep = _per_class(i[bad], j[bad], rc[bad], PAIRS_PER_CLASS)
+        if pairs.add(i[bad][keep], j[bad][keep]) == 0:
             break
-    # make it exactly feasible: shift by the largest violation left (pairs and self pairs)
-    i, j, rc = _scan(distances, y, 0.0)
+        pool_i, pool_j = np.concatenate([pool_i, i[bad]]), np.concatenate([pool_j, j[bad]])
+        pool_cost = 2 * (distances.w * (codes[pool_i] != codes[pool_j])).sum(axis=1)
+    # make it exactly feasible: shift by the largest violation left (pairs, from the last scan,
+    # and self pairs)
     worst = max(0.0, float(-rc.min()) if len(rc) else 0.0, float(2 * y[counts >= 2].max(initial=0.0)))
     y = y - worst / 2
     return y, float(counts @ y), solves
