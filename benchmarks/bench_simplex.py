@@ -71,6 +71,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--exact-limit", type=float, default=300.0)
+    parser.add_argument("--watchdog", type=float, default=None, help="kill a run after this many seconds")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: run this method once, print JSON
     args = parser.parse_args()
     if args.one:
@@ -80,9 +81,14 @@ def main() -> None:
     for rep in range(args.reps):
         for method in args.methods.split(","):
             load = Path("/proc/loadavg").read_text().split()[0]
-            done = subprocess.run([sys.executable, __file__, "--one", method, "--rows", str(args.rows), "--source",
-                                   args.source, "--exact-limit", str(args.exact_limit)],
-                                  capture_output=True, text=True)
+            command = [sys.executable, __file__, "--one", method, "--rows", str(args.rows), "--source", args.source,
+                       "--exact-limit", str(args.exact_limit)]
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=args.watchdog)
+            except subprocess.TimeoutExpired:
+                print(json.dumps({"method": method, "rep": rep, "killed_after_s": args.watchdog,
+                                  "load_before": float(load)}), flush=True)
+                continue
             line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else json.dumps(
                 {"method": method, "error": done.stderr.strip().splitlines()[-1:]})
             result = json.loads(line)
