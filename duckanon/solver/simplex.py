@@ -11,12 +11,14 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
 
 1. The linear program of the fractional perfect b-matching over class pairs (x_cd >= 0, every
    class covered n_c times, a class with n_c >= 2 may pair with itself at cost 0), by HiGHS with
-   column generation: the dual y (one number per class) is checked against every pair of classes
-   (a scan of all C(C-1)/2 pairs, by blocks), the violated pairs are added and the LP re-solved
-   until none is. The last dual is then shifted down by its largest remaining violation, so it is
+   column generation: the dual y (one number per class) is priced on a pool of cheap pairs, and
+   when none of those is violated checked against every pair of classes (a scan of all C(C-1)/2
+   pairs, by blocks: one-hot matrix products for the columns of few values); the violated pairs
+   are added and the LP re-solved until none is. The last dual is then shifted down by its largest remaining violation, so it is
    feasible for every pair, exactly.
 2. That dual is feasible for every triple too, by the simplex condition:
-   y_u + y_v + y_w = ((y_u + y_v) + (v, w) + (u, w)) / 2 <= (c(uv) + c(vw) + c(uw)) / 2 <= c(uvw)
+   y_u + y_v + y_w = ((y_u + y_v) + (y_v + y_w) + (y_u + y_w)) / 2 <= (c(uv) + c(vw) + c(uw)) / 2
+   <= c(uvw)
    (for a triple {c, c, d}: 2 y_c + y_d = y_c + y_c + y_d <= 0 / 2 + c(cd) <= c(ccd), since
    2 y_c <= c(cc) = 0). So the LP over pairs *and triples* (the set-partitioning relaxation) has the
    same optimum L, and L = sum n_c y_c is a proven lower bound on the optimum. Every cover then
@@ -26,20 +28,26 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    inequality), so the candidate triples come from the pairs with rc <= 2 g. With a gap g, the
    groups with rc <= g are listed (pairs from the scan, triples from those pairs) and the set
    partitioning over them is solved exactly by HiGHS's MILP (integer group counts per class
-   tuple). If its optimum V has V - L <= g it is the global optimum (any cheaper cover would use
-   listed groups only); else g becomes V - L (V is a cover) and the listing and MILP run again,
-   which then proves it. When the listed groups cover no solution g is doubled.
+   tuple). A cover cheaper than V costs at most V - u (u = 1 with integral weights: every cover
+   costs an integer; else 0), so its groups have rc <= V - u - L: if that is <= g, V is the global
+   optimum; else g becomes V - u - L and the listing and MILP run again (a new optimum below V
+   repeats the test; none proves V). When the listed groups cover no solution g is doubled. The
+   first g is ceil(L) - L (with integral weights). Up to SIMPLEX_WHOLE_CLASSES classes every
+   pair and triple is listed at once (no LP).
 
-So a release of this method is proven optimal: by the LP bound and HiGHS's MILP optimum on the
-pruned groups (a branch and bound, worst case exponential; the LP part is polynomial). When the
-MILP proves nothing within SIMPLEX_MILP_NODES the best cover found is released with the bound L
-and optimal = False. The polynomial algorithm of Anshelevich & Karagiozova is not implemented
+So a release of this method with optimal = True is proven optimal: by the LP bound and HiGHS's
+MILP optimum on the pruned groups. It is not a polynomial algorithm: the LP part is, the set
+partitioning is a branch and bound (worst case exponential; on Adult it closes gaps of a few
+stars). When the MILP stops at SIMPLEX_MILP_NODES, or the listing exceeds SIMPLEX_MAX_GROUPS,
+the best cover found is released with the bound ceil(L) and optimal = False. The polynomial algorithm of Anshelevich & Karagiozova is not implemented
 (its text is not available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md, whose
 key lemma is verified, not proved: this method does not depend on it. Generalization
 hierarchies (Thm 8) are not implemented here.
 
-The minimum-cost perfect matchings of the pairs-only components (no listed triple touches them)
-are the same set partitioning restricted to pairs; the MILP solves them along with the rest.
+Size: everything is on classes, with their counts as demands, so the work grows with the number
+of classes, not rows (Blocki & Williams' kernel, Lemma 2, would only lower counts: not needed).
+No minimum-cost perfect matching library (networkx) is used: the matching LP and the set
+partitioning are HiGHS's.
 """
 
 from __future__ import annotations
