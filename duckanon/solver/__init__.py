@@ -323,8 +323,8 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
 # `auto` runs `simplex` on 2-anonymity alone (no other model, no patterns, no time_limit: it is not
 # time-bounded) when at most this many classes hold fewer than 2 rows, and at most
 # AUTO_SIMPLEX_MAX_CLASSES classes in all (its LP scans every pair of classes)
-AUTO_SIMPLEX_MAX_SINGLETONS = 10_000
-AUTO_SIMPLEX_MAX_CLASSES = 30_000
+AUTO_SIMPLEX_MAX_SINGLETONS = 2_000
+AUTO_SIMPLEX_MAX_CLASSES = 10_000
 
 
 def _simplex_first(problem: Instance, context: SolveContext) -> bool:
