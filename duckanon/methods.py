@@ -37,10 +37,12 @@ class MethodSpec:
     # reads the counts of each of several sensitive columns (their joint values' marginals); the
     # others encode one column's counts (TP's phases, the matching, the MILP's constraints)
     several_sensitive: bool = True
+    # solves every k and every model the solver has (False: simplex, 2-anonymity alone; matching, k <= 2)
+    any_k: bool = True
 
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("auto", "matching when it applies, else the heuristic portfolio (with l: TP+; with t: carve), "
+    MethodSpec("auto", "matching when it applies, simplex for 2-anonymity alone, else the heuristic portfolio (with l: TP+; with t: carve), "
                        "then exact when its model is small enough; with hierarchies, the lowest-loss of lattice, "
                        "gensup and mondrian over the hierarchies; with a population table, lattice", takes_patterns=True,
                time_bounded=True, recodes=True, takes_population=True),
@@ -55,7 +57,10 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                time_bounded=True, takes_global=False, several_sensitive=False),
     MethodSpec("dp", "exact subset DP for tiny inputs", takes_patterns=True, exact=True, takes_global=False),
     MethodSpec("matching", "minimum-cost bipartite matching: frequency 2-diversity with two sensitive values",
-               exact=True, takes_global=False, several_sensitive=False),
+               exact=True, takes_global=False, several_sensitive=False, any_k=False),
+    MethodSpec("simplex", "minimum-cost simplex matching of pairs and triples (LP-dual pruning, HiGHS): optimal "
+                          "2-anonymity under cell suppression", exact=True, takes_global=False, several_sensitive=False,
+               any_k=False),
     MethodSpec("tp", "Xiao, Yi & Tao's three-phase algorithm for l-diversity", several_sensitive=False),
     MethodSpec("tp+", "TP, then the Hilbert cut on its residue", several_sensitive=False),
     MethodSpec("hilbert", "Ghinita et al.'s Hilbert-curve baseline"),
@@ -79,6 +84,7 @@ REFUSALS = {
     "takes_global": "method {name} does not take {thing}: use {methods}",
     "takes_population": "method {name} does not take {thing}: use {methods} (the lattice counts the population "
                         "rows of each class)",
+    "any_k": "method {name} solves 2-anonymity alone (k = 2 and no other model), not {thing}: use {methods}",
     "several_sensitive": "method {name} reads one sensitive column's counts: with several sensitive columns use "
                          "{methods}",
 }
@@ -123,7 +129,10 @@ def requirement(option: str, *capabilities: str, why: str = "") -> str:
 def refusal(name: str, capability: str, thing: str = "") -> str:
     """The one line refusing method `name`, which lacks `capability` (a flag of REFUSALS), with
     every method that has it."""
-    return REFUSALS[capability].format(name=name, thing=thing, methods=either(names(**{capability: True})))
+    having_it = names(**{capability: True})
+    if capability == "any_k":  # the methods that prove an optimum for every k on stars, and auto
+        having_it = ("auto",) + names(any_k=True, exact=True, generalizes=False)
+    return REFUSALS[capability].format(name=name, thing=thing, methods=either(having_it))
 
 
 Bound = TypeVar("Bound")

@@ -38,6 +38,7 @@ from duckanon.solver.models import (KAnonymity, LDiversity, OnAttribute, Privacy
 from duckanon.solver.partition import Solution, identity_solution, star_weights
 from duckanon.solver.repair import merge_until_global, repair
 from duckanon.solver.request import Domains, Instance, Request
+from duckanon.solver.simplex import simplex, simplex_not_applicable
 from duckanon.solver.tp import tp_solution
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "l_diversity", "t_closeness", "Request",
@@ -126,6 +127,10 @@ def _dp(problem: Instance, context: SolveContext) -> Solution:
 
 def _matching(problem: Instance, context: SolveContext) -> Solution:
     return matching(problem.hist, problem.request, problem.patterns, _stars(problem))
+
+
+def _simplex(problem: Instance, context: SolveContext) -> Solution:
+    return simplex(problem.hist, problem.request, problem.patterns, _stars(problem))
 
 
 def _tp(problem: Instance, context: SolveContext) -> Solution:
@@ -297,6 +302,16 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
     weights = _stars(problem)  # (None: unweighted stars, or all weights equal)
     if matching_not_applicable(hist, request, patterns) is None:
         return matching(hist, request, patterns, weights)
+    if _simplex_first(problem, context):
+        try:
+            solution = simplex(hist, request, patterns, weights)
+        except AnonymizeError:  # no cover within its bounds (simplex.py): the portfolio runs
+            solution = None
+        if solution is not None:
+            solution.method = "auto: simplex"
+            if solution.optimal:
+                return solution
+            return _better(solution, best_heuristic(hist, request, patterns, context, weights), weights)
     too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
     first = None if too_costly else _exact_first(problem, context)
     if first is not None and first.solution.optimal:
@@ -304,6 +319,19 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
     best = best_heuristic(hist, request, patterns, context, weights)
     solution = _prove(problem, best, too_costly, context, first)
     return solution if first is None else _better(solution, first.solution, weights)
+
+
+# `auto` runs `simplex` on 2-anonymity alone (no other model, no patterns, no time_limit: it is not
+# time-bounded) when at most this many classes hold fewer than 2 rows, and at most
+# AUTO_SIMPLEX_MAX_CLASSES classes in all (its LP scans every pair of classes)
+AUTO_SIMPLEX_MAX_SINGLETONS = 2_000
+AUTO_SIMPLEX_MAX_CLASSES = 10_000
+
+
+def _simplex_first(problem: Instance, context: SolveContext) -> bool:
+    hist = problem.hist
+    return context.seconds_left() is None and simplex_not_applicable(hist, problem.request, problem.patterns) is None \
+        and hist.n_classes <= AUTO_SIMPLEX_MAX_CLASSES and int((hist.sizes < 2).sum()) <= AUTO_SIMPLEX_MAX_SINGLETONS
 
 
 def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveContext,
@@ -440,7 +468,7 @@ def _better(solution: Solution, other: Solution, weights) -> Solution:
 Runner = Callable[[Instance, SolveContext], Solution]
 RUNNERS: dict[str, Runner] = methods.bound({
     "auto": _auto, **{name: _heuristic(name) for name in HEURISTICS}, "exact": _exact, "dp": _dp,
-    "matching": _matching, "tp": _tp, "tp+": _tp_plus, "hilbert": _hilbert, "lattice": _lattice,
+    "matching": _matching, "simplex": _simplex, "tp": _tp, "tp+": _tp_plus, "hilbert": _hilbert, "lattice": _lattice,
     "mondrian": _mondrian, "gensup": _gensup,
 })
 METHODS = tuple(RUNNERS)

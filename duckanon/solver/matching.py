@@ -27,12 +27,10 @@ Attribute weights (a star's cost per column): a pair then costs 2 * the weighted
 (the weights of the columns where the two rows differ), still a metric, so the same-class pairs
 stay safe and the matching is optimal in weighted stars.
 
-Not implemented: 2-anonymity and 2-diversity with more than two SA values as a minimum-cost
-perfect *simplex* matching (Blocki & Williams Thm 1; Liang & Yuan Thm 11; Anshelevich &
-Karagiozova). We do not have a polynomial algorithm for simplex matching we can trust (the known
-routes go through weighted general factors with gaps of length 1, e.g. Dudycz & Paluch, whose
-algorithm is not available here), so those requests are not run under this name; `exact` (MILP)
-solves them.
+Not here: 2-anonymity as a minimum-cost perfect *simplex* matching (Blocki & Williams Thm 1) is
+method 'simplex' (simplex.py: LP-dual pruning and a set partitioning over pairs and triples);
+2-diversity with more than two SA values (Liang & Yuan Thm 11) is not implemented as a matching;
+`exact` (MILP) solves it.
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ def matching_not_applicable(hist: Histogram, models, patterns=None) -> str | Non
     request = Request.of(models)
     if not any(m.l == 2 for m in request.of_type(FrequencyLDiversity)):
         if any(m.k == 2 for m in request.k_anonymity):
-            return ("2-anonymity is a minimum-cost simplex matching, for which no polynomial algorithm is "
-                    "implemented; use method = 'exact'")
+            return "2-anonymity alone is a minimum-cost simplex matching: use method = 'simplex'"
         return "'matching' solves frequency 2-diversity with two distinct sensitive values only"
     if request.k > 2:
         return "'matching' needs k <= 2"

@@ -53,8 +53,8 @@ UNKNOWN = [
     ("ANONYMIZE hospital WITH (k = 2, method = 'greedyy')",
      "unknown method 'greedyy'; did you mean 'greedy'? (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (k = 2, method = 'magic')",
-     "unknown method 'magic' (known: auto, mapprox, greedy, merge, topdown, carve, segments, exact, dp, matching, tp, tp+, "
-     "hilbert, lattice, mondrian, gensup) (at line 1, column 33)"),
+     "unknown method 'magic' (known: auto, mapprox, greedy, merge, topdown, carve, segments, exact, dp, matching, simplex, "
+     "tp, tp+, hilbert, lattice, mondrian, gensup) (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (k = 2, engine = 'duck')",
      "unknown engine 'duck'; did you mean 'duckdb'? (at line 1, column 33)"),
     ("ANONYMIZE hospital WITH (l = 2, sensitive = disease, l_variant = 'entropie')",

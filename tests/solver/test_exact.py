@@ -463,10 +463,12 @@ def test_time_limit_returns_valid_solution_with_bound():
 
 
 def test_auto_reports_what_ran():
-    # small: exact proves the optimum
+    # small: exact proves the optimum (k = 3); 2-anonymity alone is the simplex matching's (issue 39)
     hist = Histogram.from_rows([tuple(r) for r in "000,001,011,111,110,100,010".split(",")])
     auto = solve(hist, [KAnonymity(2)], "auto")
-    assert (auto.method, auto.stars, auto.optimal, auto.lower_bound) == ("exact", 10, True, 10)
+    assert (auto.method, auto.stars, auto.optimal, auto.lower_bound) == ("auto: simplex", 10, True, 10)
+    auto = solve(hist, [KAnonymity(3)], "auto")
+    assert (auto.method, auto.optimal) == ("exact", True)
     # large: the exact model is over the gate, a heuristic runs
     big = Histogram.from_rows(random_table(1, 600, 8, 3))
     auto = solve(big, [KAnonymity(5)], "auto")

@@ -31,7 +31,8 @@ def test_every_method_has_a_runner_and_the_solver_reads_the_registry():
     assert set(BOUNDED) == {"auto", "exact", "lattice", "gensup", "mondrian"}
     assert list(HEURISTICS) == list(RUNS) == ["mapprox", "greedy", "merge", "topdown", "carve", "segments"]
     assert methods.names(takes_patterns=True) == ("auto", "mapprox", "greedy", "exact", "dp")
-    assert methods.names(several_sensitive=False) == ("exact", "matching", "tp", "tp+")
+    assert methods.names(several_sensitive=False) == ("exact", "matching", "simplex", "tp", "tp+")
+    assert methods.names(any_k=False) == ("matching", "simplex")
 
 
 def test_a_dispatch_table_with_a_gap_or_a_stranger_is_not_built():
@@ -83,7 +84,7 @@ def test_the_option_words_are_the_solvers_classes_and_estimators():
 
 def test_the_docs_list_every_method_in_the_option_table_and_describe_each():
     row = next(line for line in OPTIONS_PAGE.splitlines() if line.startswith("| `method` |"))
-    assert re.findall(r"`([a-z+]+)`", row.split("|")[2]) == [n for n in ("auto", "exact", "dp", "matching", "mapprox",
+    assert re.findall(r"`([a-z+]+)`", row.split("|")[2]) == [n for n in ("auto", "exact", "dp", "matching", "simplex", "mapprox",
                                                                          "greedy", "merge", "tp", "tp+", "hilbert",
                                                                          "topdown", "carve", "segments", "lattice", "mondrian",
                                                                          "gensup")]

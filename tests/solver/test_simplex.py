@@ -1,0 +1,168 @@
+"""method = 'simplex' (issue 39): optimal 2-anonymity as a minimum-cost simplex matching, checked
+against the fixtures' known optima and against a brute force written here (every partition into
+groups of 2 and 3 rows, and the all-suppressed table), on 2,000 seeded random tables."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from duckanon.errors import AnonymizeError
+from duckanon.solver import Histogram, KAnonymity, LDiversity, solve
+from duckanon.solver.simplex import optimal_cover
+
+from support.data import hospital_digits
+from support.instances import BLOCKI_WILLIAMS
+from support.solver_checks import assert_valid
+from support.tiers import examples
+
+
+def brute_force(rows, weights) -> float:
+    """The fewest (weighted) stars of a 2-anonymous partition of `rows`: the minimum over every
+    partition into groups of 2 and 3 rows (Blocki & Williams: larger groups never help, and the
+    all-suppressed table, one group, is compared too), by a memoised recursion on row subsets."""
+    rows = np.asarray(rows)
+    n = len(rows)
+
+    def cost(members) -> float:
+        sub = rows[list(members)]
+        return len(members) * float((weights * (sub.min(axis=0) != sub.max(axis=0))).sum())
+
+    @lru_cache(maxsize=None)
+    def best(mask: int) -> float:
+        if mask == 0:
+            return 0.0
+        first = (mask & -mask).bit_length() - 1
+        rest = [j for j in range(first + 1, n) if mask >> j & 1]
+        value = np.inf
+        for a, second in enumerate(rest):
+            left = mask & ~(1 << first) & ~(1 << second)
+            value = min(value, cost((first, second)) + best(left))
+            for third in rest[a + 1:]:
+                value = min(value, cost((first, second, third)) + best(left & ~(1 << third)))
+        return value
+
+    return min(best((1 << n) - 1), cost(range(n)))
+
+
+def random_table(rng):
+    n = int(rng.integers(2, 13))
+    m = int(rng.integers(1, 6))
+    rows = rng.integers(0, int(rng.integers(2, 4)), size=(n, m))
+    weights = np.ones(m) if rng.random() < 0.6 else rng.integers(1, 5, size=m).astype(float)
+    if rng.random() < 0.15:
+        weights = weights + rng.random(m)  # non-integral weights
+    return rows, weights
+
+
+def test_random_tables_equal_the_brute_force():
+    """2,000 seeded tables of 2-12 rows: the cover's cost equals the brute force, and it is proven;
+    a quarter run the LP pruning (whole=0), the rest the whole listing."""
+    rng = np.random.default_rng(39)
+    checked = pruned = 0
+    while checked < 2000:
+        rows, weights = random_table(rng)
+        codes, counts = np.unique(rows, axis=0, return_counts=True)
+        if (counts >= 2).all():
+            continue  # zero stars without grouping (the method returns the classes as they are)
+        whole = 0 if checked % 4 == 0 else None
+        cover = optimal_cover(codes, counts, weights, whole=whole)
+        expected = brute_force(rows, weights)
+        assert cover["cost"] == pytest.approx(expected, abs=1e-9), (rows.tolist(), weights.tolist())
+        assert cover["proven"] is True
+        assert cover["bound"] <= expected + 1e-9
+        checked += 1
+        pruned += whole == 0
+    assert pruned == 500
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 1), st.integers(0, 3)),
+                min_size=2, max_size=11))
+def test_releases_through_solve_are_valid_and_optimal(rows):
+    hist = Histogram.from_rows([tuple(map(str, r)) for r in rows], ["s"] * len(rows))
+    models = [KAnonymity(2)]
+    solution = solve(hist, models, "simplex")
+    assert_valid(hist, solution, models)
+    assert solution.stars == brute_force([list(r) for r in rows], np.ones(4))
+    assert (solution.optimal, solution.lower_bound) == (True, solution.stars)
+
+
+@pytest.mark.parametrize("rows, k, optimum", [case for case in BLOCKI_WILLIAMS if case[1] == 2])
+def test_blocki_williams_fixtures(rows, k, optimum):
+    qi = [tuple(r) for r in rows.split(",")]
+    hist = Histogram.from_rows(qi, ["s"] * len(qi))
+    solution = solve(hist, [KAnonymity(k)], "simplex")
+    assert_valid(hist, solution, [KAnonymity(k)])
+    assert (solution.stars, solution.optimal, solution.method) == (optimum, True, "simplex")
+
+
+def test_hospital_two_anonymity_is_46():
+    qi, sa = hospital_digits()
+    hist = Histogram.from_rows(qi, sa)
+    solution = solve(hist, [KAnonymity(2)], "simplex")
+    assert_valid(hist, solution, [KAnonymity(2)])
+    assert (solution.stars, solution.optimal) == (46, True)
+
+
+@pytest.mark.parametrize("whole", [None, 0])
+def test_the_gadget_counterexample_and_pruned_hospital(whole):
+    """ALGORITHMS.md's counterexample to one-matching gadgets (00, 00, 11, 11, 01: optimum 3, the
+    gadget relaxation 2), and the hospital's 46, with and without the LP pruning."""
+    codes, counts = np.unique(np.array([[0, 0], [0, 0], [1, 1], [1, 1], [0, 1]]), axis=0, return_counts=True)
+    cover = optimal_cover(codes, counts, np.ones(2), whole=whole)
+    assert (cover["cost"], cover["proven"]) == (3.0, True)
+    qi, sa = hospital_digits()
+    hist = Histogram.from_rows(qi, sa)
+    cover = optimal_cover(hist.codes, hist.sizes, np.ones(hist.m), whole=whole)
+    assert (cover["cost"], cover["proven"]) == (46.0, True)
+    if whole == 0:
+        assert cover["bound"] <= 46 and cover["lp_solves"] >= 1
+
+
+def test_pruned_path_on_a_larger_table_matches_the_whole_listing():
+    """60 random rows of 4 columns: the pruning (LP duals, reduced costs) and the MILP over every
+    pair and triple agree, and the LP bound is at most the optimum."""
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        codes, counts = np.unique(rng.integers(0, 3, size=(60, 4)), axis=0, return_counts=True)
+        pruned = optimal_cover(codes, counts, np.ones(4), whole=0)
+        whole = optimal_cover(codes, counts, np.ones(4), whole=10**6)
+        assert (pruned["cost"], pruned["proven"], whole["proven"]) == (whole["cost"], True, True)
+        assert pruned["bound"] <= pruned["cost"] and pruned["groups"] < whole["groups"]
+
+
+def test_weights_are_weighted_stars():
+    qi, sa = hospital_digits()
+    hist = Histogram.from_rows(qi, sa)
+    weights = np.arange(1, hist.m + 1, dtype=float)
+    solution = solve(hist, [KAnonymity(2)], "simplex", weights=weights)
+    assert solution.optimal is True
+    assert solution.notes["weighted_lower_bound"] == pytest.approx(solution.weighted_stars(weights))
+    expected = brute_force(np.array(hist.codes), weights)
+    assert solution.weighted_stars(weights) == pytest.approx(expected)
+
+
+def test_auto_runs_simplex_on_two_anonymity():
+    qi, sa = hospital_digits()
+    hist = Histogram.from_rows(qi, sa)
+    solution = solve(hist, [KAnonymity(2)])
+    assert (solution.method, solution.stars, solution.optimal) == ("auto: simplex", 46, True)
+    assert solve(hist, [KAnonymity(3)]).method != "auto: simplex"
+
+
+@pytest.mark.parametrize("models, message", [
+    ([KAnonymity(3)], "method simplex solves 2-anonymity alone (k = 2 and no other model), not k = 3: use 'auto', "
+                      "'exact' or 'dp'"),
+    ([KAnonymity(2), LDiversity(2)], "method simplex solves 2-anonymity alone (k = 2 and no other model), not "
+                                     "frequency 2-diversity: use 'auto', 'exact' or 'dp'"),
+])
+def test_refusals_are_one_line_from_the_registry(models, message):
+    qi, sa = hospital_digits()
+    hist = Histogram.from_rows(qi, sa)
+    with pytest.raises(AnonymizeError) as error:
+        solve(hist, models, "simplex")
+    assert str(error.value) == message
