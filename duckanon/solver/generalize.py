@@ -105,8 +105,10 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         "levels": list(node.levels), "metric": metric, "metric_value": search.value,
         "nodes_evaluated": search.evaluated, "search_seconds": round(search_seconds, 4), "lattice_nodes": search.nodes,
         "removed_rows": int(node.sa_counts[~node.ok].sum()),
-        "optimal_for": f"{metric} among full-domain generalizations", **search.notes,
+        **search.notes,
     })
+    if search.optimal:  # what is proven, never said of a heuristic search's best node
+        solution.notes["optimal_for"] = f"{metric} among full-domain generalizations"
     if weights is not None and not METRICS[metric].separable:
         solution.notes["weights_ignored"] = f"{metric} is single-dimensional in ARX: attribute weights do not apply"
     if stable_levels is not None:

@@ -178,6 +178,7 @@ def test_a_statement_over_200_qis_gets_the_heuristic(wide):
                        f"hierarchies = 'intervals(5, 10)', suppression_limit = 0.05)").fetchone()
     details = json.loads(row[-1])
     assert row[5] == "lattice" and row[6] is False  # method, optimal
+    assert "optimal_for" not in details  # nothing proven, so nothing is said to be optimal for anything
     assert details["search"] == "heuristic" and details["lattice_nodes"] == 4 ** WIDE
     assert details["evaluation_bound"] == SEARCH_STEPS and 0 < details["nodes_evaluated"] <= SEARCH_STEPS
     assert "4^200" not in details["search_reason"] and "more than the 100,000" in details["search_reason"]
