@@ -263,8 +263,10 @@ BASE_BYTES = 64 * 2**20  # the interpreter-side overhead of a statement (parsing
 # Where the codes stay compact (segments_alone: one sort and a cut, no int64 copy of them), what
 # it holds per class and cell: the codes three times in their own width (the fetch, the histogram,
 # the parts' masks), per class in words the counts, sizes, the sort's packed keys, the parts and
-# the groups' representatives, per cell its arrays. Measured at 2,000,000 x 50 QIs (random values,
-# k = 5): about 0.35 KiB per class beside DuckDB's memory; this estimates 0.39 KiB.
+# the groups' representatives, per cell its arrays; segments' block of positions and the
+# representatives are counted per column apart (an attack at 45,000 x 150 QIs of 3 values measured
+# 136 MiB where these terms alone said 93). Measured at 2,000,000 x 50 QIs (random values, k = 5):
+# about 0.35 KiB per class beside DuckDB's memory; this estimates 0.75 KiB there.
 COMPACT_CLASS_WORDS = 16
 COMPACT_CODE_COPIES = 3
 
@@ -315,7 +317,7 @@ def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None, 
     if budget is None:
         return
     m, n_cells, n_sa = len(plan.qi), counts.cells, counts.sa_values
-    compact = segments_alone(plan.statement.method, n_cells, m, plan)
+    compact = segments_alone(plan, n_cells)
     code_bytes = np.dtype(counts.code_type[0]).itemsize if compact else 8
     need = solver_memory_estimate(n_cells, n_cells, m, n_sa, code_bytes)  # classes <= cells: an upper bound first
     if need > budget:  # only then the exact count of classes (one more pass over the cells)
@@ -331,14 +333,15 @@ def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None, 
             "quasi-identifiers (hierarchies), or raise the option memory_limit")
 
 
-def segments_alone(method: str, n_classes: int, m: int, plan: Plan) -> bool:
+def segments_alone(plan: Plan, n_classes: int) -> bool:
     """Whether the solver will run `segments` alone on these classes (its codes never widened):
     asked for, or auto's choice on a large wide table (heuristics.segments_alone) for k alone,
-    without hierarchies or patterns."""
+    without hierarchies, patterns or a population."""
     if plan.hierarchies is not None or plan.patterns is not None or plan.population is not None:
         return False
+    method = plan.statement.method
     return method == "segments" or (method == "auto" and plan.sensitive is None
-                                    and heuristic_segments_alone(n_classes, m))
+                                    and heuristic_segments_alone(n_classes, len(plan.qi)))
 
 
 def _size(n: int) -> str:
