@@ -137,7 +137,7 @@ def sa_text(plan: Plan, facts: ColumnFacts, table: str | None = None) -> exp.Exp
 
 
 def keyed_select(plan: Plan, facts: ColumnFacts, cells_table: str, parts_view: str, seed: int, labelled=(),
-                 ordered: bool = True) -> exp.Select:
+                 join_back: bool = False) -> exp.Select:
     """Cells joined with their parts; the published QI strings are computed here, once per part:
     '*' where suppressed, the generalized label for the columns in `labelled`, else the class's
     text (every value of a class prints as that text: see columns.key_of).
@@ -145,8 +145,12 @@ def keyed_select(plan: Plan, facts: ColumnFacts, cells_table: str, parts_view: s
     Stored in the published order: by hash(seed, published strings, published SA) (kept as
     PART_HASH), then by those values (a total order of the distinct published rows; equal
     published rows are identical), so the histogram-only path publishes in this order. Nothing
-    else enters the order. Not `ordered`: stored in any order (publish_select sorts the rows it
-    publishes by their own keys)."""
+    else enters the order.
+
+    For the `join_back` (kept columns: publish_select joins the source to it) the table also holds
+    every class key and their hash, and is stored in any order (publish_select sorts the rows it
+    publishes by their own keys). Without it only what is published and the SA's key are kept: at
+    10M x 50 the QIs' keys were half the table DuckDB had to hold and sort."""
     c, p = "c", "p"
     outputs = []
     for j in range(len(plan.qi)):
@@ -157,20 +161,23 @@ def keyed_select(plan: Plan, facts: ColumnFacts, cells_table: str, parts_view: s
         outputs.append(exp.alias_(published, out_alias(j), quoted=True))
     # the class keys (the join back matches on them), every QI value and the SA value (published)
     values = [qi_alias(j) for j in range(len(plan.qi))] + ([SA_ALIAS] if plan.sensitive else [])
-    keys = [qcol(name, c) for name in dict.fromkeys(values + key_aliases(plan, facts))]
+    kept = values + key_aliases(plan, facts) if join_back else (
+        [SA_ALIAS, sa_key(plan, facts)] if plan.sensitive else [])  # (counts_select's sa_text reads the SA's key)
+    keys = [qcol(name, c) for name in dict.fromkeys(kept)]
     split = qcol("split", p)
     shown_values = [binary_text(facts, out.this.copy()) for out in outputs] + ([sa_text(plan, facts, c)] if plan.sensitive else [])
     part_hash = exp.func("hash", exp.Literal.number(seed), *shown_values)
     order = [part_hash.copy(), *[v.copy() for v in shown_values]]
     # built in place (copy=False): copying these trees at every builder step cost more than the query
-    key_hash = exp.alias_(_key_hash(plan, facts, [qcol(a, c) for a in key_aliases(plan, facts)]), KEY_HASH, quoted=True)
+    key_hash = [exp.alias_(_key_hash(plan, facts, [qcol(a, c) for a in key_aliases(plan, facts)]), KEY_HASH,
+                           quoted=True)] if join_back else []
     keyed = (
         exp.select(*keys, *outputs, qcol(CELL_ID, c), qcol(LO, p), qcol(HI, p), split,
-                   qcol(BUCKETS, p), exp.alias_(part_hash, PART_HASH, quoted=True), key_hash, copy=False)
+                   qcol(BUCKETS, p), exp.alias_(part_hash, PART_HASH, quoted=True), *key_hash, copy=False)
         .from_(aliased_table(cells_table, c), copy=False)
         .join(aliased_table(parts_view, p), on=exp.EQ(this=qcol(CELL_ID, c), expression=qcol(CELL_ID, p)), copy=False)
     )
-    return keyed.order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False) if ordered else keyed
+    return keyed if join_back else keyed.order_by(*[exp.Ordered(this=o, nulls_first=False) for o in order], copy=False)
 
 
 def _keyed_columns(plan: Plan) -> list[str]:

@@ -62,7 +62,7 @@ def materialize(backend: Backend, plan: Plan, facts: ColumnFacts, cells: Cells, 
     # the published rows are sorted by their own keys, and the keyed table's order is not read
     with backend.keeping_insertion_order():
         backend.create_temp(keyed_table, keyed_select(plan, facts, cells.table, parts_view, seed,
-                                                      labelled=labelled_columns(solution), ordered=not plan.keep))
+                                                      labelled=labelled_columns(solution), join_back=bool(plan.keep)))
         backend.unregister(parts_view)
         if plan.counts is not None:  # materialize = 'view': a view over the count of each published row
             backend.create_target(plan.counts, counts_select(plan, facts, keyed_table))
