@@ -65,8 +65,7 @@ def create_coded(backend: Backend, table: str, uncoded: exp.Select, orders: list
         temps.append(f"{table}_d{i}")
         backend.create_temp(temps[-1], exp.select(*[qcol(c) for c in order], exp.alias_(dense_code(*order), code, quoted=True))
                             .from_(values.subquery("v")))
-    widths = [narrowest_integer(max(0, backend.one(exp.select(exp.func("count", exp.Star())).from_(
-        exp.to_table(name, quoted=True)))[0] - 1))[1] for name in temps[1:]]
+    widths = [narrowest_integer(max(0, size - 1))[1] for size in _row_counts(backend, temps[1:])]
     batches = [range(start, min(len(orders), start + JOIN_BATCH)) for start in range(0, len(orders), JOIN_BATCH)]
     if len(batches) == 1:
         backend.create_temp(table, _joined(base, None, batches[0], orders, codes, temps, widths))
@@ -84,6 +83,16 @@ def create_coded(backend: Backend, table: str, uncoded: exp.Select, orders: list
         backend.create_temp(table, select)
         temps += parts
     backend.drop_inputs(*temps)
+
+
+def _row_counts(backend: Backend, tables: list[str]) -> list[int]:
+    """The row count of each table, in one query (a UNION ALL of the counts): on Spark each query
+    is a job of its own, and 200 dictionaries' counts one by one were 200 jobs."""
+    counts = [exp.select(exp.alias_(exp.Literal.number(i), "i", quoted=True),
+                         exp.alias_(exp.func("count", exp.Star()), "n", quoted=True)).from_(exp.to_table(name, quoted=True))
+              for i, name in enumerate(tables)]
+    found = dict(backend.rows(exp.union(*counts, distinct=False))) if counts else {}
+    return [int(found[i]) for i in range(len(tables))]
 
 
 def _joined(base: str, row_id: str | None, batch: range, orders, codes, temps, widths) -> exp.Select:
