@@ -77,6 +77,11 @@ def _refuse_beside(statement, seen: set) -> None:
     if statement.mask:
         raise AnonymizeError("option mask is refused with epsilon: a masked identifier is published per row, "
                              "outside the guarantee (list the column in identifiers to drop it)")
+    if statement.sensitive is not None:
+        # the classes that must reach k are the QIs' alone: a rare sensitive value in a large class
+        # would be published whenever its row is sampled (probability beta), which no delta covers
+        raise AnonymizeError("option sensitive is refused with epsilon: a sensitive column is published per row, "
+                             "outside the guarantee (list it in qi to publish it inside the classes)")
     if statement.sweep is not None or any(isinstance(getattr(statement, name, None), list) for name in SWEEPABLE):
         raise AnonymizeError("a sweep is refused with epsilon: every value compared would spend the budget again")
     if "method" in seen and statement.method not in ("auto", "lattice"):

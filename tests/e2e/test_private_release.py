@@ -72,6 +72,9 @@ def test_explain_shows_k_and_beta(con):
      "privacy: drop k (EXPLAIN shows the k derived)"),
     ("epsilon = 1, delta = 1e-5, qi = (a), keep = (b)", "option keep is refused with epsilon: a kept column is "
      "published per row, outside the guarantee"),
+    # a rare sensitive value in a class of many rows was published whenever its row was sampled
+    ("epsilon = 1, delta = 1e-5, qi = (a), sensitive = s", "option sensitive is refused with epsilon: a sensitive "
+     "column is published per row, outside the guarantee (list it in qi to publish it inside the classes)"),
     ("epsilon = 1, delta = 1e-5, qi = (a), epsilon_search = 2", "option epsilon_search must be below epsilon (1), "
      "got 2"),
     ("epsilon = 1, delta = 1e-5, qi = (a), hierarchies = (a = 'intervals(2)')", "hierarchies with epsilon need "
