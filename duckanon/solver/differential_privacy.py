@@ -137,6 +137,18 @@ def _vpoint(values) -> tuple:
 _ADD, _SUB, _MUL, _DIV = (lambda x, y: x + y), (lambda x, y: x - y), (lambda x, y: x * y), (lambda x, y: x / y)
 
 
+# At most this many binomial terms: the work and memory of the calculation grow as epsilon falls
+# (n runs to about k / gamma, and every n has n (1 - gamma) terms): the whole documented grid takes
+# at most 1.3 million (epsilon 3, delta 1e-12), epsilon 0.02 with delta 1e-5 two million (about
+# 0.4 GB), epsilon 0.01 eight million (1.4 GB, 156 s on a loaded machine), and epsilon 1e-4 took a
+# process past the machine's memory. Counted before each batch is allocated, so a refusal costs nothing.
+TERMS_LIMIT = 2_500_000
+
+
+class ParametersTooCostly(Exception):
+    """The calculation would exceed TERMS_LIMIT terms (the caller names epsilon and delta)."""
+
+
 class _Sequences:
     """ParameterCalculation's a_n (the binomial tail above n * gamma) and c_n (its Chernoff bound)
     for n = 0, 1, ..., computed in batches of n: every term P(Binomial(n, beta) = j) of a batch in
@@ -148,14 +160,18 @@ class _Sequences:
         self.a_high: list[float] = []
         self.c_high: list[float] = []
         self.stirling = (np.zeros(1), np.zeros(1))  # index 0 unused
+        self.terms = 0  # binomial terms asked for so far (TERMS_LIMIT)
         self.term = _sub(_mul(gamma, _log(_div(gamma, beta))), _sub(gamma, beta))
 
     def grow(self, upto: int) -> None:
         first = len(self.a_low)
         upto = max(upto, 2 * first, 64)
-        self._stirling_upto(upto)
         ns = np.arange(first, upto, dtype=np.float64)
         starts = (np.floor(_vbinary(_vpoint(ns), self.gamma, _MUL)[0]) + 1).astype(np.int64)
+        self.terms += int(np.maximum(ns.astype(np.int64) - starts, 0).sum())
+        if self.terms > TERMS_LIMIT:
+            raise ParametersTooCostly(self.terms)
+        self._stirling_upto(upto)
         lows, highs, counts = self._interior(ns.astype(np.int64), starts)
         position = 0
         for n, start, count in zip(range(first, upto), starts.tolist(), counts.tolist()):
@@ -252,9 +268,14 @@ def parameters(epsilon_anonymization: float, delta: float) -> Parameters:
     gamma = _div(_add(_sub(power, ONE), beta), power)
     sequences = _Sequences(beta, gamma)
     k, achieved = 1, _point(1.7976931348623157e308)
-    while not _less(achieved, wanted):
-        achieved = _delta_of(k, sequences)
-        k += 1
+    try:
+        while not _less(achieved, wanted):
+            achieved = _delta_of(k, sequences)
+            k += 1
+    except ParametersTooCostly:
+        raise AnonymizeError(f"the differential privacy parameters at epsilon_anonymization {epsilon_anonymization:g} "
+                             f"and delta {delta:g} need more than {TERMS_LIMIT:,} terms of ARX's parameter "
+                             "calculation: use a larger epsilon or delta") from None
     return Parameters(k=k, beta=beta[0])
 
 

@@ -87,6 +87,10 @@ def test_explain_shows_k_and_beta(con):
     ("epsilon = 1, delta = 1e-5, qi = (a), engine = 'spark'", "option epsilon needs engine = 'duckdb' (the sample "
      "is drawn on the class histogram that DuckDB's release publishes from)"),
     ("epsilon = 9, delta = 1e-5, qi = (a)", "option epsilon must be at most 3, got 9"),
+    # the calculation's work grows as epsilon falls: bounded by a count of terms, refused before it is spent
+    ("epsilon = 0.0001, delta = 1e-12, qi = (a)", "the differential privacy parameters at epsilon_anonymization "
+     "0.0001 and delta 1e-12 need more than 2,500,000 terms of ARX's parameter calculation: use a larger epsilon "
+     "or delta"),
     ("epsilon = 1, delta = 0.5, qi = (a)", "option delta must be in [1e-12, 0.1), got 0.5"),
 ])
 def test_refusals(con, options, message):
