@@ -88,6 +88,8 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
                    ("classes", "BIGINT"), ("min_class_size", "BIGINT"), ("highest_risk", "DOUBLE"),
                    ("average_risk", "DOUBLE"), ("method", "VARCHAR"), ("optimal", "BOOLEAN"), ("seconds", "DOUBLE")]
         return Table(columns, [tuple(row[c] for c, _ in columns) for row in rows])
+    if statement.epsilon is not None:
+        return _private_plan(backend, statement)
     plan, problem, solution, seconds = dry_run(backend, statement, listener)
     hist, models = problem.histogram, problem.models
     sizes = hist.sizes
@@ -108,7 +110,6 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
         ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", ", ".join(plan.sensitives)),
         ("privacy models", "; ".join(str(model) for model in models)),
-        *privacy_items(statement),
         ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
         ("dropped columns (not published)", ", ".join(plan.dropped) or "none"),
         *([("population", plan.population.sql())] if plan.population is not None else []),
@@ -130,6 +131,19 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
 
 
+def _private_plan(backend: Backend, statement) -> Table:
+    """EXPLAIN of a differentially private statement: the plan and the derived parameters, from
+    the statement and the catalog alone. No dry run: its sample and its search would be a run of
+    the mechanism whose outcome the user sees, spending epsilon again without any record, and
+    levels chosen from it would make the published "fixed" generalization data-dependent."""
+    plan = bind(backend, statement)
+    items = [("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
+             ("quasi-identifiers", ", ".join(plan.qi)), *privacy_items(statement),
+             ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
+             ("dropped columns (not published)", ", ".join(plan.dropped) or "none")]
+    return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
 def privacy_items(statement) -> list[tuple[str, str]]:
     """Differential privacy's derived parameters, known from the statement alone (bound before the
     dry run reads any row)."""
@@ -145,7 +159,9 @@ def privacy_items(statement) -> list[tuple[str, str]]:
              if statement.epsilon_search else
              "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
              if statement.levels else "none: the classes as they are"),
-            ("this dry run", "one sample of many: each run draws its own, so its counts are an example")]
+            ("this dry run", "none: EXPLAIN draws no sample and runs no search (each would spend epsilon again, "
+                             "unrecorded); choose the levels without looking at the data, or the guarantee does not "
+                             "cover that choice")]
 
 
 def lattice_search(notes: dict) -> str:

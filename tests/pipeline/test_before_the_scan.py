@@ -121,3 +121,20 @@ def test_the_collations_fact_reaches_the_check_of_the_published_rows():
     with pytest.raises(AnonymizeError, match="in other classes than the ones checked"):
         check_published_rows(backend, plan, facts, 2, "keyed")
     check_published_rows(backend, plan, ColumnFacts(), 2, "keyed")  # without the fact, NOCASE hashes them alike
+
+
+@pytest.mark.parametrize("options", [
+    "epsilon = 1, delta = 1e-5, qi = (zip, age)",
+    "epsilon = 1, delta = 1e-5, qi = (zip, age), hierarchies = (zip = 'intervals(2)', age = 'intervals(2)'), "
+    "epsilon_search = 0.3",
+])
+def test_explain_of_a_private_statement_reads_no_row(recorded, options):
+    """A dry run of the mechanism would be a release the user sees, spending epsilon again with no
+    record (found by the DP attack: EXPLAINs with a search, then the levels it chose published as
+    'fixed'): EXPLAIN shows the plan and the derived parameters only."""
+    con, ran = recorded
+    items = dict(con.execute(f"EXPLAIN ANONYMIZE {SOURCE} WITH ({options})").fetchall())
+    assert not any(f'"{SOURCE}"' in sql and "SELECT" in sql.upper() and "LIMIT 0" not in sql.upper() for sql in ran)
+    assert items["this dry run"].startswith("none: EXPLAIN draws no sample and runs no search")
+    assert "classes below k = " in items["differential privacy"]
+    assert "published classes" not in items and "estimated stars" not in items
