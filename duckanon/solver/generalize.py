@@ -37,6 +37,13 @@ class FlatHierarchy:
     def domain_leaves(self, level: int) -> np.ndarray:
         return np.ones(self.domain_size, dtype=np.int64) if level == 0 else np.array([self.domain_size])
 
+    # the interface of hierarchy.BoundHierarchy that the lattice's readers use (SafePub's scores)
+    def level_labels(self, level: int) -> list:
+        return self.labels[level]
+
+    def n_groups(self, level: int) -> int:
+        return len(self.labels[level])
+
     def loss(self, level: int) -> np.ndarray:
         """As BoundHierarchy.loss: (leaves - 1) / (domain - 1) per code of `level`."""
         return (self.domain_leaves(level) - 1) / max(self.domain_size - 1, 1)

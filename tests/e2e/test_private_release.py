@@ -145,3 +145,15 @@ def test_search_refusals(con, options, message):
     with pytest.raises(AnonymizeError) as raised:
         con.execute(f"ANONYMIZE t INTO out WITH (epsilon = 1, delta = 1e-5, {options})")
     assert str(raised.value).split(" (at line")[0] == message
+
+
+def test_search_with_a_hierarchy_for_some_quasi_identifiers(con):
+    """A QI without a hierarchy is published as its value or '*' (level 0 or 1 of its flat one):
+    the search over such a lattice raised an AttributeError (found by the DP attack)."""
+    result = con.execute("ANONYMIZE t INTO out WITH (epsilon = 1, delta = 1e-5, qi = (a, b), "
+                         "hierarchies = (a = 'intervals(2)'), epsilon_search = 0.3)").fetchone()
+    details = json.loads(result[-1])["differential_privacy"]
+    assert details["epsilon_anonymization"] + details["epsilon_search"] == pytest.approx(1.0)
+    groups = con.execute("SELECT a, b, count(*) FROM out GROUP BY ALL").fetchall()
+    assert groups and all(n >= details["k"] for _, _, n in groups)
+    assert {str(b) for _, b, _ in groups} <= {"0", "1", "2", "*"}
