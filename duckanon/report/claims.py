@@ -28,6 +28,8 @@ def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
     limit = params.get("suppression_limit")
     if limit is None:
         limit = details.get("suppression_limit")
+    if params.get("epsilon") is not None:  # every class below the derived k is removed: no limit was set
+        limit = None
     total = summary.get("rows") if summary.get("rows") is not None else counts["original"]
     published_rows = summary.get("published_rows")
     if published_rows is None:

@@ -46,7 +46,12 @@ def verdict(checks: list[tuple], population_rows: list, release: dict, details: 
     unchecked = _unchecked(checks, params)
     if unchecked:
         parts.append(escape(f"{_joined(unchecked)} not measured by this report"))
-    if not (held or failed or unchecked):
+    if params.get("epsilon") is not None:
+        # a property of how the release was drawn, which no count on the table can confirm
+        parts.append(escape(f"(epsilon = {format_value(params['epsilon'])}, delta = {format_value(params['delta'])})"
+                            "-differential privacy: a property of how the release was drawn (its section below), "
+                            "not measured on the table"))
+    elif not (held or failed or unchecked):
         parts.append("no privacy model was given for this table, so none is checked")
     parts.append(escape(_removed(release)))
     stars = summary.get("stars")

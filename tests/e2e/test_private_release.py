@@ -115,6 +115,10 @@ def test_report_says_what_the_guarantee_means(con, tmp_path):
     assert "<h2>Differential privacy</h2>" in page
     assert "every group of fewer than 62 rows was removed" in page
     assert "What it does not mean" in page and "the budgets add up" in page
+    # its first line named no model, and a 100% suppression limit the user cannot set (the DP attack)
+    assert ("(epsilon = 1, delta = 1e-05)-differential privacy: a property of how the release was drawn (its "
+            "section below), not measured on the table") in page
+    assert "no privacy model was given" not in page and "limit 100%" not in page
 
 
 def test_search_picks_the_levels_with_its_own_budget(con):
