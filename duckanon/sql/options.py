@@ -108,7 +108,7 @@ def _patterns(value: exp.Expr) -> list[list[str]]:
 def _t(value: exp.Expr) -> float:
     number = _number(value, "t")
     if not (0.0 <= number <= 1.0):
-        raise AnonymizeError(f"option t must be in [0, 1], got {number:g}")
+        raise AnonymizeError(f"option t must be in [0, 1], got {_shown(number)}")
     return number
 
 
@@ -238,6 +238,13 @@ def _open_fraction(value: exp.Expr, option: str) -> float:
     return number
 
 
+def _shown(number: float) -> str:
+    """A number as short as it reads, but never rounded onto the other side of a bound it broke
+    (3.0000000000000004 is not '3')."""
+    short = f"{number:g}"
+    return short if not math.isfinite(number) or float(short) == number else repr(number)
+
+
 def _positive(value: exp.Expr, option: str) -> float:
     number = _number(value, option)
     if not (math.isfinite(number) and number > 0):
@@ -248,14 +255,14 @@ def _positive(value: exp.Expr, option: str) -> float:
 def _epsilon(value: exp.Expr, option: str) -> float:
     number = _positive(value, option)
     if not math.isfinite(number) or number > EPSILON_LIMIT:
-        raise AnonymizeError(f"option {option} must be at most {EPSILON_LIMIT:g}, got {number:g}")
+        raise AnonymizeError(f"option {option} must be at most {EPSILON_LIMIT:g}, got {_shown(number)}")
     return number
 
 
 def _delta(value: exp.Expr) -> float:
     number = _number(value, "delta")
     if not (DELTA_RANGE[0] <= number < DELTA_RANGE[1]):
-        raise AnonymizeError(f"option delta must be in [{DELTA_RANGE[0]:g}, {DELTA_RANGE[1]:g}), got {number:g}")
+        raise AnonymizeError(f"option delta must be in [{DELTA_RANGE[0]:g}, {DELTA_RANGE[1]:g}), got {_shown(number)}")
     return number
 
 

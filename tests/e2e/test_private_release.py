@@ -92,6 +92,9 @@ def test_explain_shows_k_and_beta(con):
      "0.0001 and delta 1e-12 need more than 2,500,000 terms of ARX's parameter calculation: use a larger epsilon "
      "or delta"),
     ("epsilon = 1, delta = 0.5, qi = (a)", "option delta must be in [1e-12, 0.1), got 0.5"),
+    # shown unrounded where rounding would put it inside the range (the DP attack's nit)
+    ("epsilon = 3.0000000000000004, delta = 1e-5, qi = (a)", "option epsilon must be at most 3, got 3.0000000000000004"),
+    ("epsilon = 1, delta = 9.99999999999e-13, qi = (a)", "option delta must be in [1e-12, 0.1), got 9.99999999999e-13"),
 ])
 def test_refusals(con, options, message):
     with pytest.raises(AnonymizeError) as raised:
