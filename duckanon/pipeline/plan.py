@@ -144,7 +144,16 @@ def _hierarchy_specs(statement: AnonymizeStatement, qi: list[str]) -> dict[int, 
             if name.lower() not in qi_lower:
                 raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
     by_column = hierarchy_specs(specs, qi)
-    return {j: hierarchy.read_spec(by_column[column], column) for j, column in enumerate(qi) if column in by_column}
+    parsed = {j: hierarchy.read_spec(by_column[column], column) for j, column in enumerate(qi) if column in by_column}
+    if statement.epsilon_search:
+        for j, spec in parsed.items():
+            if spec.built is not None and spec.built.height is None:
+                # the search's lattice would be as high as the data makes it (prefix: the longest
+                # value), so the levels it publishes would tell a row's presence (the DP attack:
+                # the level moved from 0-3 to 8-14 in 30 of 30 releases with one long value added)
+                raise AnonymizeError(f"the hierarchy of {qi[j]} ({spec.built.name}) takes its height from the data, "
+                                     "which the search's levels would tell: give it a fixed height (e.g. prefix(5))")
+    return parsed
 
 
 def _hierarchies(backend: Backend, specs: dict[int, hierarchy.HierarchySpec], qi: list[str]) -> tuple | None:

@@ -148,7 +148,27 @@ def release_provenance(plan: Plan, summary: Summary, release: str | None = None)
     row = asdict(summary)
     provenance["summary"] = {name: row[name] for name in RELEASE_SUMMARY}
     provenance["summary"]["details"] = _released_details(json.loads(summary.details), statement, summary)
+    if statement.epsilon is not None:
+        provenance.pop("suppression_limit", None)
+        _private_summary(provenance["summary"])
     return provenance
+
+
+# A private release's comment is part of what it publishes, so it holds only functions of the
+# published rows and of the mechanism's outputs (its levels). Stars and loss are not: a label is a
+# star when it covers every value of the SOURCE column, and the loss divides by the source's
+# domain, so one row the release removed changes them (the DP attack: stars > 0 in 10 of 10 releases
+# of a table, 0 in 10 of 10 of its neighbour with one outlier row). The suppression limit is
+# duckanon's internal 100%, not an option the user set.
+PRIVATE_OMITTED_SUMMARY = ("stars", "suppressed_rows")
+PRIVATE_OMITTED_DETAILS = ("whole_domain_cells", "loss", "column_loss", "suppression_limit", "weighted_stars")
+
+
+def _private_summary(summary: dict) -> None:
+    for name in PRIVATE_OMITTED_SUMMARY:
+        summary.pop(name, None)
+    for name in PRIVATE_OMITTED_DETAILS:
+        summary["details"].pop(name, None)
 
 
 def describe_target(backend: Backend, plan: Plan, summary: Summary, release: str | None = None) -> None:

@@ -79,6 +79,10 @@ def test_explain_shows_k_and_beta(con):
      "got 2"),
     ("epsilon = 1, delta = 1e-5, qi = (a), hierarchies = (a = 'intervals(2)')", "hierarchies with epsilon need "
      "levels = (column = level, ...): the generalization is fixed before the data is seen"),
+    # the search's lattice must not be as high as the data makes it (the DP attack: prefix's levels told a row)
+    ("epsilon = 1, delta = 1e-5, qi = (a, b), hierarchies = (a = 'prefix', b = 'intervals(2)'), epsilon_search = 0.3",
+     "the hierarchy of a (prefix) takes its height from the data, which the search's levels would tell: give it a "
+     "fixed height (e.g. prefix(5))"),
     ("delta = 1e-5, k = 2, qi = (a)", "option delta applies to differential privacy: add epsilon = <budget>"),
     ("epsilon = 1, delta = 1e-5, qi = (a), l = 2, sensitive = s", "option l does not combine with epsilon: "
      "differential privacy is the only model of its release"),
@@ -164,3 +168,22 @@ def test_search_with_a_hierarchy_for_some_quasi_identifiers(con):
     groups = con.execute("SELECT a, b, count(*) FROM out GROUP BY ALL").fetchall()
     assert groups and all(n >= details["k"] for _, _, n in groups)
     assert {str(b) for _, b, _ in groups} <= {"0", "1", "2", "*"}
+
+
+def test_the_comment_holds_only_what_the_published_rows_tell(con):
+    """A private release's comment travels with it: every figure in it must be recountable from the
+    published rows (or be the mechanism's output, its levels). Stars counted labels covering every
+    value of the SOURCE column, so one removed outlier row flipped them (found by the DP attack)."""
+    con.execute("CREATE TABLE d1 AS SELECT (i % 6)::INT AS age FROM range(3000) r(i) UNION ALL SELECT 100")
+    con.execute("ANONYMIZE d1 INTO o WITH (epsilon = 1, delta = 1e-5, qi = (age), "
+                "hierarchies = (age = 'intervals(2, 8)'), levels = (age = 2))")
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'o'").fetchone()[0]
+    provenance = json.loads(comment.removeprefix("duckanon "))
+    summary = provenance["summary"]
+    assert "suppression_limit" not in provenance
+    assert not {"stars", "suppressed_rows"} & set(summary)
+    assert not {"whole_domain_cells", "loss", "column_loss", "suppression_limit"} & set(summary["details"])
+    sizes = [n for (n,) in con.execute("SELECT count(*) FROM o GROUP BY age").fetchall()]
+    assert (summary["published_rows"], summary["classes"], summary["min_class_size"]) == (sum(sizes), len(sizes),
+                                                                                         min(sizes))
+    assert summary["details"]["levels"] == [2]
