@@ -31,3 +31,8 @@ def shown_name(table: TableName) -> str:
                         (("this", table.table.this), ("db", table.table.args.get("db")),
                          ("catalog", table.table.args.get("catalog"))) if part is not None}
                      ).sql(dialect="duckdb")
+
+
+# duckanon's publication registry in every database it records in (pipeline/registry_entry.py):
+# never a target, whoever made a table of that name
+REGISTRY_TABLE = "duckanon_publications"

@@ -11,7 +11,7 @@ from sqlglot import exp
 from duckanon import hierarchy
 from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
-from duckanon.names import TableName, shown_name
+from duckanon.names import REGISTRY_TABLE, TableName, shown_name
 from duckanon.sql.statement import AnonymizeStatement
 
 
@@ -112,6 +112,17 @@ def is_counts_of(entry: tuple[str, str | None] | None, view: TableName | None) -
     return view is None or comment == COUNTS_COMMENT + shown_name(view)
 
 
+def _refuse_bookkeeping_target(backend: Backend, target: TableName) -> None:
+    """duckanon's own bookkeeping is never a target: publishing into the registry replaced it (every
+    entry lost), and into a view release's table of counts broke that view (the DP attack)."""
+    if target.name.lower() == REGISTRY_TABLE:
+        raise AnonymizeError(f"the target {shown_name(target)} is the name of duckanon's publication registry: "
+                             "choose another name with INTO")
+    if is_counts_of(backend.catalog_entry(target), None):
+        raise AnonymizeError(f"the target {shown_name(target)} holds the rows of a view published with "
+                             "materialize = 'view': choose another name with INTO")
+
+
 def counts_table(backend: Backend, statement: AnonymizeStatement, target: TableName) -> TableName:
     """materialize = 'view': the table of counts beside the view, named after it (`<view>_counts`),
     placed and checked like the target. A table of that name that duckanon did not make is refused:
@@ -121,6 +132,9 @@ def counts_table(backend: Backend, statement: AnonymizeStatement, target: TableN
     if entry is not None and not is_counts_of(entry, None):
         raise AnonymizeError(f"materialize = 'view' keeps the view's rows in a table {shown_name(counts)}, which "
                              "already exists and was not made by duckanon: drop it or choose another name with INTO")
+    if entry is not None and not is_counts_of(entry, target):
+        raise AnonymizeError(f"materialize = 'view' keeps the view's rows in a table {shown_name(counts)}, which "
+                             "holds the rows of another view: choose another name with INTO")
     return counts
 
 
@@ -199,6 +213,7 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     specs = _hierarchy_specs(statement, qi)
     tables = {qi[j]: spec.table for j, spec in specs.items() if spec.table is not None}
     source, target = backend.place(statement.source, _target(statement), list(tables.items()))
+    _refuse_bookkeeping_target(backend, target)
     sa_hierarchy_rows = None
     if statement.t_distance == "hierarchical" and statement.sa_hierarchy is not None:
         sa_hierarchy_rows = hierarchy.read_sa_hierarchy(backend, statement.sa_hierarchy)

@@ -15,12 +15,12 @@ from functools import lru_cache
 from sqlglot import exp
 
 from duckanon.backends.base import Backend
-from duckanon.names import TableName, shown_name
+from duckanon.names import REGISTRY_TABLE, TableName, shown_name
 from duckanon.pipeline.histogram import FINGERPRINT_LANES, fingerprint_checksum, fingerprint_factor, fingerprint_product
 from duckanon.pipeline.registry_statement import (Corrupt, checked_text, rebuild, stored_hierarchy_parts,
                                                   table_of)
 
-REGISTRY = "duckanon_publications"
+REGISTRY = REGISTRY_TABLE
 REGISTRY_COMMENT = 'duckanon registry {"format": 2}'
 COLUMNS = {
     "target_database": "VARCHAR",  # NULL: this database (the registry's own); else the alias of another

@@ -14,6 +14,7 @@ import pytest
 
 import duckanon
 from duckanon.pipeline import registry
+from support.refusals import refused_unchanged
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSPITAL = ROOT.parent / "shared" / "data" / "hospital.csv"
@@ -214,3 +215,27 @@ def test_a_conflict_at_the_commit_of_a_refresh_gets_refreshs_own_message(work, m
         con.execute("REFRESH release.pub")
     assert con.execute("SELECT count(*) FROM release.pub").fetchone()[0] == 10
     assert listing(con)[('"release"."main"."pub"', "w")] == "stale"
+
+
+@pytest.mark.parametrize("statement, message", [
+    # publishing into the registry replaced it: every entry was lost (found by the DP attack)
+    (f"ANONYMIZE hospital INTO duckanon_publications {WITH}",
+     "the target memory.main.duckanon_publications is the name of duckanon's publication registry: choose another "
+     "name with INTO"),
+    (f"ANONYMIZE hospital INTO main.DUCKANON_PUBLICATIONS {WITH}",
+     "the target memory.main.duckanon_publications is the name of duckanon's publication registry: choose another "
+     "name with INTO"),
+    # publishing into a view release's counts broke the view while the listing said current
+    ("ANONYMIZE hospital INTO v_counts WITH (k = 3, qi = (zipcode))",
+     "the target memory.main.v_counts holds the rows of a view published with materialize = 'view': choose another "
+     "name with INTO"),
+])
+def test_duckanon_bookkeeping_is_never_a_target(statement, message):
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE hospital AS SELECT * FROM read_csv('{HOSPITAL}')")
+    con.execute(f"ANONYMIZE hospital INTO kept {WITH}")
+    con.execute(f"ANONYMIZE hospital INTO v {WITH[:-1]}, materialize = 'view')")
+    refused_unchanged(con, statement, message)
+    assert {row[0] for row in con.execute("SELECT target FROM duckanon_publications()").fetchall()} == {
+        '"memory"."main"."kept"', '"memory"."main"."v"'}
+    assert con.execute("SELECT count(*) FROM v").fetchone()[0] == 10
