@@ -37,7 +37,7 @@ from duckanon.solver.context import UNBOUNDED, SolveContext
 # The least share of the rows left that a round publishes; each is tried, the lowest loss kept.
 SHARES = (0.05, 0.1, 0.2)
 # Rounds of recoding per share.
-MAX_ROUNDS = 96
+MAX_ROUNDS = 400
 # A key is compacted (to its rank) before its space would pass this many codes.
 KEY_SPACE = 1 << 62
 
