@@ -44,7 +44,7 @@ from duckanon.solver.generalize import TOP, whole_domain
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice_metrics import arx_loss, arx_weights
 from duckanon.solver.models import all_satisfied, globally_satisfied
-from duckanon.solver.recode import SHARES, iterative_start
+from duckanon.solver.recode import subset_starts
 from duckanon.solver.partition import SHOW_VALUE, STAR, Solution, distribute_sa
 from duckanon.solver.request import Request
 
@@ -312,14 +312,20 @@ def hierarchical_solution(hist: Histogram, hierarchies, models, suppression_limi
     recoding = "hierarchy labels (top-down specialization)"
     if not search.models.global_models:  # the rounds check each group, not the whole release
         best = _total_loss(hist, final, removed, weights)
-        for share in SHARES:
-            seeded = HierarchicalRecoding(hist, hierarchies, models, suppression_limit, weights)
-            start, cut = iterative_start(seeded, share, context)
+
+        def new_search() -> HierarchicalRecoding:
+            return HierarchicalRecoding(hist, hierarchies, models, suppression_limit, weights)
+
+        # the start of lowest loss (the first among equals) is split further: splits rarely
+        # change the order of the starts, and each costs a search per group
+        starts = [(_total_loss(hist, start, cut, weights), n, what, seeded, start, cut)
+                  for n, (what, seeded, start, cut) in enumerate(subset_starts(new_search, context))]
+        if starts:
+            _, _, what, seeded, start, cut = min(starts, key=lambda candidate: candidate[:2])
             groups = seeded.run(context, start, cut)
-            loss = _total_loss(hist, *groups, weights)
-            if loss < best - 1e-12:
-                best, (final, removed), search = loss, groups, seeded
-                recoding = f"hierarchy labels (iterative recoding of subsets, each round at least {share:.0%} of the rows left, then top-down)"
+            if _total_loss(hist, *groups, weights) < best - 1e-12:
+                (final, removed), search = groups, seeded
+                recoding = f"hierarchy labels ({what}, then top-down)"
     return _labelled_solution(hist, hierarchies, search, final, removed, recoding, weights)
 
 
