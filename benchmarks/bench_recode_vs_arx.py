@@ -49,16 +49,19 @@ def main() -> None:
     parser.add_argument("--arx-results", type=Path, required=True, help="a harness results folder (raw.jsonl)")
     parser.add_argument("--only", default="", help="cases whose id contains this")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--methods", default=",".join(METHODS), help="auto_hierarchies alone: its details name "
+                        "mondrian's loss among its candidates")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_recode_vs_arx.md")
     args = parser.parse_args()
     arx = arx_best_local_recoding(args.arx_results)
+    methods = args.methods.split(",")
     records = []
     for case in harness.cases():
         if args.only not in case["id"]:
             continue
         pattern = harness.DATASETS[case["ds"]]["hier"].replace("{col}", "{}")
         hierarchies = {c: arxloss.Hierarchy(pattern.format(c)) for c in case["qis"]}
-        for method in METHODS:
+        for method in methods:
             runs = [run_case(case, method, hierarchies) for _ in range(args.repeat)]
             losses = {round(r["oracle_loss"], 12) for r in runs}
             record = {"case": case["id"], **runs[0], "seconds_runs": [r["seconds"] for r in runs],
@@ -69,25 +72,27 @@ def main() -> None:
     lines = ["# Hierarchy labels against ARX's local recoding (ARX's Loss, geometric mean)", "",
              f"ARX from `{args.arx_results}`; {args.repeat} run(s) per statement, median seconds of the whole "
              "statement; ARX's seconds are its local recoding's (`lr_ms`). Ratio < 1: duckanon loses less.", "",
-             "| case | ARX best LR (recipe, s) | " + " | ".join(METHODS) + " | loss ratio (auto) | <= 0.8 | time ratio (auto) |",
-             "|---|---|" + "---|" * len(METHODS) + "---|---|---|"]
+             "| case | ARX best LR (recipe, s) | " + " | ".join(methods) + " | auto's pick (mondrian's loss) "
+             "| loss ratio (auto) | <= 0.8 | time ratio (auto) |",
+             "|---|---|" + "---|" * len(methods) + "---|---|---|---|"]
     for case in harness.cases():
         mine = {r["method"]: r for r in records if r["case"] == case["id"]}
         if not mine:
             continue
         lr = arx.get(case["id"])
         cells = []
-        for method in METHODS:
+        for method in methods:
             r = mine[method]
             ratio = f" ({r['oracle_loss'] / lr['loss']:.2f}x)" if lr else ""
             cells.append(f"{r['oracle_loss']:.4f}{ratio}, {r['seconds']:.2f} s{'' if r['ok'] else ' FAILS CHECK'}")
         auto = mine["auto_hierarchies"]
+        pick = f"{auto['chosen']} ({(auto['candidates'] or {}).get('mondrian')})"
         ratio = auto["oracle_loss"] / lr["loss"] if lr else None
         head = "-" if lr is None else f"{lr['loss']:.4f} ({lr['recipe']}, {lr['seconds']:.2f} s)"
         met = "-" if ratio is None else ("yes" if ratio <= TARGET and auto["ok"] else "no")
         time_ratio = "-" if lr is None else f"{auto['seconds'] / lr['seconds']:.2f}"
         lines.append(f"| {case['id']} | {head} | " + " | ".join(cells)
-                     + f" | {'-' if ratio is None else f'{ratio:.2f}'} | {met} | {time_ratio} |")
+                     + f" | {pick} | {'-' if ratio is None else f'{ratio:.2f}'} | {met} | {time_ratio} |")
     table = "\n".join(lines) + "\n"
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

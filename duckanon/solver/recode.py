@@ -82,6 +82,10 @@ class SubsetRecoding:
         # per column and level every class's code, as int64 (a key's digits)
         self.level_codes = [[search.codes[:, j, h].astype(np.int64) for h in range(search.codes.shape[2])]
                             for j in range(self.m)]
+        # (m, levels, classes): a class's rows' weighted loss in column j at level h
+        self.row_cost = np.stack([np.stack([search.weights[j] * search.sizes * search.loss_of[
+            search.loss_at[j, h] + self.level_codes[j][h]] for h in range(search.codes.shape[2])])
+            for j in range(self.m)])
 
     def _groups_at(self, members: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, int]:
         """Each member's class at the node `levels` (dense ids in key order) and their number."""
@@ -110,9 +114,7 @@ class SubsetRecoding:
             group_sa = np.stack([np.bincount(inverse, weights=search.sa[members, s], minlength=count)
                                  for s in range(search.sa.shape[1])], axis=1)
         published = search.satisfied(group_sizes, group_sa)[inverse]
-        kept = members[published]
-        cost = sum(float(search.weights[j]) * float(search.sizes[kept] @ search.loss_of[
-            search.loss_at[j, levels[j]] + self.level_codes[j][levels[j]][kept]]) for j in range(self.m))
+        cost = float(self.row_cost[self.columns, levels][:, members[published]].sum())
         rows = float(sizes[published].sum())
         if rows < self.quota:
             return np.inf, published
