@@ -68,7 +68,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                           "nodes a heuristic search within 1,000 node evaluations)", generalizes=True,
                takes_hierarchies=True, exact=True, time_bounded=True, takes_population=True),
     MethodSpec("mondrian", "LeFevre et al.'s strict multidimensional partitioning (with hierarchies: top-down "
-                           "specialization publishing their labels)", generalizes=True, time_bounded=True, recodes=True),
+                           "specialization publishing their labels, from the root or from a recoding of "
+                           "record subsets)", generalizes=True, time_bounded=True, recodes=True),
     MethodSpec("gensup", "full-domain generalization plus cell suppression of what remains", generalizes=True,
                takes_hierarchies=True, time_bounded=True, takes_global=False),
 )}

@@ -208,6 +208,10 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
         raise AnonymizeError("no method publishes the hierarchies' labels within the suppression limit")
     best = min(candidates, key=lambda candidate: candidate[:2])[2]
     best.notes["candidates"] = losses
+    shown = ", ".join(f"{name} {loss:.4g}" if isinstance(loss, float) else f"{name}: {loss}"
+                      for name, loss in losses.items())
+    best.notes["choice"] = f"with hierarchies the lowest ARX Loss of {shown}" + (
+        f"; {best.method}: {best.notes['recoding']}" if "recoding" in best.notes else "")
     if searched is not None and "search" not in best.notes:
         best.notes["lattice_search"] = searched
     best.method = f"auto: {best.method}"

@@ -100,6 +100,8 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
            else f"requested method = {statement.method}: {methods.spec(statement.method).summary}")
     if "portfolio" in solution.notes:  # the portfolio's choice on a wide table
         why += f"; {solution.notes['portfolio']}"
+    if "choice" in solution.notes:  # auto with hierarchies: which label recoding, and why
+        why += f"; {solution.notes['choice']}"
     search = lattice_search(solution.notes)
     proof = "yes: proven optimal" if solution.optimal else (
         f"no: {solution.notes['exact_skipped']}" if "exact_skipped" in solution.notes else
