@@ -42,10 +42,16 @@ class BuiltHierarchy(Hierarchy):
         return codes, labels
 
 
+# prefix(width): at most this many characters masked, a lattice level each
+PREFIX_WIDTH_LIMIT = 1_000
+
+
 class _Prefix(BuiltHierarchy):
     def __init__(self, width: int | None):
         if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width < 1):
             raise AnonymizeError(f"prefix: width must be a positive integer, got {width!r}")
+        if width is not None and width > PREFIX_WIDTH_LIMIT:  # a level each: prefix(1000000) exhausted memory
+            raise AnonymizeError(f"prefix: width must be at most {PREFIX_WIDTH_LIMIT:,}, got {width:,}")
         self.width = width
         self.height = None if width is None else width + 1
         self.name = "prefix" if width is None else f"prefix({width})"
@@ -56,6 +62,9 @@ class _Prefix(BuiltHierarchy):
         levels = []
         current, lengths, to_current = strings, np.char.str_len(strings), np.arange(len(values))
         for stars in range(1, (self.width or longest) + 1):
+            if stars > longest and levels:  # every character is masked already: the same level again
+                levels.append(levels[-1])
+                continue
             # Each level masks one more character of the previous level's distinct labels: the
             # lengths stay, so masking the labels equals masking the values, on far fewer strings.
             chars = current.view(np.uint32).reshape(len(current), longest).copy()

@@ -36,6 +36,10 @@ def _values_of(column: str | None) -> str:
     return f"column {column}" if column else "the column"
 
 
+# the integers a float64 holds exactly, and far inside int64: intervals are numbered below this
+EXACT_INTEGERS = 2.0 ** 53
+
+
 class _Intervals(BuiltHierarchy):
     def __init__(self, widths: Sequence):
         if not widths:
@@ -46,6 +50,9 @@ class _Intervals(BuiltHierarchy):
         self.ratios = []
         for smaller, larger in zip(widths, widths[1:]):
             ratio = larger / smaller
+            if ratio > EXACT_INTEGERS:  # its codes are integer quotients of int64 codes
+                raise AnonymizeError(f"intervals: each width may be at most 2^53 times the previous one, got {smaller} "
+                                     f"then {larger}")
             if ratio <= 1 or abs(ratio - round(ratio)) > 1e-9:
                 # An interval of the finer level would straddle two of the coarser one.
                 raise AnonymizeError(
@@ -74,7 +81,15 @@ class _Intervals(BuiltHierarchy):
             raise AnonymizeError(f"intervals need finite numbers; {n} value{'s' if n != 1 else ''}{where} "
                                  f"{'are' if n != 1 else 'is'} NaN or infinite")
         first = self.widths[0]
-        if numbers.dtype.kind in "iu" and isinstance(first, int):
+        exact = numbers.dtype.kind in "iu" and isinstance(first, int)  # integer division of int64 codes
+        too_large = (numbers.dtype.kind == "u" and numbers.size and int(numbers.max()) > np.iinfo(np.int64).max) if exact \
+            else bool(numbers.size) and float(np.abs(numbers.astype(np.float64)).max()) / first >= EXACT_INTEGERS
+        if too_large:
+            # an interval's number would not fit the int64 codes exactly (it wrapped around: 6e11 at
+            # width 1e-9 was labelled [-9223372036.85, -9223372036.85), UBIGINTs near 2^64 negative)
+            raise AnonymizeError(f"intervals: the values of {_values_of(column)} are too large for the width {first}: "
+                                 "their intervals could not be numbered exactly")
+        if exact:
             keys = numbers.astype(np.int64) // first
         else:
             # Snap quotients within 1e-9 of a boundary onto it: 0.3 / 0.1 is 2.9999999999999996.
