@@ -163,7 +163,8 @@ def column_domains(backend: Backend, plan: Plan, cells: Cells, population: Popul
                        else _bound(plan, j, given[j], values[j], population) for j in range(len(plan.qi))]
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
-                   None if population is None else (population.codes, population.rows), statement.stable_levels)
+                   None if population is None else (population.codes, population.rows), statement.stable_levels,
+                   0.5 if statement.gs_factor is None else statement.gs_factor)
 
 
 def _bound(plan: Plan, j: int, parsed, values: list, population: PopulationClasses | None):

@@ -17,7 +17,7 @@ RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarc
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
                       "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
                       "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
-                      "dp_k", "dp_beta")
+                      "dp_k", "dp_beta", "gs_factor")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 
@@ -90,7 +90,7 @@ RELEASE_SUMMARY = ("published_rows", "classes", "min_class_size", "stars", "supp
 # (not the solver's diagnostics: `exact` can count the integer variables of the source's histogram,
 # `sensitive_in_solver` says the histogram was too large, and `time_limit`, `merged_for`, `bound`,
 # `tp_phase`, `incumbent_from`, `algorithm` say how the search over the source's classes went)
-RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "suppression_limit", "whole_domain_cells", "weights",
+RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "gs_factor", "suppression_limit", "whole_domain_cells", "weights",
                    "weighted_stars", "weights_ignored", "mode_used", "optimal_for", "recoding", "cell_suppression",
                    "average_risk", "population_uniqueness", "k_map")
 

@@ -396,6 +396,7 @@ ANONYMIZE_OPTIONS = {
     "hierarchies": _hierarchies,
     "suppression_limit": lambda v: _fraction(v, "suppression_limit"),
     "metric": lambda v: _word(v, "metric", METRICS),
+    "gs_factor": lambda v: _fraction(v, "gs_factor"),
     "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
     "k_map": lambda v: _integer(v, "k_map", 1),
     "delta_presence": _delta_presence,

@@ -44,6 +44,7 @@ class AnonymizeStatement:
     hierarchies: dict | str | None = None  # column -> spec, or one spec with {column} for every QI
     suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
     metric: str = "entropy"  # lattice: the utility metric minimised
+    gs_factor: float | None = None  # metric = loss: ARX's generalization/suppression factor (None: its 0.5)
     report: str | None = None  # write an HTML report of the published table to this path
     risk_threshold: float | None = None  # the report's "records at risk": risk above this (None: 1/k, else 0.2)
     engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
@@ -214,8 +215,21 @@ def _check_method_options(statement: AnonymizeStatement, seen: set) -> None:
                              "no pattern of stars is chosen")
     if "metric" in seen and not lattice_like:
         raise AnonymizeError(methods.requirement("metric", "takes_hierarchies"))
+    if "gs_factor" in seen:
+        _check_gs_factor(statement)
     if statement.patterns is not None and not method.takes_patterns and generalizing:
         raise AnonymizeError(methods.refusal(statement.method, "takes_patterns"))
+
+
+def _check_gs_factor(statement: AnonymizeStatement) -> None:
+    """ARX's generalization/suppression factor weighs generalized cells against removed records:
+    only the loss takes it (as in ARX), and only where records are removed (method lattice)."""
+    if statement.metric != "loss":
+        raise AnonymizeError(f"option gs_factor applies only to metric = loss (ARX's Loss weighs generalization "
+                             f"against suppression), not to metric = {statement.metric}")
+    if statement.method != "lattice":
+        raise AnonymizeError("option gs_factor needs method = 'lattice' (it weighs the records the lattice removes; "
+                             f"method '{statement.method}' suppresses cells instead)")
 
 
 def _check_sensitive_order(statement: AnonymizeStatement) -> None:
