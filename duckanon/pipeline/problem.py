@@ -35,7 +35,7 @@ from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
-                                    OnAttribute, PopulationUniqueness)
+                                    OnAttribute, PopulationUniqueness, SampleUniqueness)
 from duckanon.solver.partition import Solution
 from duckanon.solver.population import KMAP_SIGNIFICANCE
 from duckanon.names import shown_name
@@ -84,6 +84,8 @@ def models_for(plan: Plan, inputs: ModelInputs) -> list:
         models.append(DeltaPresence(*statement.delta_presence))
     if statement.average_risk is not None:
         models.append(AverageRisk(statement.average_risk))
+    if statement.sample_uniqueness is not None:
+        models.append(SampleUniqueness(statement.sample_uniqueness))
     if statement.population_uniqueness is not None:
         size = statement.population_size if statement.population_size is not None else population_rows
         models.append(PopulationUniqueness(statement.population_uniqueness, size, statement.estimator or "dankar"))
@@ -229,6 +231,8 @@ def risk_notes(models, solution) -> dict:
     for model in models:
         if isinstance(model, AverageRisk):
             notes["average_risk"] = round(AverageRisk.risk(published), 9)
+        elif isinstance(model, SampleUniqueness):
+            notes["sample_uniqueness"] = round(SampleUniqueness.fraction(published), 9)
         elif isinstance(model, PopulationUniqueness) and len(published):
             estimate = model.estimate(published)
             notes["population_uniqueness"] = {

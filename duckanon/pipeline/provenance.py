@@ -15,7 +15,7 @@ from duckanon.pipeline.result import Summary
 # What shaped a release, as the provenance comment, the report and REPORT show it.
 RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method",
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
-                      "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
+                      "sample_uniqueness", "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
                       "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
                       "dp_k", "dp_beta", "gs_factor")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
@@ -92,7 +92,7 @@ RELEASE_SUMMARY = ("published_rows", "classes", "min_class_size", "stars", "supp
 # `tp_phase`, `incumbent_from`, `algorithm` say how the search over the source's classes went)
 RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "gs_factor", "suppression_limit", "whole_domain_cells", "weights",
                    "weighted_stars", "weights_ignored", "mode_used", "optimal_for", "recoding", "cell_suppression",
-                   "average_risk", "population_uniqueness", "k_map")
+                   "average_risk", "population_uniqueness", "sample_uniqueness", "k_map")
 
 
 def released_hierarchy_spec(spec):

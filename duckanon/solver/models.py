@@ -850,6 +850,48 @@ class AverageRisk(GlobalModel):
         return f"average risk <= {self.r:g}"
 
 
+class SampleUniqueness(GlobalModel):
+    """The share of the published rows that are alone in their class at most u (ARX's
+    SampleUniqueness: HashGroupifyDistribution.getFractionOfRecordsInClassesOfSize(1) <= u, over
+    the records not suppressed). Generalization only merges classes and removing the smallest
+    classes removes the uniques first: monotone with both, as ARX declares it."""
+
+    name = "sample uniqueness"
+    monotone_with_suppression = True
+
+    def __init__(self, u: float):
+        if not (0.0 <= u <= 1.0):
+            raise AnonymizeError(f"sample_uniqueness must be in [0, 1], got {u:g}")
+        self._set(u=float(u))
+
+    def _parameters(self):
+        return (self.u,)
+
+    @staticmethod
+    def fraction(sizes) -> float:
+        """The share of the rows of the classes `sizes` that are alone in their class."""
+        sizes = np.asarray(sizes)
+        rows = float(sizes[sizes > 0].sum())
+        return float((sizes == 1).sum()) / rows if rows else 0.0
+
+    def holds(self, sizes, sa_counts=None):
+        return self.fraction(sizes) <= self.u * (1 + 1e-12)
+
+    def holds_profile(self, sizes: np.ndarray, counts: np.ndarray) -> bool:
+        """`holds` on classes given by their distinct sizes (ascending, >= 1) and how many have each."""
+        rows = float((np.asarray(sizes, dtype=np.float64) * counts).sum())
+        uniques = float(counts[0]) if len(sizes) and sizes[0] == 1 else 0.0
+        return (uniques / rows if rows else 0.0) <= self.u * (1 + 1e-12)
+
+    def check_feasible(self, sa_total):
+        rows = int(np.asarray(sa_total).sum())
+        if rows == 1 and self.u < 1.0:
+            raise AnonymizeError(f"sample_uniqueness = {self.u:g} is infeasible: the table's one row is unique")
+
+    def __str__(self):
+        return f"sample uniqueness <= {self.u:g}"
+
+
 class PopulationUniqueness(GlobalModel):
     """The estimated share of population uniques at most u, for a population of N (ARX's
     PopulationUniqueness: the estimators of `population.population_uniques`; Dankar's rule by

@@ -368,6 +368,7 @@ def _significance(value: exp.Expr) -> float:
 SENSITIVE_MODELS = ("l", "t", "beta_likeness", "delta_disclosure")
 # the privacy models' options: ANONYMIZE needs at least one
 MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
+                 "sample_uniqueness",
                  "beta_likeness", "delta_disclosure", "epsilon")
 # the options of differential privacy; every other model is refused beside it
 PRIVACY_OPTIONS = ("epsilon", "delta", "epsilon_search", "search_steps", "levels")
@@ -403,6 +404,7 @@ ANONYMIZE_OPTIONS = {
     "average_risk": lambda v: _open_fraction(v, "average_risk"),
     "highest_risk": lambda v: _open_fraction(v, "highest_risk"),
     "population_uniqueness": lambda v: _open_fraction(v, "population_uniqueness"),
+    "sample_uniqueness": lambda v: _fraction(v, "sample_uniqueness"),
     "beta_likeness": lambda v: _positive(v, "beta_likeness"),
     "beta_variant": lambda v: _word(v, "beta_variant", BETA_VARIANTS),
     "delta_disclosure": lambda v: _positive(v, "delta_disclosure"),

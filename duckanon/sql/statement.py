@@ -60,6 +60,7 @@ class AnonymizeStatement:
     average_risk: float | None = None  # published classes / published rows at most this
     highest_risk: float | None = None  # the same as k = ceil(1 / highest_risk)
     population_uniqueness: float | None = None  # estimated share of population uniques at most this
+    sample_uniqueness: float | None = None  # share of the published rows unique in their class at most this
     beta_likeness: float | None = None
     beta_variant: str = "basic"
     delta_disclosure: float | None = None
@@ -313,7 +314,7 @@ def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
     if population_model and not method.takes_population:
         raise AnonymizeError(methods.requirement(f"{population_model} with a population table", "takes_population",
                                                  why=" (the lattice counts the population rows of each generalized class)"))
-    whole = next((name for name in ("average_risk", "population_uniqueness") if getattr(statement, name) is not None),
+    whole = next((name for name in ("average_risk", "population_uniqueness", "sample_uniqueness") if getattr(statement, name) is not None),
                  None)
     if whole and not method.takes_global:
         raise AnonymizeError(methods.refusal(statement.method, "takes_global", whole))

@@ -1,5 +1,6 @@
 """ARX's test suite cases with the models and metrics of issue 37, section 2: the loss with a
-generalization/suppression factor other than 0.5 (`gs_factor`). Each expected value is ARX's own
+generalization/suppression factor other than 0.5 (`gs_factor`), and sample uniqueness as a
+risk threshold (`sample_uniqueness`). Each expected value is ARX's own
 (its JUnit suites, src/test/org/deidentifier/arx/test/*.java); the release is checked apart from
 the solver: ARX's Loss recomputed here in plain Python from ARX's MetricMDNMLoss (shares of the
 hierarchies' rows, the factors gFactor and sFactor, its normalisation and rounding), and the
@@ -39,10 +40,13 @@ def arx_factors(gs: float) -> tuple[float, float]:
     return (1.0 if gs <= 0.5 else 1.0 - 2.0 * (gs - 0.5)), (2.0 * gs if gs < 0.5 else 1.0)
 
 
-def arx_loss_at(rows: Counter, columns: list[str], levels, k: int, gs: float) -> tuple[float, int]:
-    """ARX's Loss(gsFactor) of full-domain generalization at `levels` with the classes below k
-    suppressed, from the source rows (a Counter of value tuples), written from ARX's
-    MetricMDNMLoss.getInformationLossInternal and normalizeGeneralized; and the rows suppressed."""
+def arx_loss_at(rows: Counter, columns: list[str], levels, gs: float = 0.5, k: int = 1,
+                published: Counter | None = None) -> tuple[float, int]:
+    """ARX's Loss(gsFactor) of full-domain generalization at `levels`, from the source rows (a
+    Counter of value tuples), written from ARX's MetricMDNMLoss.getInformationLossInternal and
+    normalizeGeneralized; and the rows suppressed. The rows kept of each generalized class: all of
+    a class of k rows or more, or (`published`: the published table's rows per class) as many as
+    were published, the rest of the class suppressed."""
     g_factor, s_factor = arx_factors(gs)
     labels, shares = [], []
     for column, level in zip(columns, levels):
@@ -54,16 +58,19 @@ def arx_loss_at(rows: Counter, columns: list[str], levels, k: int, gs: float) ->
     generalized = Counter()
     for values, count in rows.items():
         generalized[tuple(labels[j][v] for j, v in enumerate(values))] += count
+    if published is not None:
+        assert set(published) <= set(generalized) and all(published[key] <= generalized[key] for key in published)
     n = sum(rows.values())
     totals = [0.0] * len(columns)
     suppressed = 0
     for key, count in generalized.items():
-        outlier = count < k
-        suppressed += count if outlier else 0
+        kept = published.get(key, 0) if published is not None else (count if count >= k else 0)
+        removed = count - kept
+        suppressed += removed
         for j, label in enumerate(key):
-            share = count * shares[j][label]
-            totals[j] += (count if s_factor == 1.0 else share + s_factor * (count - share)) if outlier \
-                else share * g_factor
+            share = shares[j][label]
+            totals[j] += kept * share * g_factor
+            totals[j] += removed if s_factor == 1.0 else removed * share + s_factor * (removed - removed * share)
     losses = []
     for j, column in enumerate(columns):
         low = g_factor * n / len(adult_hierarchy(column))
@@ -73,6 +80,12 @@ def arx_loss_at(rows: Counter, columns: list[str], levels, k: int, gs: float) ->
     for loss in losses:
         product *= (1.0 + loss) ** (1.0 / len(losses))
     return product - 1.0, suppressed
+
+
+def published_classes(con, table: str, columns) -> Counter:
+    """The published table's rows per class (its QI values as text)."""
+    return Counter({tuple(str(v) for v in row[:-1]): row[-1] for row in con.execute(
+        f"SELECT {quoted(columns)}, count(*) FROM {table} GROUP BY ALL").fetchall()})
 
 
 @functools.cache
@@ -106,9 +119,7 @@ ARX_GS_CASES = [
 @functools.cache
 def _published(con, k: int, limit: float, gs: float):
     row = con.execute(loss_statement(ADULT_COLUMNS, k, gs, limit)).fetchone()
-    classes = con.execute(f"SELECT count(*) FROM adult_anon GROUP BY ALL_COLUMNS_PLACEHOLDER".replace(
-        "ALL_COLUMNS_PLACEHOLDER", quoted(ADULT_COLUMNS))).fetchall()
-    return row, sorted(c[0] for c in classes)
+    return row, sorted(published_classes(con, "adult_anon", ADULT_COLUMNS).values())
 
 
 @pytest.mark.parametrize("suite, k, limit, gs, expected, transformation", ARX_GS_CASES,
@@ -118,7 +129,7 @@ def test_loss_with_arx_gs_factor_reproduces_arx(adult, suite, k, limit, gs, expe
     info = details(row)
     value = info["metric_value"]
     assert value <= expected + 1e-12  # equal to ARX's, or better
-    independent, suppressed = arx_loss_at(adult_rows(tuple(ADULT_COLUMNS)), ADULT_COLUMNS, info["levels"], k, gs)
+    independent, suppressed = arx_loss_at(adult_rows(tuple(ADULT_COLUMNS)), ADULT_COLUMNS, info["levels"], gs, k)
     assert math.isclose(value, independent, rel_tol=1e-12)
     assert info["levels"] == transformation and math.isclose(value, expected, rel_tol=1e-12)
     assert info["gs_factor"] == gs and info["removed_rows"] == suppressed
@@ -140,12 +151,12 @@ def test_loss_gs_factor_optimum_by_brute_force(adult, gs, k, limit):
     heights = [len(adult_hierarchy(c)[0]) - 1 for c in SMALL]
     best = None
     for levels in itertools.product(*[range(h + 1) for h in heights]):
-        value, suppressed = arx_loss_at(rows, SMALL, levels, k, gs)
+        value, suppressed = arx_loss_at(rows, SMALL, levels, gs, k)
         if suppressed <= math.floor(limit * n) and suppressed < n and (best is None or value < best[0] - 1e-12):
             best = (value, levels)
     info = details(adult.execute(loss_statement(SMALL, k, gs, limit)).fetchone())
     assert math.isclose(info["metric_value"], best[0], rel_tol=1e-12, abs_tol=1e-15), (info["levels"], best)
-    independent, _ = arx_loss_at(rows, SMALL, info["levels"], k, gs)
+    independent, _ = arx_loss_at(rows, SMALL, info["levels"], gs, k)
     assert math.isclose(independent, best[0], rel_tol=1e-12, abs_tol=1e-15)
 
 
@@ -187,3 +198,57 @@ def test_gs_factor_in_explain_and_details(con):
     assert info["optimal_for"] == "loss (gs_factor 0.8) among full-domain generalizations"
     assert row[11] == ("loss (gs_factor 0.8) among full-domain generalizations of the given hierarchies within a "
                        "0.5 record-suppression limit")
+
+
+def lattice_statement(columns, model: str, limit: float) -> str:
+    return (f"ANONYMIZE adult INTO adult_anon WITH ({model}, qi = ({quoted(columns)}), method = 'lattice', "
+            f"suppression_limit = {limit}, metric = loss, seed = 1, hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
+
+
+# ARX's cases with SampleUniqueness on Adult (TestAnonymizationRiskBased, OPTIMAL search; its loss is
+# createPrecomputedLossMetric(0.1), the precomputation threshold 0.1 and gsFactor 0.5):
+# (suite, threshold, suppression limit, ARX's expected loss, ARX's transformation)
+ARX_SAMPLE_UNIQUENESS_CASES = [("TestAnonymizationRiskBased", 0.01, 0.04, 0.1606952725863784, [0, 3, 0, 0, 1, 1, 1, 1, 0])]
+
+
+@pytest.mark.parametrize("suite, threshold, limit, expected, transformation", ARX_SAMPLE_UNIQUENESS_CASES,
+                         ids=[case[0] for case in ARX_SAMPLE_UNIQUENESS_CASES])
+def test_sample_uniqueness_reproduces_or_beats_arx(adult, suite, threshold, limit, expected, transformation):
+    """ARX's node, and at it a loss no higher than ARX's: both remove the uniques until the share
+    holds (the same count), duckanon in class order, ARX the least generalized first
+    (HashGroupifyDistribution's order), which costs more to remove. The published table is checked
+    here: its share of uniques, its rows, and its loss recomputed from it."""
+    row = adult.execute(lattice_statement(ADULT_COLUMNS, f"sample_uniqueness = {threshold}", limit)).fetchone()
+    info = details(row)
+    assert info["levels"] == transformation
+    assert info["metric_value"] <= expected + 1e-12
+    published = published_classes(adult, "adult_anon", ADULT_COLUMNS)
+    rows = sum(published.values())
+    uniques = sum(1 for count in published.values() if count == 1)
+    assert uniques / rows <= threshold and math.isclose(info["sample_uniqueness"], uniques / rows, abs_tol=1e-9)
+    assert rows == row[0] - info["removed_rows"] and info["removed_rows"] <= math.floor(limit * row[0])
+    independent, suppressed = arx_loss_at(adult_rows(tuple(ADULT_COLUMNS)), ADULT_COLUMNS, info["levels"],
+                                          published=published)
+    assert suppressed == info["removed_rows"] and math.isclose(independent, info["metric_value"], rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.02, 0.1])
+def test_sample_uniqueness_zero_is_two_anonymity(adult, limit):
+    """No unique left is k = 2: the same node and loss (removing the smallest classes until none is
+    unique removes exactly the uniques)."""
+    sample = details(adult.execute(lattice_statement(SMALL, "sample_uniqueness = 0", limit)).fetchone())
+    pairs = details(adult.execute(lattice_statement(SMALL, "k = 2", limit)).fetchone())
+    assert sample["levels"] == pairs["levels"] and sample["metric_value"] == pairs["metric_value"]
+    assert sample["sample_uniqueness"] == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    ("sample_uniqueness = 1.5", "option sample_uniqueness must be a fraction in [0, 1], got 1.5 (at line 1, column 26)"),
+    ("sample_uniqueness = 0.1, method = 'exact'",
+     "method exact does not take sample_uniqueness: use 'auto', 'mapprox', 'greedy', 'merge', 'topdown', 'carve', "
+     "'segments', 'tp', 'tp+', 'hilbert', 'lattice' or 'mondrian'"),
+])
+def test_sample_uniqueness_refusals(con, options, message):
+    with pytest.raises(Exception) as raised:
+        con.execute(f"ANONYMIZE hospital WITH ({options})")
+    assert str(raised.value) == message
