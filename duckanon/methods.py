@@ -93,6 +93,8 @@ REFUSALS = {
 # classes are bound to these words (solver/models.py), the estimators' code to theirs
 # (solver/population.py).
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
+# entropy l-diversity's estimators of the entropy (ARX's EntropyLDiversity.EntropyEstimator)
+ENTROPY_ESTIMATORS = ("shannon", "grassberger")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
 BETA_VARIANTS = ("basic", "enhanced")
 KMAP_ESTIMATORS = ("poisson", "zero_truncated_poisson")  # ARX's KMap.CellSizeEstimator

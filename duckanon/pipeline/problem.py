@@ -104,7 +104,7 @@ def sensitive_models(plan: Plan, sa_total, sa_values=None) -> list:
     statement = plan.statement
     models = []
     if statement.l is not None:
-        models.append(LDiversity(statement.l, statement.l_variant, statement.c))
+        models.append(LDiversity(statement.l, statement.l_variant, statement.c, statement.entropy_estimator))
     if statement.t is not None:
         total = tuple(int(x) for x in sa_total)
         if statement.t_distance == "hierarchical":

@@ -13,7 +13,7 @@ from duckanon.names import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
-RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method",
+RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "entropy_estimator", "t_distance", "sa_hierarchy", "sa_order", "method",
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
                       "sample_uniqueness", "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
                       "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
@@ -27,6 +27,7 @@ def release_parameters(statement) -> dict:
     if statement.l is None:
         params.pop("l_variant", None)
         params.pop("c", None)
+        params.pop("entropy_estimator", None)
     if statement.t is None:
         for name in ("t_distance", "sa_hierarchy", "sa_order"):
             params.pop(name, None)

@@ -12,7 +12,7 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError, unknown_name
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
-from duckanon.methods import BETA_VARIANTS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS  # noqa: F401 (re-exported)
+from duckanon.methods import BETA_VARIANTS, ENTROPY_ESTIMATORS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS  # noqa: F401 (re-exported)
 from duckanon.names import TableName
 
 ENGINES = ("duckdb", "spark")
@@ -391,6 +391,7 @@ ANONYMIZE_OPTIONS = {
     "time_limit": _time_limit,
     "patterns": _patterns,
     "l_variant": lambda v: _word(v, "l_variant", L_VARIANTS),
+    "entropy_estimator": lambda v: _word(v, "entropy_estimator", ENTROPY_ESTIMATORS),
     "c": _c,
     "sa_hierarchy": lambda v: _string(v, "sa_hierarchy"),
     "sa_order": lambda v: _values(v, "sa_order"),

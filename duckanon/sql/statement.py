@@ -38,6 +38,7 @@ class AnonymizeStatement:
     patterns: list[list[str]] | None = None
     l_variant: str = "frequency"
     c: float | None = None
+    entropy_estimator: str | None = None  # l_variant = entropy: shannon (None) or grassberger (ARX's estimators)
     t_distance: str = "equal"
     sa_hierarchy: str | None = None  # t_distance = hierarchical: ARX CSV file of the SA's hierarchy
     sa_order: list | None = None  # t_distance = ordered: the SA values from lowest to highest
@@ -183,6 +184,8 @@ def _check_options(statement: AnonymizeStatement, seen: set) -> None:
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
         raise AnonymizeError("option c applies only to l_variant = recursive")
+    if statement.entropy_estimator is not None and statement.l_variant != "entropy":
+        raise AnonymizeError("option entropy_estimator applies only to l_variant = entropy")
     _check_method_options(statement, seen)
     _check_sensitive_order(statement)
     _check_output(statement, seen)
