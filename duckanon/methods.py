@@ -75,7 +75,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
 
 NAMES = tuple(METHODS)
 # The metrics `lattice` and `gensup` minimise (solver/lattice_metrics.py computes them).
-LATTICE_METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
+LATTICE_METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars", "monotonic_entropy",
+                   "monotonic_discernibility")
 
 # How a method without a capability is refused (`refusal`): {name} the method, {thing} what it
 # was asked to take (an option or a model), {methods} the methods that have the capability.

@@ -661,7 +661,8 @@ class _LatticeSearch:
         self.status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
         self.strides = np.cumprod([1] + [h + 1 for h in lattice.heights[::-1]])[:-1][::-1]  # product order
         self.best, self.best_value, self.evaluated, self.empty = None, np.inf, 0, None
-        self.monotone_metric = lattice.limit_rows == 0  # then a coarser node is never better
+        # then a coarser node is never better (a monotonic metric: whatever is removed)
+        self.monotone_metric = lattice.limit_rows == 0 or lattice.measure.monotone
         # When removed rows stay removed at finer nodes (monotone models), what a node's removed
         # rows cost is a floor for every finer node: they are removed there too, at finer levels,
         # and each metric's charge grows with the rows removed and with finer levels (1 - a

@@ -35,6 +35,9 @@ class LatticeMetric:
     per_cell_charge = True
     # the share of that 1 - cost a removed cell is charged (ARX's suppression factor; LossMetric)
     suppression_factor = 1.0
+    # never lower at a coarser node, whatever is removed (ARX's monotonic variants): the search
+    # then tags a solution's coarser nodes as no better even with a suppression limit
+    monotone = False
 
     def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int, domain=None) -> np.ndarray:
         """(n_values,): what one row with value v costs published at level h, given the
@@ -110,6 +113,23 @@ class EntropyMetric(LatticeMetric):
             present = counts > 0.5  # (row counts, up to rounding)
             charge[j] = float((counts[present] * np.log2(removed / counts[present])).sum())
         return charge
+
+
+class MonotonicEntropyMetric(EntropyMetric):
+    """ARX's monotonic non-uniform entropy (Metric.createEntropyMetric(true), MetricMDNUEntropy):
+    the entropy of the levels over every row, the removed rows counted as if published at the
+    node's levels, so removing rows costs nothing and the metric never falls at a coarser node.
+    ARX's suites use it with a suppression limit above 0 (TestAnonymizationKAnonymity, ...)."""
+
+    name = "monotonic_entropy"
+    suppression_factor = 0.0
+    monotone = True
+
+    def removal_charge(self, lattice, levels, which, weights):
+        return np.zeros(len(levels))
+
+    def removal_charge_kept(self, lattice, levels, kept, weights, removed):
+        return np.zeros(len(levels))
 
 
 # ARX rounds each column's loss down to 1e-10 (Metric.round) before aggregating
@@ -258,8 +278,22 @@ def metric_of(name: str, gs_factor: float = 0.5) -> LatticeMetric:
     return METRICS[name]
 
 
+class MonotonicDiscernibilityMetric(DiscernibilityMetric):
+    """ARX's monotonic discernibility DM* (Metric.createDiscernabilityMetric(true),
+    MetricSDDiscernability): each row costs its class's size, a removed row too (not |T|), so
+    it is the sum of the squared class sizes at the node, whatever is removed."""
+
+    name = "monotonic_discernibility"
+    monotone = True
+
+    def value(self, lattice, node):
+        sizes = node.sa_counts.sum(axis=1)
+        return float((sizes.astype(np.float64) ** 2).sum())
+
+
 _METRIC_OBJECTS = {metric.name: metric for metric in (EntropyMetric(), LossMetric(), PrecisionMetric(), StarsMetric(),
-                                                      DiscernibilityMetric(), AverageClassSizeMetric())}
+                                                      DiscernibilityMetric(), AverageClassSizeMetric(),
+                                                      MonotonicEntropyMetric(), MonotonicDiscernibilityMetric())}
 assert set(_METRIC_OBJECTS) == set(LATTICE_METRICS), "one metric object per registered lattice metric"
 # name -> metric, in the registry's order (duckanon.methods.LATTICE_METRICS)
 METRICS = {name: _METRIC_OBJECTS[name] for name in LATTICE_METRICS}

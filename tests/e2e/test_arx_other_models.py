@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 
 from support.data import SHARED
+from support.database import connection_with
 
 ADULT = SHARED / "adult"
 ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
@@ -28,8 +29,9 @@ def details(row):
 
 
 @functools.cache
-def adult_hierarchy(column: str) -> list[list[str]]:
-    rows = [line.split(";") for line in open(ADULT / f"adult_hierarchy_{column}.csv", encoding="utf-8").read().splitlines()
+def adult_hierarchy(column: str, table: str = "adult") -> list[list[str]]:
+    folder = SHARED / table
+    rows = [line.split(";") for line in open(folder / f"{table}_hierarchy_{column}.csv", encoding="utf-8").read().splitlines()
             if line]
     width = max(len(r) for r in rows)
     return [r + [r[-1]] * (width - len(r)) for r in rows]
@@ -89,8 +91,8 @@ def published_classes(con, table: str, columns) -> Counter:
 
 
 @functools.cache
-def adult_rows(columns: tuple[str, ...]) -> Counter:
-    lines = open(ADULT / "adult.csv", encoding="utf-8").read().splitlines()
+def adult_rows(columns: tuple[str, ...], table: str = "adult") -> Counter:
+    lines = open(SHARED / table / f"{table}.csv", encoding="utf-8").read().splitlines()
     header = lines[0].split(";")
     at = [header.index(c) for c in columns]
     return Counter(tuple(line.split(";")[i] for i in at) for line in lines[1:] if line)
@@ -286,12 +288,13 @@ def grassberger_diverse(counts, l: float) -> bool:
     return len(counts) >= math.ceil(l) and sum(c * arx_g(c) for c in counts) <= n * (arx_g(n) - math.log(l))
 
 
-def arx_entropy_at(rows: Counter, columns, levels, published: Counter, monotonic: bool = False) -> float:
+def arx_entropy_at(rows: Counter, columns, levels, published: Counter, monotonic: bool = False,
+                   table: str = "adult") -> float:
     """ARX's non-uniform entropy (MetricMDNUNMEntropyPrecomputed) at `levels`: per column, every
     source row's log2(rows of its generalized label / rows of its value), plus, over the rows
     suppressed (each class's rows beyond those `published`), count x log2(suppressed / count) per
     generalized label; `monotonic` (MetricMDNUEntropy): without the suppressed rows' term."""
-    labels = [{r[0]: r[level] for r in adult_hierarchy(c)} for c, level in zip(columns, levels)]
+    labels = [{r[0]: r[level] for r in adult_hierarchy(c, table)} for c, level in zip(columns, levels)]
     keyed = Counter()
     for values, count in rows.items():
         keyed[tuple(labels[j][v] for j, v in enumerate(values)), values] += count
@@ -395,3 +398,123 @@ def test_entropy_estimator_refusals(con, options, message):
     with pytest.raises(Exception) as raised:
         con.execute(f"ANONYMIZE hospital WITH ({options})")
     assert str(raised.value) == message
+
+
+CUP = SHARED / "cup"
+
+
+@pytest.fixture(scope="module")
+def cup():
+    yield from connection_with(f"CREATE TABLE cup AS SELECT * FROM read_csv('{CUP / 'cup.csv'}', delim=';')")
+
+
+def suite_statement(table: str, qis, options: str, limit: float, metric: str) -> str:
+    folder = ADULT if table == "adult" else CUP
+    return (f"ANONYMIZE {table} INTO {table}_anon WITH ({options}, qi = ({quoted(qis)}), method = 'lattice', "
+            f"suppression_limit = {limit}, metric = {metric}, seed = 1, "
+            f"hierarchies = '{folder}/{table}_hierarchy_{{column}}.csv')")
+
+
+CUP_QI7 = ["ZIP", "AGE", "GENDER", "INCOME", "STATE", "NGIFTALL", "MINRAMNT"]
+ADULT_T = f"t = 0.2, t_distance = hierarchical, sensitive = occupation, sa_hierarchy = '{ADULT}/adult_hierarchy_occupation.csv'"
+SLOW = pytest.mark.slow  # CUP with a sensitive model and a limit: 10 s to 3 minutes each
+
+# ARX's cases with its monotonic metrics and a suppression limit above 0 on Adult and CUP
+# (createPrecomputedEntropyMetric(0.1, true) or createEntropyMetric(true): monotonic_entropy;
+# createDiscernabilityMetric(true), DM*: monotonic_discernibility), and the last flag of each case,
+# ARX's practical monotonicity (setPracticalMonotonicity): (suite, data, QIs, options, limit,
+# metric, ARX's expected value, ARX's transformation, practical)
+ARX_MONOTONIC_CASES = [
+    ("KAnonymity#0", "adult", ADULT_COLUMNS, "k = 5", 0.04, "monotonic_entropy", 255559.85455731067,
+     [1, 0, 1, 1, 3, 2, 2, 0, 1], False),
+    ("KAnonymity#1", "adult", ADULT_COLUMNS, "k = 100", 0.04, "monotonic_entropy", 379417.3460570988,
+     [1, 1, 1, 1, 3, 2, 2, 1, 1], False),
+    ("KAnonymity#4", "adult", ADULT_COLUMNS, "k = 5", 0.04, "monotonic_entropy", 255559.85455731067,
+     [1, 0, 1, 1, 3, 2, 2, 0, 1], True),
+    ("KAnonymity#5", "adult", ADULT_COLUMNS, "k = 100", 0.04, "monotonic_entropy", 379417.3460570988,
+     [1, 1, 1, 1, 3, 2, 2, 1, 1], True),
+    ("Combinations#51", "adult", ADULT_QI8, f"k = 5, {ADULT_T}", 0.05, "monotonic_entropy", 367390.5779876774,
+     [1, 4, 0, 0, 3, 1, 2, 1], False),
+    ("Combinations#54", "adult", ADULT_QI8, "l = 5, l_variant = recursive, c = 4, sensitive = occupation", 0.05,
+     "monotonic_entropy", 198181.4042332967, [1, 0, 1, 1, 2, 2, 2, 0], False),
+    ("Combinations#101", "adult", ADULT_QI8, ADULT_T, 0.05, "monotonic_entropy", 367390.5779876774,
+     [1, 4, 0, 0, 3, 1, 2, 1], False),
+    pytest.param("EntropyLDiversity#7", "cup", CUP_QI7, "l = 100, l_variant = entropy, entropy_estimator = grassberger, "
+                 "sensitive = RAMNTALL", 0.03, "monotonic_discernibility", 4.5168281e7, [4, 4, 0, 0, 1, 3, 1], False,
+                 marks=SLOW),
+    pytest.param("EntropyLDiversity#11", "cup", CUP_QI7, "l = 100, l_variant = entropy, entropy_estimator = grassberger, "
+                 "sensitive = RAMNTALL", 0.1, "monotonic_discernibility", 3.4459973e7, [5, 0, 0, 2, 1, 2, 1], True,
+                 marks=SLOW),
+    ("LDiversity#entropy-100", "cup", CUP_QI7, "l = 100, l_variant = entropy, sensitive = RAMNTALL", 0.04,
+     "monotonic_discernibility", 8.8290083e7, [3, 4, 1, 2, 1, 2, 1], False),
+    pytest.param("EntropyLDiversity#6", "cup", CUP_QI7, "l = 5, l_variant = entropy, entropy_estimator = grassberger, "
+                 "sensitive = RAMNTALL", 0.04, "monotonic_discernibility", 1833435.0, [4, 0, 1, 0, 1, 3, 1], False,
+                 marks=SLOW),
+    pytest.param("EntropyLDiversity#10", "cup", CUP_QI7, "l = 5, l_variant = entropy, sensitive = RAMNTALL", 0.04,
+                 "monotonic_discernibility", 2823649.0, [4, 0, 0, 1, 1, 3, 1], True, marks=SLOW),
+    pytest.param("Combinations#52", "cup", CUP_QI7, f"k = 5, t = 0.2, t_distance = hierarchical, sensitive = RAMNTALL, "
+                 f"sa_hierarchy = '{CUP}/cup_hierarchy_RAMNTALL.csv'", 0.05, "monotonic_entropy", 1377036.0221522974,
+                 [2, 4, 1, 2, 0, 3, 1], False, marks=SLOW),
+    pytest.param("Combinations#55", "cup", CUP_QI7, "l = 5, l_variant = recursive, c = 4, sensitive = RAMNTALL", 0.05,
+                 "monotonic_entropy", 1202354.6618344877, [2, 4, 1, 0, 0, 3, 1], False, marks=SLOW),
+]
+
+
+def _case_id(case) -> str:
+    return (case.values if hasattr(case, "values") else case)[0]
+
+
+@pytest.mark.parametrize("suite, table, qis, options, limit, metric, expected, transformation, practical",
+                         ARX_MONOTONIC_CASES, ids=[_case_id(case) for case in ARX_MONOTONIC_CASES])
+def test_monotonic_metrics_reproduce_arx(request, suite, table, qis, options, limit, metric, expected, transformation,
+                                         practical):
+    """ARX's node and value, with and without ARX's practical monotonicity (a pruning shortcut of
+    ARX's search; duckanon's search is exact either way). The value is recomputed here from the
+    source rows (DM*: every class's size squared, the removed rows in their classes too; the
+    monotonic entropy over every row), and the release's rows and limit checked."""
+    con = request.getfixturevalue(table)
+    row = con.execute(suite_statement(table, qis, options, limit, metric)).fetchone()
+    info = details(row)
+    assert info["levels"] == transformation
+    assert math.isclose(info["metric_value"], expected, rel_tol=1e-12)
+    assert info["removed_rows"] <= math.floor(limit * row[0])
+    assert con.execute(f"SELECT count(*) FROM {table}_anon").fetchone()[0] == row[0] - info["removed_rows"]
+    if metric == "monotonic_entropy":
+        independent = arx_entropy_at(adult_rows(tuple(qis), table), qis, info["levels"], Counter(), monotonic=True,
+                                     table=table)
+        assert math.isclose(independent, info["metric_value"], rel_tol=1e-12)
+    else:
+        classes = classes_at(adult_rows(tuple(qis), table), qis, info["levels"], table)
+        assert info["metric_value"] == float(sum(count * count for count in classes.values()))
+
+
+def classes_at(rows: Counter, columns, levels, table: str = "adult") -> Counter:
+    """The rows of each class of full-domain generalization at `levels` (the data set's hierarchies)."""
+    labels = [{r[0]: r[level] for r in adult_hierarchy(c, table)} for c, level in zip(columns, levels)]
+    classes = Counter()
+    for values, count in rows.items():
+        classes[tuple(labels[j][v] for j, v in enumerate(values))] += count
+    return classes
+
+
+@pytest.mark.parametrize("metric", ["monotonic_entropy", "monotonic_discernibility"])
+@pytest.mark.parametrize("k, limit", [(50, 0.05), (200, 0.02), (20, 0.0)])
+def test_monotonic_metrics_optimum_by_brute_force(adult, metric, k, limit):
+    """Every node of the 60-node lattice of four of Adult's QIs valued here: the monotonic entropy
+    (over every row, the removed ones too) or DM* (every class's size squared), the node within the
+    limit with the least value; duckanon's value is that least one."""
+    rows = adult_rows(tuple(SMALL))
+    n = sum(rows.values())
+    heights = [len(adult_hierarchy(c)[0]) - 1 for c in SMALL]
+    best = None
+    for levels in itertools.product(*[range(h + 1) for h in heights]):
+        classes = classes_at(rows, SMALL, levels)
+        removed = sum(count for count in classes.values() if count < k)
+        if removed > math.floor(limit * n) or removed == n:
+            continue
+        value = arx_entropy_at(rows, SMALL, levels, Counter(), monotonic=True) if metric == "monotonic_entropy" \
+            else float(sum(count * count for count in classes.values()))
+        if best is None or value < best[0] * (1 - 1e-12):
+            best = (value, levels)
+    info = details(adult.execute(suite_statement("adult", SMALL, f"k = {k}", limit, metric)).fetchone())
+    assert math.isclose(info["metric_value"], best[0], rel_tol=1e-12), (info["levels"], best)
