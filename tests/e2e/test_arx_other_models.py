@@ -291,7 +291,8 @@ SLOW = pytest.mark.slow  # CUP with a sensitive model and a limit: 10 s to 3 min
 # (createPrecomputedEntropyMetric(0.1, true) or createEntropyMetric(true): monotonic_entropy;
 # createDiscernabilityMetric(true), DM*: monotonic_discernibility), and the last flag of each case,
 # ARX's practical monotonicity (setPracticalMonotonicity): (suite, data, QIs, options, limit,
-# metric, ARX's expected value, ARX's transformation, practical)
+# metric, ARX's expected value, ARX's transformation, practical); "#n" is the case's index in its
+# suite's list
 ARX_MONOTONIC_CASES = [
     ("KAnonymity#0", "adult", ADULT_COLUMNS, "k = 5", 0.04, "monotonic_entropy", 255559.85455731067,
      [1, 0, 1, 1, 3, 2, 2, 0, 1], False),
@@ -301,11 +302,11 @@ ARX_MONOTONIC_CASES = [
      [1, 0, 1, 1, 3, 2, 2, 0, 1], True),
     ("KAnonymity#5", "adult", ADULT_COLUMNS, "k = 100", 0.04, "monotonic_entropy", 379417.3460570988,
      [1, 1, 1, 1, 3, 2, 2, 1, 1], True),
-    ("Combinations#51", "adult", ADULT_QI8, f"k = 5, {ADULT_T}", 0.05, "monotonic_entropy", 367390.5779876774,
+    ("Combinations(adult, k=5, hierarchical t=0.2, 5%)", "adult", ADULT_QI8, f"k = 5, {ADULT_T}", 0.05, "monotonic_entropy", 367390.5779876774,
      [1, 4, 0, 0, 3, 1, 2, 1], False),
-    ("Combinations#54", "adult", ADULT_QI8, "l = 5, l_variant = recursive, c = 4, sensitive = occupation", 0.05,
+    ("Combinations(adult, recursive (4, 5), 5%)", "adult", ADULT_QI8, "l = 5, l_variant = recursive, c = 4, sensitive = occupation", 0.05,
      "monotonic_entropy", 198181.4042332967, [1, 0, 1, 1, 2, 2, 2, 0], False),
-    ("Combinations#101", "adult", ADULT_QI8, ADULT_T, 0.05, "monotonic_entropy", 367390.5779876774,
+    ("Combinations(adult, hierarchical t=0.2, 5%)", "adult", ADULT_QI8, ADULT_T, 0.05, "monotonic_entropy", 367390.5779876774,
      [1, 4, 0, 0, 3, 1, 2, 1], False),
     ("TCloseness#0", "adult", ADULT_QI8, "t = 0.2, sensitive = occupation, k = 5", 0.04, "monotonic_discernibility",
      311880088.0, [1, 4, 1, 0, 3, 2, 2, 1], False),
@@ -326,17 +327,17 @@ ARX_MONOTONIC_CASES = [
     pytest.param("EntropyLDiversity#11", "cup", CUP_QI7, "l = 100, l_variant = entropy, entropy_estimator = grassberger, "
                  "sensitive = RAMNTALL", 0.1, "monotonic_discernibility", 3.4459973e7, [5, 0, 0, 2, 1, 2, 1], True,
                  marks=SLOW),
-    ("LDiversity#entropy-100", "cup", CUP_QI7, "l = 100, l_variant = entropy, sensitive = RAMNTALL", 0.04,
+    ("LDiversity(cup, entropy l=100, 4%)", "cup", CUP_QI7, "l = 100, l_variant = entropy, sensitive = RAMNTALL", 0.04,
      "monotonic_discernibility", 8.8290083e7, [3, 4, 1, 2, 1, 2, 1], False),
     pytest.param("EntropyLDiversity#6", "cup", CUP_QI7, "l = 5, l_variant = entropy, entropy_estimator = grassberger, "
                  "sensitive = RAMNTALL", 0.04, "monotonic_discernibility", 1833435.0, [4, 0, 1, 0, 1, 3, 1], False,
                  marks=SLOW),
     pytest.param("EntropyLDiversity#10", "cup", CUP_QI7, "l = 5, l_variant = entropy, sensitive = RAMNTALL", 0.04,
                  "monotonic_discernibility", 2823649.0, [4, 0, 0, 1, 1, 3, 1], True, marks=SLOW),
-    pytest.param("Combinations#52", "cup", CUP_QI7, f"k = 5, t = 0.2, t_distance = hierarchical, sensitive = RAMNTALL, "
+    pytest.param("Combinations(cup, k=5, hierarchical t=0.2, 5%)", "cup", CUP_QI7, f"k = 5, t = 0.2, t_distance = hierarchical, sensitive = RAMNTALL, "
                  f"sa_hierarchy = '{CUP}/cup_hierarchy_RAMNTALL.csv'", 0.05, "monotonic_entropy", 1377036.0221522974,
                  [2, 4, 1, 2, 0, 3, 1], False, marks=SLOW),
-    pytest.param("Combinations#55", "cup", CUP_QI7, "l = 5, l_variant = recursive, c = 4, sensitive = RAMNTALL", 0.05,
+    pytest.param("Combinations(cup, recursive (4, 5), 5%)", "cup", CUP_QI7, "l = 5, l_variant = recursive, c = 4, sensitive = RAMNTALL", 0.05,
                  "monotonic_entropy", 1202354.6618344877, [2, 4, 1, 0, 0, 3, 1], False, marks=SLOW),
 ]
 
