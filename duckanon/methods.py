@@ -76,7 +76,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
 
 NAMES = tuple(METHODS)
 # The metrics `lattice` and `gensup` minimise (solver/lattice_metrics.py computes them).
-LATTICE_METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars")
+LATTICE_METRICS = ("entropy", "loss", "precision", "discernibility", "aecs", "stars", "monotonic_entropy",
+                   "monotonic_discernibility")
 
 # How a method without a capability is refused (`refusal`): {name} the method, {thing} what it
 # was asked to take (an option or a model), {methods} the methods that have the capability.
@@ -94,6 +95,8 @@ REFUSALS = {
 # classes are bound to these words (solver/models.py), the estimators' code to theirs
 # (solver/population.py).
 L_VARIANTS = ("frequency", "distinct", "entropy", "recursive")
+# entropy l-diversity's estimators of the entropy (ARX's EntropyLDiversity.EntropyEstimator)
+ENTROPY_ESTIMATORS = ("shannon", "grassberger")
 T_DISTANCES = ("equal", "ordered", "hierarchical")
 BETA_VARIANTS = ("basic", "enhanced")
 KMAP_ESTIMATORS = ("poisson", "zero_truncated_poisson")  # ARX's KMap.CellSizeEstimator

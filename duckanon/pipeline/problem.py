@@ -35,7 +35,7 @@ from duckanon.solver.emd import SAHierarchy
 from duckanon.solver.generalize import FlatHierarchy
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.models import (AverageRisk, BetaLikeness, DeltaDisclosure, DeltaPresence, EstimatedKMap, KMap,
-                                    OnAttribute, PopulationUniqueness)
+                                    OnAttribute, PopulationUniqueness, SampleUniqueness)
 from duckanon.solver.partition import Solution
 from duckanon.solver.population import KMAP_SIGNIFICANCE
 from duckanon.names import shown_name
@@ -84,6 +84,8 @@ def models_for(plan: Plan, inputs: ModelInputs) -> list:
         models.append(DeltaPresence(*statement.delta_presence))
     if statement.average_risk is not None:
         models.append(AverageRisk(statement.average_risk))
+    if statement.sample_uniqueness is not None:
+        models.append(SampleUniqueness(statement.sample_uniqueness))
     if statement.population_uniqueness is not None:
         size = statement.population_size if statement.population_size is not None else population_rows
         models.append(PopulationUniqueness(statement.population_uniqueness, size, statement.estimator or "dankar"))
@@ -102,7 +104,7 @@ def sensitive_models(plan: Plan, sa_total, sa_values=None) -> list:
     statement = plan.statement
     models = []
     if statement.l is not None:
-        models.append(LDiversity(statement.l, statement.l_variant, statement.c))
+        models.append(LDiversity(statement.l, statement.l_variant, statement.c, statement.entropy_estimator))
     if statement.t is not None:
         total = tuple(int(x) for x in sa_total)
         if statement.t_distance == "hierarchical":
@@ -163,7 +165,8 @@ def column_domains(backend: Backend, plan: Plan, cells: Cells, population: Popul
                        else _bound(plan, j, given[j], values[j], population) for j in range(len(plan.qi))]
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
-                   None if population is None else (population.codes, population.rows), statement.stable_levels)
+                   None if population is None else (population.codes, population.rows), statement.stable_levels,
+                   0.5 if statement.gs_factor is None else statement.gs_factor)
 
 
 def _bound(plan: Plan, j: int, parsed, values: list, population: PopulationClasses | None):
@@ -228,6 +231,8 @@ def risk_notes(models, solution) -> dict:
     for model in models:
         if isinstance(model, AverageRisk):
             notes["average_risk"] = round(AverageRisk.risk(published), 9)
+        elif isinstance(model, SampleUniqueness):
+            notes["sample_uniqueness"] = round(SampleUniqueness.fraction(published), 9)
         elif isinstance(model, PopulationUniqueness) and len(published):
             estimate = model.estimate(published)
             notes["population_uniqueness"] = {

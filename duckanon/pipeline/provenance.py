@@ -13,11 +13,11 @@ from duckanon.names import shown_name
 from duckanon.pipeline.result import Summary
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
-RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "t_distance", "sa_hierarchy", "sa_order", "method",
+RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "entropy_estimator", "t_distance", "sa_hierarchy", "sa_order", "method",
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
-                      "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
+                      "sample_uniqueness", "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
                       "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
-                      "dp_k", "dp_beta")
+                      "dp_k", "dp_beta", "gs_factor")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 
@@ -27,6 +27,7 @@ def release_parameters(statement) -> dict:
     if statement.l is None:
         params.pop("l_variant", None)
         params.pop("c", None)
+        params.pop("entropy_estimator", None)
     if statement.t is None:
         for name in ("t_distance", "sa_hierarchy", "sa_order"):
             params.pop(name, None)
@@ -90,9 +91,9 @@ RELEASE_SUMMARY = ("published_rows", "classes", "min_class_size", "stars", "supp
 # (not the solver's diagnostics: `exact` can count the integer variables of the source's histogram,
 # `sensitive_in_solver` says the histogram was too large, and `time_limit`, `merged_for`, `bound`,
 # `tp_phase`, `incumbent_from`, `algorithm` say how the search over the source's classes went)
-RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "suppression_limit", "whole_domain_cells", "weights",
+RELEASE_DETAILS = ("loss", "column_loss", "levels", "metric", "gs_factor", "suppression_limit", "whole_domain_cells", "weights",
                    "weighted_stars", "weights_ignored", "mode_used", "optimal_for", "recoding", "cell_suppression",
-                   "average_risk", "population_uniqueness", "k_map")
+                   "average_risk", "population_uniqueness", "sample_uniqueness", "k_map")
 
 
 def released_hierarchy_spec(spec):

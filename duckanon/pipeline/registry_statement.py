@@ -77,8 +77,10 @@ def _resolved_hierarchies(value, resolved: dict, options: list) -> dict:
 _NAME_LISTS = ("qi", "keep", "identifiers", "sensitive")
 _NUMBERS = ("k", "l", "t", "c", "seed", "time_limit", "suppression_limit", "k_map", "average_risk", "highest_risk",
             "population_uniqueness", "beta_likeness", "delta_disclosure", "population_size", "significance",
-            "risk_threshold", "memory_limit", "epsilon", "delta", "epsilon_search", "search_steps")
+            "risk_threshold", "memory_limit", "epsilon", "delta", "epsilon_search", "search_steps",
+            "gs_factor", "sample_uniqueness")
 _TEXTS = ("report", "spark_master", "sa_hierarchy", "mask_key", "engine", "materialize", "method", "l_variant",
+          "entropy_estimator",
           "metric", "t_distance", "beta_variant", "estimator", "population_weight")
 _SHAPED = ("patterns", "sa_order", "hierarchies", "delta_presence", "population", "weights", "mask", "levels")
 OPTION_NAMES = _NAME_LISTS + _NUMBERS + _TEXTS + _SHAPED

@@ -92,6 +92,8 @@ def optimal_for(solution, statement) -> str | None:
     if solution.method.split(": ")[-1] == "lattice":  # (auto: lattice)
         limit = statement.suppression_limit or 0
         metric = solution.notes.get("metric", statement.metric)
+        if solution.notes.get("gs_factor") is not None:
+            metric += f" (gs_factor {solution.notes['gs_factor']:g})"
         if weighted and "weights_ignored" not in solution.notes:
             metric += " weighted by the attribute weights"
         return (f"{metric} among full-domain generalizations of the given hierarchies"

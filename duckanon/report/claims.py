@@ -17,7 +17,8 @@ from duckanon.solver.population import ESTIMATORS as UNIQUENESS_ESTIMATORS, KMAP
 LATTICE_LIKE = methods.names(takes_hierarchies=True)  # hierarchies, suppression_limit and metric apply
 
 METRIC_WORDS = {"entropy": "entropy", "loss": "loss", "precision": "precision loss",
-                "discernibility": "discernibility", "aecs": "average class size", "stars": "number of stars"}
+                "discernibility": "discernibility", "aecs": "average class size", "stars": "number of stars",
+                "monotonic_entropy": "monotonic entropy", "monotonic_discernibility": "monotonic discernibility (DM*)"}
 
 
 def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:

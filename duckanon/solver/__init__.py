@@ -151,7 +151,8 @@ def _hilbert(problem: Instance, context: SolveContext) -> Solution:
 def _lattice(problem: Instance, context: SolveContext) -> Solution:
     domains = problem.domains
     return lattice_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit,
-                            domains.metric, context, domains.population, problem.weights, domains.stable_levels)
+                            domains.metric, context, domains.population, problem.weights, domains.stable_levels,
+                            domains.gs_factor)
 
 
 def _gensup(problem: Instance, context: SolveContext) -> Solution:

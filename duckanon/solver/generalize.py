@@ -79,15 +79,17 @@ def _whole_class_parts(hist: Histogram, group_of_class: np.ndarray):
 
 def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0, metric="entropy",
                      context: SolveContext = UNBOUNDED, population=None, weights=None,
-                     stable_levels=None) -> Solution:
+                     stable_levels=None, gs_factor: float = 0.5) -> Solution:
     """`hierarchies[j]` is a bound hierarchy of QI j (hierarchy.BoundHierarchy: `codes`, `labels`).
     `search_seconds` in the notes is the search alone: the lattice's precomputation on the
     histogram and the search, not the solution built from its node. `weights`: ARX's attribute
     weights per QI (Lattice). `stable_levels` (REFRESH's stable mode): publish at those levels when
     they still satisfy the request within the suppression limit (`mode_used` says whether they
-    did); else search as usual."""
+    did); else search as usual. `gs_factor`: the loss's generalization/suppression factor (ARX's
+    gsFactor; lattice_metrics.LossMetric)."""
     started = time.perf_counter()
-    lattice = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population, weights=weights)
+    lattice = lattice_of(hist, hierarchies, models, suppression_limit, metric, population=population, weights=weights,
+                         gs_factor=gs_factor)
     kept = lattice.node_at(stable_levels) if stable_levels is not None else None
     search = lattice.result_at(kept) if kept is not None else lattice.search(context)  # records a cut itself
     search_seconds = time.perf_counter() - started
@@ -114,8 +116,12 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         "removed_rows": int(node.sa_counts[~node.ok].sum()),
         **search.notes,
     })
+    shown = metric
+    if gs_factor != 0.5:
+        solution.notes["gs_factor"] = gs_factor
+        shown = f"{metric} (gs_factor {gs_factor:g})"
     if search.optimal:  # what is proven, never said of a heuristic search's best node
-        solution.notes["optimal_for"] = f"{metric} among full-domain generalizations"
+        solution.notes["optimal_for"] = f"{shown} among full-domain generalizations"
     if weights is not None and not METRICS[metric].separable:
         solution.notes["weights_ignored"] = f"{metric} is single-dimensional in ARX: attribute weights do not apply"
     if stable_levels is not None:

@@ -14,7 +14,8 @@ enough to count classes with bincount instead of sorting. With k-anonymity alone
 by its suppressed-row count, computed from the weighted class counts only (no SA counts, no
 regrouping); the full grouping is built for solutions whose metric needs it and for the result.
 
-Removed rows cost what ARX charges for them (its metrics of the same names, gsFactor 0.5):
+Removed rows cost what ARX charges for them (its metrics of the same names, gsFactor 0.5; the
+loss with another gsFactor charges s x (1 - cost) per removed cell, lattice_metrics.LossMetric):
   * entropy: ARX's default non-uniform entropy (Metric.createEntropyMetric(), the non-monotonic
     variant): the precomputed entropy of the levels over every row, plus, per column, the
     entropy of the removed rows' generalized values within the removed set,
@@ -77,7 +78,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram, group_keys
 from duckanon.solver.lattice_heuristic import SEARCH_STEPS, HeuristicSearch
-from duckanon.solver.lattice_metrics import METRICS, arx_weights
+from duckanon.solver.lattice_metrics import METRICS, arx_weights, metric_of
 from duckanon.solver.models import all_satisfied, globally_satisfied, rejects_unreached
 from duckanon.solver.request import Request
 
@@ -189,7 +190,7 @@ class Lattice:
 
     def __init__(self, hist: Histogram, level_codes: list[np.ndarray], models, suppression_limit: float = 0.0,
                  metric: str = "entropy", cell_suppression_after: bool = False, domains: list | None = None,
-                 population: tuple[np.ndarray, np.ndarray] | None = None, weights=None):
+                 population: tuple[np.ndarray, np.ndarray] | None = None, weights=None, gs_factor: float = 0.5):
         """`cell_suppression_after` (gensup): the violating rows are not removed but cell-suppressed
         afterwards, so entropy does not charge them and a node whose classes all violate is
         allowed (at limit 1.0 the bottom node is cell suppression alone). `domains`: per column
@@ -200,7 +201,8 @@ class Lattice:
         sample rows, so a node's groups count the population rows their labels match.
         `weights`: ARX's attribute weights per QI (None: all 1), normalised as ARX normalises them
         (arx_weights) and applied by the metric's aggregate; discernibility and aecs are
-        single-dimensional in ARX and ignore them."""
+        single-dimensional in ARX and ignore them. `gs_factor`: the loss's generalization/suppression
+        factor (ARX's gsFactor, lattice_metrics.LossMetric; 0.5 for every other metric)."""
         if metric not in METRICS:
             raise AnonymizeError(f"unknown metric '{metric}' (known: {', '.join(METRICS)})")
         request = Request.of(models)
@@ -212,7 +214,7 @@ class Lattice:
         self.heights = [c.shape[1] - 1 for c in self.level_codes]
         self.models = request
         self.metric = metric
-        self.measure = METRICS[metric]
+        self.measure = metric_of(metric, gs_factor)
         self.weights = arx_weights(weights) if self.measure.separable else None
         self.cell_suppression_after = cell_suppression_after
         self.domains = domains if domains is not None else [None] * len(self.level_codes)
@@ -588,8 +590,8 @@ class Lattice:
         member = np.empty(len(node.ok), dtype=np.int64)
         member[node.member_of] = np.arange(len(node.member_of))  # a class of each group
         # a group's classes share their codes at its levels
-        return np.array([float((lost * (1.0 - self.class_costs(j, h, member[violating]))).sum())
-                         for j, h in enumerate(node.levels)])
+        return self.measure.suppression_factor * np.array(
+            [float((lost * (1.0 - self.class_costs(j, h, member[violating]))).sum()) for j, h in enumerate(node.levels)])
 
     # -- search --------------------------------------------------------------------------------
     @property
@@ -659,7 +661,8 @@ class _LatticeSearch:
         self.status = np.zeros(len(nodes), dtype=np.int8)  # +1 solution / no better, -1 fails
         self.strides = np.cumprod([1] + [h + 1 for h in lattice.heights[::-1]])[:-1][::-1]  # product order
         self.best, self.best_value, self.evaluated, self.empty = None, np.inf, 0, None
-        self.monotone_metric = lattice.limit_rows == 0  # then a coarser node is never better
+        # then a coarser node is never better (a monotonic metric: whatever is removed)
+        self.monotone_metric = lattice.limit_rows == 0 or lattice.measure.monotone
         # When removed rows stay removed at finer nodes (monotone models), what a node's removed
         # rows cost is a floor for every finer node: they are removed there too, at finer levels,
         # and each metric's charge grows with the rows removed and with finer levels (1 - a

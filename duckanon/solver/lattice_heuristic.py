@@ -100,7 +100,8 @@ def _value(lattice, key, node, suppressed: int, solution: bool) -> float:
     if lattice.measure.separable:
         if not solution:
             totals = lattice.column_totals(key)
-            return float(lattice.aggregate(totals + suppressed * (1.0 - totals / max(lattice.n, 1))))
+            charge = lattice.measure.suppression_factor * suppressed * (1.0 - totals / max(lattice.n, 1))
+            return float(lattice.aggregate(totals + charge))
         removed = lattice.removed_classes(key) if node is None else ~node.ok[node.member_of]
         return lattice.node_value(key, removed, complement=True)
     return lattice.value(node if node is not None else lattice.evaluate(key))

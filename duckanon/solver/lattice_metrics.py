@@ -1,6 +1,6 @@
 """The metrics `lattice` and `gensup` minimise over full-domain generalizations, as ARX's metrics
-of the same names (gsFactor 0.5): what publishing at a lattice node costs, and what its removed
-rows cost on top (solver/lattice.py's module docstring: the charges, and why each aggregate
+of the same names (gsFactor 0.5; the loss takes ARX's other factors too, LossMetric): what
+publishing at a lattice node costs, and what its removed rows cost on top (solver/lattice.py's module docstring: the charges, and why each aggregate
 keeps the search's bounds and floors lower bounds).
 
 A metric reads the lattice's precomputed per-column costs and codes (Lattice.class_costs,
@@ -33,6 +33,11 @@ class LatticeMetric:
     # what a removed row costs is its cells' 1 - cost at the node's levels (removal_charge below):
     # known per group of a node, whichever of its rows are removed
     per_cell_charge = True
+    # the share of that 1 - cost a removed cell is charged (ARX's suppression factor; LossMetric)
+    suppression_factor = 1.0
+    # never lower at a coarser node, whatever is removed (ARX's monotonic variants): the search
+    # then tags a solution's coarser nodes as no better even with a suppression limit
+    monotone = False
 
     def level_costs(self, codes: np.ndarray, rows: np.ndarray, h: int, domain=None) -> np.ndarray:
         """(n_values,): what one row with value v costs published at level h, given the
@@ -46,15 +51,17 @@ class LatticeMetric:
         said otherwise."""
         removed = float(weights.sum())
         # (a BLAS dot spins threads)
-        return np.array([removed - float((weights * lattice.class_costs(j, h, which)).sum()) for j, h in enumerate(levels)])
+        return self.suppression_factor * np.array([removed - float((weights * lattice.class_costs(j, h, which)).sum())
+                                                   for j, h in enumerate(levels)])
 
     def removal_charge_kept(self, lattice: Lattice, levels, kept: np.ndarray, weights: np.ndarray,
                             removed: float) -> np.ndarray:
         """removal_charge from the classes `kept` (`weights` rows each) instead, when they are
         fewer than those removed (`removed` rows): the removed rows' cells cost a column's total
         less the kept rows' (the same up to rounding)."""
-        return np.array([removed - (lattice.column_total[j][h] - float((weights * lattice.class_costs(j, h, kept)).sum()))
-                         for j, h in enumerate(levels)])
+        return self.suppression_factor * np.array(
+            [removed - (lattice.column_total[j][h] - float((weights * lattice.class_costs(j, h, kept)).sum()))
+             for j, h in enumerate(levels)])
 
     def aggregate(self, columns: np.ndarray, rows: int, weights: np.ndarray | None = None) -> np.ndarray | float:
         """The metric from its per-column totals (last axis): their sum unless said otherwise;
@@ -108,6 +115,23 @@ class EntropyMetric(LatticeMetric):
         return charge
 
 
+class MonotonicEntropyMetric(EntropyMetric):
+    """ARX's monotonic non-uniform entropy (Metric.createEntropyMetric(true), MetricMDNUEntropy):
+    the entropy of the levels over every row, the removed rows counted as if published at the
+    node's levels, so removing rows costs nothing and the metric never falls at a coarser node.
+    ARX's suites use it with a suppression limit above 0 (TestAnonymizationKAnonymity, ...)."""
+
+    name = "monotonic_entropy"
+    suppression_factor = 0.0
+    monotone = True
+
+    def removal_charge(self, lattice, levels, which, weights):
+        return np.zeros(len(levels))
+
+    def removal_charge_kept(self, lattice, levels, kept, weights, removed):
+        return np.zeros(len(levels))
+
+
 # ARX rounds each column's loss down to 1e-10 (Metric.round) before aggregating
 ARX_ROUNDING = 1e10
 
@@ -145,21 +169,43 @@ def arx_loss(columns: np.ndarray, rows: int, weights=None) -> np.ndarray | float
 
 
 class LossMetric(LatticeMetric):
-    """ARX's Loss (Metric.createLossMetric()): a cell costs (leaves under its label - 1) /
-    (leaves of the hierarchy - 1), a suppressed or removed cell 1; per column the mean over the
-    rows, and the columns' geometric mean (arx_loss)."""
+    """ARX's Loss (Metric.createLossMetric(gsFactor), MetricMDNMLoss): a cell costs (leaves under
+    its label - 1) / (leaves of the hierarchy - 1), a suppressed or removed cell 1; per column the
+    mean over the rows, and the columns' geometric mean (arx_loss).
+
+    `gs_factor` in [0, 1] weighs generalization against suppression as ARX's does (0.5, its
+    default: both as above). ARX derives a generalization factor g = 1 - 2 (gs - 0.5) above 0.5
+    (else 1) and a suppression factor s = 2 gs below 0.5 (else 1); a published cell counts g x
+    its share of the domain (leaves / size), a removed one its share + s x (1 - share), and each
+    column is normalised by (total - g rows / size) / (rows - g rows / size). Per cell that is
+      published: g (leaves - 1) / (size - g),   removed: cost + s (1 - cost),
+    where cost is what the removed cell would cost published at the node's levels: with g = 1 the
+    gsFactor-0.5 cost, and at 0.5 both are the metric above. So the charge on top of publishing
+    stays s x (1 - cost) per removed cell, >= 0 and growing at finer levels (the search's bounds
+    and floors hold); gs = 0 makes removal free of charge, gs = 1 makes generalization free."""
 
     name = "loss"
+
+    def __init__(self, gs_factor: float = 0.5):
+        if not 0.0 <= gs_factor <= 1.0:
+            raise ValueError("the generalization/suppression factor is a fraction in [0, 1]")
+        self.gs_factor = gs_factor
+        self.suppression_factor = 2.0 * gs_factor if gs_factor < 0.5 else 1.0
+        self.generalization_factor = 1.0 if gs_factor <= 0.5 else 1.0 - 2.0 * (gs_factor - 0.5)
 
     def level_costs(self, codes, rows, h, domain=None):
         g = codes[:, h]
         if domain is not None:
             size, leaves = domain
-            return (np.asarray(leaves[h], dtype=np.float64)[g] - 1) / max(size - 1, 1)
-        present = rows > 0
-        n_values = max(int(present.sum()), 1)
-        leaves = np.bincount(g, weights=present.astype(np.float64))
-        return (leaves[g] - 1) / max(n_values - 1, 1)
+            under = np.asarray(leaves[h], dtype=np.float64)[g]
+        else:
+            present = rows > 0
+            size = max(int(present.sum()), 1)
+            under = np.bincount(g, weights=present.astype(np.float64))[g]
+        factor = self.generalization_factor
+        if factor == 1.0:  # (the same figure; kept apart so gsFactor 0.5 stays bit for bit what it was)
+            return (under - 1) / max(size - 1, 1)
+        return factor * (under - 1) / max(size - factor, 1e-300) if size > 1 else np.zeros(len(codes))
 
     def aggregate(self, columns, rows, weights=None):
         return arx_loss(columns, rows, weights)
@@ -224,8 +270,30 @@ class AverageClassSizeMetric(LatticeMetric):
         return float(lattice.n) / max(classes, 1)
 
 
+def metric_of(name: str, gs_factor: float = 0.5) -> LatticeMetric:
+    """The metric object of `name`; the loss with another generalization/suppression factor is
+    its own object (the shared one is ARX's default, 0.5)."""
+    if name == "loss" and gs_factor != 0.5:
+        return LossMetric(gs_factor)
+    return METRICS[name]
+
+
+class MonotonicDiscernibilityMetric(DiscernibilityMetric):
+    """ARX's monotonic discernibility DM* (Metric.createDiscernabilityMetric(true),
+    MetricSDDiscernability): each row costs its class's size, a removed row too (not |T|), so
+    it is the sum of the squared class sizes at the node, whatever is removed."""
+
+    name = "monotonic_discernibility"
+    monotone = True
+
+    def value(self, lattice, node):
+        sizes = node.sa_counts.sum(axis=1)
+        return float((sizes.astype(np.float64) ** 2).sum())
+
+
 _METRIC_OBJECTS = {metric.name: metric for metric in (EntropyMetric(), LossMetric(), PrecisionMetric(), StarsMetric(),
-                                                      DiscernibilityMetric(), AverageClassSizeMetric())}
+                                                      DiscernibilityMetric(), AverageClassSizeMetric(),
+                                                      MonotonicEntropyMetric(), MonotonicDiscernibilityMetric())}
 assert set(_METRIC_OBJECTS) == set(LATTICE_METRICS), "one metric object per registered lattice metric"
 # name -> metric, in the registry's order (duckanon.methods.LATTICE_METRICS)
 METRICS = {name: _METRIC_OBJECTS[name] for name in LATTICE_METRICS}

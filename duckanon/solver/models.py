@@ -181,12 +181,17 @@ class LDiversity(PrivacyModel):
     variant = "frequency"  # the statement's word for the form (messages and the factory)
     c = None
 
-    def __new__(cls, l: int | None = None, variant: str | None = None, c: float | None = None):
+    def __new__(cls, l: int | None = None, variant: str | None = None, c: float | None = None,
+                estimator: str | None = None):
         if cls is LDiversity:
             cls = _variant_class(L_DIVERSITY_VARIANTS, variant or "frequency", "l_variant")
+            if estimator is not None and estimator != "shannon":
+                if cls is not EntropyLDiversity:
+                    raise AnonymizeError("an entropy estimator applies to l_variant = entropy")
+                cls = _variant_class(ENTROPY_ESTIMATORS, estimator, "entropy_estimator")
         return object.__new__(cls)
 
-    def __init__(self, l: int, variant: str | None = None, c: float | None = None):
+    def __init__(self, l: int, variant: str | None = None, c: float | None = None, estimator: str | None = None):
         if variant is not None and variant != self.variant:
             raise AnonymizeError(f"{type(self).__name__} is the {self.variant} form, not {variant}")
         self._set(l=l)
@@ -279,9 +284,72 @@ class EntropyLDiversity(LDiversity):
     groups exactly at the limit, e.g. l equally frequent values)."""
 
     variant = "entropy"
+    estimator = "shannon"
 
     def satisfied(self, sizes, sa_counts):
         return entropy(np.asarray(sa_counts)) >= np.log(self.l) * (1 - 1e-12)
+
+
+# ARX's EntropyLDiversity.EntropyEstimator.GRASSBERGER: G_n for n = 1 and the even n up to 100
+# (G_1, G_2, G_4, ..., G_100), as ARX's table holds them; an odd n > 1 reads G_(n - 1)
+_GRASSBERGER_TABLE = np.array([
+    -1.2703628454614782, 0.7296371545385218, 1.3963038212051886, 1.7963038212051885, 2.0820181069194743,
+    2.3042403291416966, 2.4860585109598783, 2.639904664806032, 2.7732379981393653, 2.8908850569628948,
+    2.9961482148576315, 3.091386310095727, 3.178342831834857, 3.2583428318348573, 3.3324169059089312,
+    3.4013824231503107, 3.4658985521825687, 3.5265046127886293, 3.5836474699314866, 3.6377015239855406,
+    3.6889835752675917, 3.7377640630724698, 3.7842756909794466, 3.8287201354238913, 3.871273326913253,
+    3.912089653443865, 3.951305339718375, 3.9890411887749786, 4.025404825138615, 4.060492544436861,
+    4.094390849521607, 4.127177734767508, 4.1589237665135395, 4.18969299728277, 4.219543743551427,
+    4.248529250797804, 4.276698264882311, 4.304095525156284, 4.33076219182295, 4.356736217796977,
+    4.382052673493179, 4.40674403151787, 4.430840417060039, 4.454369828824745, 4.477358334571871,
+    4.49983024468423, 4.521808266662253, 4.543313643006339, 4.564366274585286, 4.5849848312863175,
+    4.605186851488337])
+
+
+def grassberger(n: np.ndarray) -> np.ndarray:
+    """ARX's Grassberger estimator G(n) (EntropyEstimator.G), elementwise on counts n >= 0: the
+    table up to 100, above it n made even and log(n) + m (1/24 - m (7/960 - m 31/8064)) with
+    m = 1 / (n/2)^2, the square in Java's 32-bit int as ARX computes it (it wraps above n =
+    92,680: the same figures as ARX's there too)."""
+    n = np.asarray(n, dtype=np.int64)
+    small = _GRASSBERGER_TABLE[np.minimum((n - n % 2) // 2, len(_GRASSBERGER_TABLE) - 1)]
+    even = n - n % 2
+    half = even // 2
+    square = (half * half + 2**31) % 2**32 - 2**31  # Java's int multiplication
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = 1.0 / np.where(square == 0, 1, square).astype(np.float64)
+        large = np.log(np.maximum(even, 1).astype(np.float64)) + m * (1 / 24 - m * (7 / 960 - m * (31 / 8064)))
+    return np.where(n <= 100, small, large)
+
+
+class GrassbergerEntropyLDiversity(EntropyLDiversity):
+    """Entropy l-diversity with Grassberger's estimator of the entropy (ARX's EntropyLDiversity
+    with EntropyEstimator.GRASSBERGER): at least l distinct values and, over a group of n rows
+    with f_v rows of value v, sum_v f_v G(f_v) <= n (G(n) - ln l), G as ARX computes it
+    (`grassberger`). Unlike the Shannon form it is not closed under merging (two 3-diverse groups
+    of counts (1, 5, 4) and (3, 5, 2) merge into (4, 10, 6), which is not), so the lattice decides
+    every node on its own where ARX prunes as if it were monotone, and the merging methods do not
+    rely on it. ARX stops summing as soon as its partial sum passes the bound, which with the
+    negative G(1) can refuse a group whose whole sum is within it, depending on its hash table's
+    order; duckanon compares the whole sum."""
+
+    estimator = "grassberger"
+    closed_under_merging = False
+    monotone_with_generalization = False
+
+    def satisfied(self, sizes, sa_counts):
+        counts = np.asarray(sa_counts, dtype=np.int64)
+        n = counts.sum(axis=1)
+        distinct = (counts > 0).sum(axis=1)
+        terms = np.where(counts > 0, counts * grassberger(counts), 0.0).sum(axis=1)
+        bound = n * (grassberger(n) - math.log(self.l))
+        return (distinct >= math.ceil(self.l)) & (terms <= bound)
+
+    def __str__(self):
+        return f"entropy {self.l}-diversity (Grassberger's estimator)"
+
+
+ENTROPY_ESTIMATORS = {cls.estimator: cls for cls in (EntropyLDiversity, GrassbergerEntropyLDiversity)}
 
 
 class RecursiveCLDiversity(LDiversity):
@@ -289,7 +357,7 @@ class RecursiveCLDiversity(LDiversity):
 
     variant = "recursive"
 
-    def __init__(self, l: int, variant: str | None = None, c: float | None = None):
+    def __init__(self, l: int, variant: str | None = None, c: float | None = None, estimator: str | None = None):
         super().__init__(l, variant)
         if c is None or not c > 0:
             raise AnonymizeError("l_variant = recursive needs a positive c (add c = <number>)")
@@ -322,6 +390,7 @@ def _by_word(words: tuple[str, ...], table: dict[str, type], option: str) -> dic
 
 
 L_DIVERSITY_VARIANTS = _by_word(methods.L_VARIANTS, L_DIVERSITY_VARIANTS, "l_variant")
+ENTROPY_ESTIMATORS = _by_word(methods.ENTROPY_ESTIMATORS, ENTROPY_ESTIMATORS, "entropy_estimator")
 
 
 def _variant_class(table: dict, word: str, option: str) -> type:
@@ -331,9 +400,9 @@ def _variant_class(table: dict, word: str, option: str) -> type:
         raise AnonymizeError(f"unknown {option} '{word}' (known: {', '.join(table)})") from None
 
 
-def l_diversity(l: int, variant: str = "frequency", c: float | None = None) -> LDiversity:
-    """The l-diversity of the statement's `l_variant` word."""
-    return LDiversity(l, variant, c)
+def l_diversity(l: int, variant: str = "frequency", c: float | None = None, estimator: str | None = None) -> LDiversity:
+    """The l-diversity of the statement's `l_variant` word (and `entropy_estimator`)."""
+    return LDiversity(l, variant, c, estimator)
 
 
 def entropy(sa_counts: np.ndarray) -> np.ndarray:
@@ -848,6 +917,48 @@ class AverageRisk(GlobalModel):
 
     def __str__(self):
         return f"average risk <= {self.r:g}"
+
+
+class SampleUniqueness(GlobalModel):
+    """The share of the published rows that are alone in their class at most u (ARX's
+    SampleUniqueness: HashGroupifyDistribution.getFractionOfRecordsInClassesOfSize(1) <= u, over
+    the records not suppressed). Generalization only merges classes and removing the smallest
+    classes removes the uniques first: monotone with both, as ARX declares it."""
+
+    name = "sample uniqueness"
+    monotone_with_suppression = True
+
+    def __init__(self, u: float):
+        if not (0.0 <= u <= 1.0):
+            raise AnonymizeError(f"sample_uniqueness must be in [0, 1], got {u:g}")
+        self._set(u=float(u))
+
+    def _parameters(self):
+        return (self.u,)
+
+    @staticmethod
+    def fraction(sizes) -> float:
+        """The share of the rows of the classes `sizes` that are alone in their class."""
+        sizes = np.asarray(sizes)
+        rows = float(sizes[sizes > 0].sum())
+        return float((sizes == 1).sum()) / rows if rows else 0.0
+
+    def holds(self, sizes, sa_counts=None):
+        return self.fraction(sizes) <= self.u * (1 + 1e-12)
+
+    def holds_profile(self, sizes: np.ndarray, counts: np.ndarray) -> bool:
+        """`holds` on classes given by their distinct sizes (ascending, >= 1) and how many have each."""
+        rows = float((np.asarray(sizes, dtype=np.float64) * counts).sum())
+        uniques = float(counts[0]) if len(sizes) and sizes[0] == 1 else 0.0
+        return (uniques / rows if rows else 0.0) <= self.u * (1 + 1e-12)
+
+    def check_feasible(self, sa_total):
+        rows = int(np.asarray(sa_total).sum())
+        if rows == 1 and self.u < 1.0:
+            raise AnonymizeError(f"sample_uniqueness = {self.u:g} is infeasible: the table's one row is unique")
+
+    def __str__(self):
+        return f"sample uniqueness <= {self.u:g}"
 
 
 class PopulationUniqueness(GlobalModel):

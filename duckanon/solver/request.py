@@ -148,6 +148,7 @@ class Domains:
     population: tuple | None = None
     # REFRESH ... WITH (mode = 'stable'): the lattice levels to keep when they still satisfy the request
     stable_levels: tuple | None = None
+    gs_factor: float = 0.5  # metric = loss: ARX's generalization/suppression factor (its default 0.5)
 
 
 @dataclass

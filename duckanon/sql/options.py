@@ -12,7 +12,7 @@ from sqlglot import exp
 from duckanon.errors import AnonymizeError, unknown_name
 from duckanon import methods
 from duckanon.methods import LATTICE_METRICS as METRICS
-from duckanon.methods import BETA_VARIANTS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS  # noqa: F401 (re-exported)
+from duckanon.methods import BETA_VARIANTS, ENTROPY_ESTIMATORS, KMAP_ESTIMATORS, L_VARIANTS, T_DISTANCES, UNIQUENESS_ESTIMATORS  # noqa: F401 (re-exported)
 from duckanon.names import TableName
 
 ENGINES = ("duckdb", "spark")
@@ -375,6 +375,7 @@ def _significance(value: exp.Expr) -> float:
 SENSITIVE_MODELS = ("l", "t", "beta_likeness", "delta_disclosure")
 # the privacy models' options: ANONYMIZE needs at least one
 MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
+                 "sample_uniqueness",
                  "beta_likeness", "delta_disclosure", "epsilon")
 # the options of differential privacy; every other model is refused beside it
 PRIVACY_OPTIONS = ("epsilon", "delta", "epsilon_search", "search_steps", "levels")
@@ -397,18 +398,21 @@ ANONYMIZE_OPTIONS = {
     "time_limit": _time_limit,
     "patterns": _patterns,
     "l_variant": lambda v: _word(v, "l_variant", L_VARIANTS),
+    "entropy_estimator": lambda v: _word(v, "entropy_estimator", ENTROPY_ESTIMATORS),
     "c": _c,
     "sa_hierarchy": lambda v: _string(v, "sa_hierarchy"),
     "sa_order": lambda v: _values(v, "sa_order"),
     "hierarchies": _hierarchies,
     "suppression_limit": lambda v: _fraction(v, "suppression_limit"),
     "metric": lambda v: _word(v, "metric", METRICS),
+    "gs_factor": lambda v: _fraction(v, "gs_factor"),
     "t_distance": lambda v: _word(v, "t_distance", T_DISTANCES),
     "k_map": lambda v: _integer(v, "k_map", 1),
     "delta_presence": _delta_presence,
     "average_risk": lambda v: _open_fraction(v, "average_risk"),
     "highest_risk": lambda v: _open_fraction(v, "highest_risk"),
     "population_uniqueness": lambda v: _open_fraction(v, "population_uniqueness"),
+    "sample_uniqueness": lambda v: _fraction(v, "sample_uniqueness"),
     "beta_likeness": lambda v: _positive(v, "beta_likeness"),
     "beta_variant": lambda v: _word(v, "beta_variant", BETA_VARIANTS),
     "delta_disclosure": lambda v: _positive(v, "delta_disclosure"),

@@ -90,6 +90,9 @@ def _refuse_beside(statement, seen: set) -> None:
     if "suppression_limit" in seen:
         raise AnonymizeError("option suppression_limit does not apply with epsilon: every class below the derived k "
                              "is removed, whatever its rows")
+    if "gs_factor" in seen:
+        raise AnonymizeError("option gs_factor does not apply with epsilon: every class below the derived k is "
+                             "removed whatever it costs, and SafePub's score functions charge removed records in full")
     if statement.engine == "spark":
         raise AnonymizeError("option epsilon needs engine = 'duckdb' (the sample is drawn on the class histogram "
                              "that DuckDB's release publishes from)")

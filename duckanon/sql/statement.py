@@ -38,12 +38,14 @@ class AnonymizeStatement:
     patterns: list[list[str]] | None = None
     l_variant: str = "frequency"
     c: float | None = None
+    entropy_estimator: str | None = None  # l_variant = entropy: shannon (None) or grassberger (ARX's estimators)
     t_distance: str = "equal"
     sa_hierarchy: str | None = None  # t_distance = hierarchical: ARX CSV file of the SA's hierarchy
     sa_order: list | None = None  # t_distance = ordered: the SA values from lowest to highest
     hierarchies: dict | str | None = None  # column -> spec, or one spec with {column} for every QI
     suppression_limit: float = 0.0  # lattice: fraction of rows that may be removed
     metric: str = "entropy"  # lattice: the utility metric minimised
+    gs_factor: float | None = None  # metric = loss: ARX's generalization/suppression factor (None: its 0.5)
     report: str | None = None  # write an HTML report of the published table to this path
     risk_threshold: float | None = None  # the report's "records at risk": risk above this (None: 1/k, else 0.2)
     engine: str = "duckdb"  # where the GROUP BY and the join-back run: duckdb or spark
@@ -59,6 +61,7 @@ class AnonymizeStatement:
     average_risk: float | None = None  # published classes / published rows at most this
     highest_risk: float | None = None  # the same as k = ceil(1 / highest_risk)
     population_uniqueness: float | None = None  # estimated share of population uniques at most this
+    sample_uniqueness: float | None = None  # share of the published rows unique in their class at most this
     beta_likeness: float | None = None
     beta_variant: str = "basic"
     delta_disclosure: float | None = None
@@ -181,6 +184,8 @@ def _check_options(statement: AnonymizeStatement, seen: set) -> None:
         raise AnonymizeError("l_variant = recursive needs c: add c = <number> (recursive (c, l)-diversity)")
     if statement.c is not None and statement.l_variant != "recursive":
         raise AnonymizeError("option c applies only to l_variant = recursive")
+    if statement.entropy_estimator is not None and statement.l_variant != "entropy":
+        raise AnonymizeError("option entropy_estimator applies only to l_variant = entropy")
     _check_method_options(statement, seen)
     _check_sensitive_order(statement)
     _check_output(statement, seen)
@@ -214,8 +219,21 @@ def _check_method_options(statement: AnonymizeStatement, seen: set) -> None:
                              "no pattern of stars is chosen")
     if "metric" in seen and not lattice_like:
         raise AnonymizeError(methods.requirement("metric", "takes_hierarchies"))
+    if "gs_factor" in seen:
+        _check_gs_factor(statement)
     if statement.patterns is not None and not method.takes_patterns and generalizing:
         raise AnonymizeError(methods.refusal(statement.method, "takes_patterns"))
+
+
+def _check_gs_factor(statement: AnonymizeStatement) -> None:
+    """ARX's generalization/suppression factor weighs generalized cells against removed records:
+    only the loss takes it (as in ARX), and only where records are removed (method lattice)."""
+    if statement.metric != "loss":
+        raise AnonymizeError(f"option gs_factor applies only to metric = loss (ARX's Loss weighs generalization "
+                             f"against suppression), not to metric = {statement.metric}")
+    if statement.method != "lattice":
+        raise AnonymizeError("option gs_factor needs method = 'lattice' (it weighs the records the lattice removes; "
+                             f"method '{statement.method}' suppresses cells instead)")
 
 
 def _check_sensitive_order(statement: AnonymizeStatement) -> None:
@@ -299,7 +317,7 @@ def _check_risk_options(statement: AnonymizeStatement, seen: set) -> None:
     if population_model and not method.takes_population:
         raise AnonymizeError(methods.requirement(f"{population_model} with a population table", "takes_population",
                                                  why=" (the lattice counts the population rows of each generalized class)"))
-    whole = next((name for name in ("average_risk", "population_uniqueness") if getattr(statement, name) is not None),
+    whole = next((name for name in ("average_risk", "population_uniqueness", "sample_uniqueness") if getattr(statement, name) is not None),
                  None)
     if whole and not method.takes_global:
         raise AnonymizeError(methods.refusal(statement.method, "takes_global", whole))

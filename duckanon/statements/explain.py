@@ -15,6 +15,7 @@ from duckanon.pipeline.columns import scratch_name
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
+from duckanon.solver.lattice_metrics import metric_of
 from duckanon.sql.options import SWEEPABLE
 
 
@@ -112,6 +113,7 @@ def run_explain(backend: Backend, statement, listener=None) -> Table:
         ("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
         ("quasi-identifiers", ", ".join(plan.qi)), ("sensitive", ", ".join(plan.sensitives)),
         ("privacy models", "; ".join(str(model) for model in models)),
+        *metric_items(statement),
         ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
         ("dropped columns (not published)", ", ".join(plan.dropped) or "none"),
         *([("population", plan.population.sql())] if plan.population is not None else []),
@@ -164,6 +166,19 @@ def privacy_items(statement) -> list[tuple[str, str]]:
             ("this dry run", "none: EXPLAIN draws no sample and runs no search (each would spend epsilon again, "
                              "unrecorded); choose the levels without looking at the data, or the guarantee does not "
                              "cover that choice")]
+
+
+def metric_items(statement) -> list[tuple[str, str]]:
+    """The metric a lattice-like method minimises, with the loss's generalization/suppression
+    factor when one is given (ARX's gsFactor and the two factors it derives)."""
+    if not methods.spec(statement.method).takes_hierarchies or statement.epsilon is not None:
+        return []
+    if statement.gs_factor is None:
+        return [("metric", statement.metric)]
+    metric = metric_of("loss", statement.gs_factor)
+    return [("metric", f"loss with gs_factor = {statement.gs_factor:g} (ARX's Loss(gsFactor)): a published cell "
+                       f"counts {metric.generalization_factor:g} x its generalization, a removed cell its "
+                       f"generalization + {metric.suppression_factor:g} x the rest up to 1")]
 
 
 def lattice_search(notes: dict) -> str:
