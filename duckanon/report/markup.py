@@ -41,6 +41,8 @@ def format_value(value) -> str:
             return "∞" if value > 0 else "−∞"
         if abs(value) >= 1000:  # 3 significant digits would need an exponent: whole numbers instead
             return f"{value:,.0f}"
+        if value and abs(value) < 1e-3:  # .3g would write 6.6e-05: the same 3 digits, positionally
+            return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}".rstrip("0")
         return f"{value:.3g}"  # risks, shares, distances: 3 significant digits
     if isinstance(value, int):  # counts: 30162 -> '30,162'
         return f"{value:,}"

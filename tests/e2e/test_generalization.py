@@ -162,7 +162,7 @@ def test_mondrian(adult, request_sql, check):
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', suppression_limit = 2)",
      "suppression_limit must be a fraction in [0, 1]"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', metric = 'bogus')",
-     "unknown metric 'bogus' (known: entropy, loss, precision, discernibility, aecs, stars)"),
+     "unknown metric 'bogus' (known: entropy, loss, precision, discernibility, aecs, stars, monotonic_entropy, monotonic_discernibility)"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = '/nonexistent.csv'))",
      "cannot read hierarchy file"),
 ])

@@ -180,10 +180,13 @@ def metric_fixture_lattice(metric):
 def test_one_metric_object_per_registered_name():
     assert tuple(METRICS) == LATTICE_METRICS
     assert all(isinstance(metric, LatticeMetric) and metric.name == name for name, metric in METRICS.items())
-    assert [name for name, metric in METRICS.items() if not metric.separable] == ["discernibility", "aecs"]
+    assert [name for name, metric in METRICS.items() if not metric.separable] == ["discernibility", "aecs",
+                                                                                "monotonic_discernibility"]
 
 
-@pytest.mark.parametrize("metric", METRICS)
+# the metrics that existed before their objects (the monotonic ones came later: test_trust_solver's
+# brute force scores them)
+@pytest.mark.parametrize("metric", [name for name in METRICS if name in METRIC_FIXTURE])
 def test_metric_objects_give_the_values_of_before(metric):
     best_levels, best_value, nodes = METRIC_FIXTURE[metric]
     lattice = metric_fixture_lattice(metric)

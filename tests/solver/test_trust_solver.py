@@ -169,13 +169,15 @@ def arx_value(source, hs, levels, k, metric):
     per_column = []  # loss: each column's mean cell loss
     if metric == "discernibility":
         return sum(c * c for g, c in sizes.items() if c >= k) + n * n_removed, n_removed
+    if metric == "monotonic_discernibility":  # DM*: a removed row costs its class's size too
+        return sum(c * c for c in sizes.values()), n_removed
     if metric == "aecs":
         return n / (sum(1 for c in sizes.values() if c >= k) + (1 if n_removed else 0)), n_removed
     for j, h in enumerate(hs):
         original = Counter(r[j] for r in source)
         general = Counter(g[j] for g in gen)
         for r, g, out in zip(source, gen, removed):
-            if metric == "entropy":  # every row: its value's generalization at the node's level
+            if metric in ("entropy", "monotonic_entropy"):  # every row: its value's generalization at the level
                 total += math.log2(general[g[j]] / original[r[j]])
             elif out:
                 total += 1.0  # loss, precision, stars: a removed cell costs 1
@@ -186,7 +188,8 @@ def arx_value(source, hs, levels, k, metric):
                 total += levels[j] / h.height
             elif metric == "stars":
                 total += single[j]
-        if metric == "entropy" and n_removed:  # the removed rows' values within the removed set
+        if metric == "entropy" and n_removed:  # the removed rows' values within the removed set (the
+            # monotonic variant charges removed rows as if published: nothing more)
             inside = Counter(g[j] for g, out in zip(gen, removed) if out)
             total += sum(c * math.log2(n_removed / c) for c in inside.values())
         if metric == "loss":
