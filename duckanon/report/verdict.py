@@ -48,7 +48,8 @@ def verdict(checks: list[tuple], population_rows: list, release: dict, details: 
         parts.append(escape(f"{_joined(unchecked)} not measured by this report"))
     if params.get("epsilon") is not None:
         # a property of how the release was drawn, which no count on the table can confirm
-        parts.append(escape(f"(epsilon = {format_value(params['epsilon'])}, delta = {format_value(params['delta'])})"
+        # as the statement writes them (a delta of 1e-6 reads best as such, not 0.000001)
+        parts.append(escape(f"(epsilon = {params['epsilon']:g}, delta = {params['delta']:g})"
                             "-differential privacy: a property of how the release was drawn (its section below), "
                             "not measured on the table"))
     elif not (held or failed or unchecked):
