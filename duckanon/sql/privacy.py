@@ -9,6 +9,11 @@ from dataclasses import replace
 from duckanon.errors import AnonymizeError
 from duckanon.sql.options import MODEL_OPTIONS, SWEEPABLE
 
+# one message for every entry point that reaches Spark with epsilon (the statement's engine option,
+# duckanon.spark.execute): the statement may say engine = 'duckdb' and still be run on Spark
+NOT_ON_SPARK = ("option epsilon is not available on Spark: the sample is drawn on the class histogram that "
+                "DuckDB's release publishes from")
+
 # ARX's GUI default when a search is asked for without its steps
 DEFAULT_SEARCH_STEPS = 100
 
@@ -33,7 +38,7 @@ def check_privacy(statement, seen: set):
     if search is not None:
         _check_search(statement)
     else:
-        _check_scheme(statement)
+        _check_scheme(statement, seen)
     # imported here: a statement without epsilon is checked without loading the solvers
     from duckanon.solver.differential_privacy import anonymization_budget, parameters
     budget = anonymization_budget(statement.epsilon, search or 0.0)
@@ -94,15 +99,25 @@ def _refuse_beside(statement, seen: set) -> None:
         raise AnonymizeError("option gs_factor does not apply with epsilon: every class below the derived k is "
                              "removed whatever it costs, and SafePub's score functions charge removed records in full")
     if statement.engine == "spark":
-        raise AnonymizeError("option epsilon needs engine = 'duckdb' (the sample is drawn on the class histogram "
-                             "that DuckDB's release publishes from)")
+        raise AnonymizeError(NOT_ON_SPARK)
     if statement.time_limit is not None:
-        raise AnonymizeError("option time_limit does not apply with epsilon: nothing is searched")
+        # a clock would make what is published depend on the load; the work is fixed by the statement
+        raise AnonymizeError("option time_limit does not apply with epsilon: the search, if any, is bounded by "
+                             "search_steps, not by a clock")
+    if "patterns" in seen:
+        raise AnonymizeError("option patterns does not apply with epsilon: the release generalizes whole columns "
+                             "(hierarchies at their levels), it suppresses no pattern of cells")
+    if "weights" in seen:
+        raise AnonymizeError("option weights does not apply with epsilon: SafePub's score functions weigh every "
+                             "QI alike")
 
 
-def _check_scheme(statement) -> None:
+def _check_scheme(statement, seen: set) -> None:
     """Without a search the generalization is fixed by the user: hierarchies at given levels, or
     none (the classes as they are)."""
+    if "metric" in seen:
+        raise AnonymizeError("option metric applies with epsilon only to the search (epsilon_search): without it "
+                             "the generalization is fixed and nothing is scored")
     if statement.levels and statement.hierarchies is None:
         raise AnonymizeError("option levels needs hierarchies (the levels are those of the hierarchies)")
     if statement.hierarchies is not None and not statement.levels:

@@ -19,7 +19,7 @@ from duckanon.errors import AnonymizeError
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.result import Summary, Table
 from duckanon.pipeline import registry
-from duckanon.sql import AnonymizeStatement, ReportStatement, statement_for
+from duckanon.sql import AnonymizeStatement, ReportStatement, privacy, statement_for
 from duckanon.names import shown_name
 from duckanon.sql.report_refresh import RefreshStatement
 from duckanon.statements.anonymize import publish
@@ -120,8 +120,7 @@ def run_statement(con, text: str, progress=None, caller=None):
     backend = backend_for(con, statement)
     try:
         if getattr(statement, "epsilon", None) is not None and not isinstance(backend, DuckDBBackend):
-            raise AnonymizeError("option epsilon needs engine = 'duckdb' (the sample is drawn on the class histogram "
-                                 "that DuckDB's release publishes from)")
+            raise AnonymizeError(privacy.NOT_ON_SPARK)
         registered = _register_python_objects(backend, statement, caller)
         try:
             result = _runner(statement)(backend, statement, started, progress)

@@ -88,8 +88,21 @@ def test_explain_shows_k_and_beta(con):
      "differential privacy is the only model of its release"),
     ("epsilon = 1, delta = 1e-5, qi = (a), method = 'greedy'", "method greedy does not take epsilon: the release is "
      "the sample at the generalization given (hierarchies and levels), or at none"),
-    ("epsilon = 1, delta = 1e-5, qi = (a), engine = 'spark'", "option epsilon needs engine = 'duckdb' (the sample "
-     "is drawn on the class histogram that DuckDB's release publishes from)"),
+    ("epsilon = 1, delta = 1e-5, qi = (a), engine = 'spark'", "option epsilon is not available on Spark: the sample "
+     "is drawn on the class histogram that DuckDB's release publishes from"),
+    # options that would have no effect on a private release are refused, not ignored (the DP attack's open items)
+    ("epsilon = 1, delta = 1e-5, qi = (a), time_limit = 5", "option time_limit does not apply with epsilon: the "
+     "search, if any, is bounded by search_steps, not by a clock"),
+    ("epsilon = 1, delta = 1e-5, qi = (a, b), hierarchies = (a = 'intervals(2)', b = 'intervals(2)'), "
+     "epsilon_search = 0.3, time_limit = 5", "option time_limit does not apply with epsilon: the search, if any, is "
+     "bounded by search_steps, not by a clock"),
+    ("epsilon = 1, delta = 1e-5, qi = (a, b), patterns = ((a), (b))", "option patterns does not apply with epsilon: "
+     "the release generalizes whole columns (hierarchies at their levels), it suppresses no pattern of cells"),
+    ("epsilon = 1, delta = 1e-5, qi = (a, b), weights = (a = 2)", "option weights does not apply with epsilon: "
+     "SafePub's score functions weigh every QI alike"),
+    ("epsilon = 1, delta = 1e-5, qi = (a), hierarchies = (a = 'intervals(2)'), levels = (a = 1), metric = 'loss'",
+     "option metric applies with epsilon only to the search (epsilon_search): without it the generalization is "
+     "fixed and nothing is scored"),
     ("epsilon = 9, delta = 1e-5, qi = (a)", "option epsilon must be at most 3, got 9"),
     # the calculation's work grows as epsilon falls: bounded by a count of terms, refused before it is spent
     ("epsilon = 0.0001, delta = 1e-12, qi = (a)", "the differential privacy parameters at epsilon_anonymization "
