@@ -114,6 +114,12 @@ class Backend:
     def arrow(self, expression: exp.Expr) -> pa.Table:
         return self.execute(expression).to_arrow_table()
 
+    def holds_infinite_dates(self, table: str, column: str) -> bool:
+        """Whether a DATE/TIMESTAMP column of `table` holds infinity or -infinity. An engine without
+        infinite dates (Spark) has none; DuckDB hands them to Python as the largest and smallest
+        date, which a real 9999-12-31 or 0001-01-01 also is, so only the engine can tell."""
+        return False
+
     def columns(self, table: TableName) -> list[str]:
         """The column names of a table or view, in order (UnknownTable if there is none)."""
         probe = exp.select(exp.Star()).from_(table.table.copy()).limit(0)

@@ -125,6 +125,11 @@ class DuckDBBackend(DuckDBCatalog, Backend):
         except duckdb.Error as error:
             raise _translated(error) from None
 
+    def holds_infinite_dates(self, table: str, column: str) -> bool:
+        value = exp.column(column, quoted=True)
+        probe = exp.select(exp.func("bool_or", exp.func("isinf", value))).from_(exp.to_table(table, quoted=True))
+        return bool(self.one(probe)[0])
+
     def register_arrow(self, name: str, table: pa.Table) -> None:
         self.close()  # DuckDB 2 refuses register() while a result of ours (or the caller's) is unread
         self.con.register(name, table)

@@ -28,14 +28,14 @@ from duckanon.hierarchy.arx_csv import from_csv, read_sa_hierarchy
 from duckanon.hierarchy.binding import BoundHierarchy, Hierarchy
 from duckanon.hierarchy.builders import STAR, ordered, ordered_groups, prefix
 from duckanon.hierarchy.missing import SOURCE_PLACEHOLDER, missing_query, sa_order_missing
-from duckanon.hierarchy.ranges import dates, intervals
+from duckanon.hierarchy.ranges import Dates, dates, intervals
 from duckanon.hierarchy.rows import NULL_SPELLINGS, TableHierarchy, from_rows
 from duckanon.hierarchy.spec import (PLACEHOLDER_PATTERN, HierarchySpec, parse_spec, read_spec, spec_kind, table_spec,
                                     table_spec_name)
 from duckanon.hierarchy.tables import from_table, to_table, write_hierarchy_table
 
 __all__ = [
-    "BoundHierarchy", "Hierarchy", "HierarchySpec", "dates", "from_csv", "from_rows", "from_table", "intervals",
+    "BoundHierarchy", "Dates", "Hierarchy", "HierarchySpec", "dates", "from_csv", "from_rows", "from_table", "intervals",
     "ordered", "ordered_groups", "parse_spec", "prefix", "read_sa_hierarchy", "read_spec", "sa_order_missing",
     "spec_kind", "table_spec", "table_spec_name", "to_table", "write_hierarchy_table",
 ]

@@ -101,7 +101,7 @@ class _Intervals(BuiltHierarchy):
         return levels
 
 
-class _Dates(BuiltHierarchy):
+class Dates(BuiltHierarchy):
     # unit -> (key of a datetime64[D] array, label of a key); listed from fine to coarse
     UNITS: dict[str, tuple[Callable, Callable]] = {
         "day": (lambda d: d.astype(np.int64), lambda k: str(np.datetime64(k, "D"))),
@@ -182,4 +182,4 @@ def dates(levels: Sequence[str] = ("month", "year", "decade")) -> Hierarchy:
     quarter (`2024-Q1`), year (`2024`), decade (`2020s`), from fine to coarse; the top is `*`."""
     if isinstance(levels, str):
         levels = (levels,)
-    return _Dates(levels)
+    return Dates(levels)

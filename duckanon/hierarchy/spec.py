@@ -13,7 +13,7 @@ from duckanon.errors import AnonymizeError, nearest_name, unknown_name
 from duckanon.hierarchy.arx_csv import from_csv
 from duckanon.hierarchy.binding import Hierarchy
 from duckanon.hierarchy.builders import ordered_groups, prefix
-from duckanon.hierarchy.ranges import _Dates, dates, intervals
+from duckanon.hierarchy.ranges import Dates, dates, intervals
 from duckanon.hierarchy.tables import from_table
 
 BUILDERS = ("prefix", "intervals", "dates", "ordered", "table")
@@ -114,8 +114,8 @@ def _built(kind: str, arguments: str | None) -> Hierarchy:
         return intervals(*[_real(item, "intervals") for item in items])
     if kind == "dates":
         for unit in items:
-            if unit.strip().lower() not in _Dates.UNITS:
-                raise AnonymizeError("dates: " + unknown_name("level", unit.strip(), tuple(_Dates.UNITS)))
+            if unit.strip().lower() not in Dates.UNITS:
+                raise AnonymizeError("dates: " + unknown_name("level", unit.strip(), tuple(Dates.UNITS)))
         return dates(items) if arguments is not None else dates()
     parts = _split(arguments or "", ";", unquote=False)
     if len(parts) != 2:

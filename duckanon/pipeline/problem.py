@@ -13,7 +13,7 @@ import decimal
 import math
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import numpy as np
 from sqlglot import exp
@@ -161,12 +161,28 @@ def column_domains(backend: Backend, plan: Plan, cells: Cells, population: Popul
     hierarchies = None
     if methods.spec(statement.method).takes_hierarchies or statement.recodes or population is not None:
         given = plan.hierarchies or (None,) * len(plan.qi)
+        for j, parsed in enumerate(given):
+            _refuse_infinite_dates(backend, plan, cells, j, parsed, values[j])
         hierarchies = [FlatHierarchy(len(values[j])) if given[j] is None  # the value or '*' (the whole column)
                        else _bound(plan, j, given[j], values[j], population) for j in range(len(plan.qi))]
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
                    "loss" if statement.recodes else statement.metric, statement.recodes,
                    None if population is None else (population.codes, population.rows), statement.stable_levels,
                    0.5 if statement.gs_factor is None else statement.gs_factor)
+
+
+# The values DuckDB hands to Python for infinity and -infinity (and for the real extreme dates)
+_EXTREME_DATES = (date.max, date.min, datetime.max, datetime.min)
+
+
+def _refuse_infinite_dates(backend: Backend, plan: Plan, cells: Cells, j: int, parsed, values: list) -> None:
+    """dates() would label infinity as the year 9999 (and -infinity as 0001), which says what is
+    not so; the engine is asked only when a value looks like one."""
+    if not isinstance(parsed, hierarchy.Dates) or not any(v in _EXTREME_DATES for v in values if isinstance(v, date)):
+        return
+    if backend.holds_infinite_dates(cells.table, qi_alias(j)):
+        raise AnonymizeError(f"dates: column {plan.qi[j]} holds infinite dates (infinity or -infinity), which have "
+                             "no day, month or year: make them NULL or give the column another hierarchy")
 
 
 def _bound(plan: Plan, j: int, parsed, values: list, population: PopulationClasses | None):
