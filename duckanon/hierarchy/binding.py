@@ -8,6 +8,9 @@ import numpy as np
 
 from duckanon.errors import AnonymizeError
 
+# the text of a suppressed cell, and the top of every builder's hierarchy
+STAR = "*"
+
 
 class MissingValues(AnonymizeError):
     """Values a hierarchy does not cover (raised inside `bind`, which words the message)."""
@@ -102,7 +105,35 @@ class Hierarchy:
         matrix[:, 0] = np.arange(n)
         for h, level_codes in enumerate(codes, start=1):
             matrix[:, h] = level_codes
-        return BoundHierarchy(values, matrix, label_makers, column, self._domain_of(values))
+        bound = BoundHierarchy(values, matrix, label_makers, column, self._domain_of(values))
+        self._check_labels_name_one_group(bound, column)
+        return bound
+
+    def _check_labels_name_one_group(self, bound: BoundHierarchy, column: str | None) -> None:
+        """A reader groups the published rows by their texts, so one text must name one group of
+        values: a label equal to a value it does not stand for (or to another group's label at
+        another level, or to '*' below the top) would publish two groups as one class, which the
+        models were not checked on (a model not closed under merging, such as entropy l-diversity,
+        can fail on the merged class). Groups are nested, so two with the same first value and as
+        many values are the same group."""
+        n = len(bound.values)
+        named = {STAR: (0, n, None)}  # every cell suppressed is '*', whatever its value
+        for level in range(bound.height + 1):
+            codes = bound.codes[:, level]
+            first = np.full(bound.n_groups(level), n, dtype=np.int64)
+            np.minimum.at(first, codes, np.arange(n))
+            sizes = np.bincount(codes, minlength=len(first))
+            for code, text in enumerate(bound.level_labels(level)):
+                if text is None:  # the NULL group, published as NULL
+                    continue
+                group = (int(first[code]), int(sizes[code]))
+                seen = named.setdefault(text, (*group, level))
+                if seen[:2] != group:
+                    where = f" of column {column}" if column else ""
+                    other = "'*'" if seen[2] is None else f"level {seen[2]}"
+                    raise AnonymizeError(f"hierarchy {self.name} gives one text to two different groups of the "
+                                         f"values{where} ({other} and level {level}): their rows would be published "
+                                         "as one class; give each group a label of its own")
 
     def _domain_of(self, values: list) -> tuple[int, list[np.ndarray]] | None:
         """For a hierarchy with leaves of its own (rows): their number, and per level the leaves

@@ -9,10 +9,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from duckanon.errors import AnonymizeError
-from duckanon.hierarchy.binding import Hierarchy
+from duckanon.hierarchy.binding import STAR, Hierarchy
 from duckanon.hierarchy.missing import as_text, literals, missing_query, sql_column
-
-STAR = "*"
 
 
 class BuiltHierarchy(Hierarchy):

@@ -225,3 +225,21 @@ def test_dates_refuse_infinite_values(column_type, infinite, method):
     con.execute(f"ANONYMIZE u INTO o WITH (k = 2, qi = (d), hierarchies = (d = 'dates(month, year)'), method = '{method}')")
     labels = {row[0] for row in con.execute("SELECT d FROM o").fetchall()}
     assert "9999" in labels or "9999-12" in labels
+
+
+@pytest.mark.parametrize("method", ["mondrian", "lattice"])
+def test_a_label_equal_to_a_leaf_is_refused_before_anything_is_written(tmp_path, method):
+    """The attack on local recoding: level 1 of A1 and A2 was the text of the leaf A, so the release
+    published two groups as one class (4 classes said, 3 published) that failed Grassberger's l."""
+    path = tmp_path / "h.csv"
+    path.write_text("A;X;*\nA1;A;*\nA2;A;*\nB1;B;*\nB2;B;*\n")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, ['A', 'A1', 'A2', 'B1', 'B2'][i % 5 + 1] AS z, i % 3 AS s "
+                "FROM range(40) r(i)")
+    with pytest.raises(duckanon.AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t INTO r WITH (k = 2, l = 2, sensitive = s, qi = (z), hierarchies = (z = '{path}'), "
+                    f"method = '{method}')")
+    assert str(raised.value).split(" (at line")[0] == (
+        f"hierarchy {path} gives one text to two different groups of the values of column z (level 0 and level 1): "
+        "their rows would be published as one class; give each group a label of its own")
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'r'").fetchone()[0] == 0

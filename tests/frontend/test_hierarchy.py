@@ -435,3 +435,41 @@ def test_empty_and_all_null_columns():
     for hierarchy in [H.prefix(), H.intervals(5), H.dates(), H.ordered(["a"], [1])]:
         bound = hierarchy.bind([None])
         assert bound.rows() == [[None] * bound.height + ["*"]]
+
+
+COLLISION = ("gives one text to two different groups of the values of column z ({}): their rows would be "
+             "published as one class; give each group a label of its own")
+
+
+@pytest.mark.parametrize("rows, values, levels", [
+    # the black-box attack's case: level 1 of A1 and A2 is the text of the leaf A
+    ([["A", "X", "*"], ["A1", "A", "*"], ["A2", "A", "*"]], ["A", "A1", "A2"], "level 0 and level 1"),
+    # '*' below the top names one group, while a suppressed cell's '*' stands for any value
+    ([["A", "*", "*"], ["B", "G", "*"]], ["A", "B"], "'*' and level 1"),
+    # two groups of level 1 and 2 under one text
+    ([["a", "g", "h", "*"], ["b", "g", "h", "*"], ["c", "h", "k", "*"]], ["a", "b", "c"], "level 1 and level 2"),
+])
+def test_a_text_names_one_group(rows, values, levels):
+    with pytest.raises(AnonymizeError) as raised:
+        H.from_rows(rows).bind(values, column="z")
+    assert str(raised.value).endswith(COLLISION.format(levels))
+
+
+def test_builders_labels_that_equal_a_value_are_refused():
+    # a value spelled as another's mask, and an ISO string spelled as another's month
+    with pytest.raises(AnonymizeError) as raised:
+        H.prefix().bind(["1234", "1235", "123*"], column="z")
+    assert str(raised.value) == "hierarchy prefix " + COLLISION.format("level 0 and level 1")
+    with pytest.raises(AnonymizeError) as raised:
+        H.dates(["month", "year"]).bind(["2024-03", "2024-03-05"], column="z")
+    assert str(raised.value).endswith(COLLISION.format("level 0 and level 1"))
+
+
+def test_a_label_kept_up_the_levels_and_the_arx_files_bind():
+    # a value that keeps its text at level 1 names the same group there: allowed
+    bound = H.from_rows([["A", "A", "*"], ["B1", "B", "*"], ["B2", "B", "*"]]).bind(["A", "B1", "B2"], column="z")
+    assert bound.labels[1] == ["A", "B"]
+    for dataset in DATASETS:
+        for path, column in hierarchy_files(dataset):
+            leaves = [row[0] for row in csv.reader(open(path, newline="", encoding="utf-8-sig"), delimiter=";") if row]
+            H.from_csv(path).bind(leaves, column=column)
