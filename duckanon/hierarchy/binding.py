@@ -89,6 +89,7 @@ class Hierarchy:
     """A generalization hierarchy. Subclasses say how values generalize; `bind` codes them."""
 
     name = "hierarchy"  # how error messages name it: the file, the table or the builder call
+    masks_whole_values_as_star = False  # prefix: a one-character value masked whole reads '*'
     height: int | None = None  # known before binding except for `prefix()` without a width
 
     def bind(self, values: Sequence, column: str | None = None, source: str | None = None) -> BoundHierarchy:
@@ -106,8 +107,14 @@ class Hierarchy:
         for h, level_codes in enumerate(codes, start=1):
             matrix[:, h] = level_codes
         bound = BoundHierarchy(values, matrix, label_makers, column, self._domain_of(values))
-        self._check_labels_name_one_group(bound, column)
+        if self._texts_may_repeat(values):
+            self._check_labels_name_one_group(bound, column)
         return bound
+
+    def _texts_may_repeat(self, values: list) -> bool:
+        """Whether two groups of these values could get one text (a builder whose labels cannot
+        spell a value or each other says False, and skips the check's walk over every value)."""
+        return True
 
     def _check_labels_name_one_group(self, bound: BoundHierarchy, column: str | None) -> None:
         """A reader groups the published rows by their texts, so one text must name one group of
@@ -115,25 +122,38 @@ class Hierarchy:
         another level, or to '*' below the top) would publish two groups as one class, which the
         models were not checked on (a model not closed under merging, such as entropy l-diversity,
         can fail on the merged class). Groups are nested, so two with the same first value and as
-        many values are the same group."""
+        many values are the same group. The levels above 0 have few groups and are walked; each
+        value's own text (level 0, one group per value) is only looked up among theirs."""
         n = len(bound.values)
         named = {STAR: (0, n, None)}  # every cell suppressed is '*', whatever its value
-        for level in range(bound.height + 1):
+        for level in range(1, bound.height + 1):
             codes = bound.codes[:, level]
-            first = np.full(bound.n_groups(level), n, dtype=np.int64)
-            np.minimum.at(first, codes, np.arange(n))
+            first = np.empty(bound.n_groups(level), dtype=np.int64)
+            first[codes[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: each code's first value
             sizes = np.bincount(codes, minlength=len(first))
-            for code, text in enumerate(bound.level_labels(level)):
-                if text is None:  # the NULL group, published as NULL
-                    continue
-                group = (int(first[code]), int(sizes[code]))
-                seen = named.setdefault(text, (*group, level))
-                if seen[:2] != group:
-                    where = f" of column {column}" if column else ""
-                    other = "'*'" if seen[2] is None else f"level {seen[2]}"
-                    raise AnonymizeError(f"hierarchy {self.name} gives one text to two different groups of the "
-                                         f"values{where} ({other} and level {level}): their rows would be published "
-                                         "as one class; give each group a label of its own")
+            for text, start, size in zip(bound.level_labels(level), first.tolist(), sizes.tolist()):
+                if self._names_a_group(text):
+                    seen = named.setdefault(text, (start, size, level))
+                    if seen[:2] != (start, size):
+                        self._refuse_shared_text(column, seen[2], level)
+        values = bound.level_labels(0)
+        for text in named.keys() & set(values):
+            value = values.index(text)
+            if named[text][:2] != (value, 1) and self._names_a_group(text):
+                self._refuse_shared_text(column, 0, named[text][2])
+
+    def _names_a_group(self, text) -> bool:
+        # None is the NULL group, published as NULL; prefix's whole masks ('*', '**') tell a
+        # length at most, like '*' itself
+        return text is not None and not (self.masks_whole_values_as_star and not text.strip(STAR))
+
+    def _refuse_shared_text(self, column: str | None, level: int | None, other: int | None) -> None:
+        where = f" of column {column}" if column else ""
+        levels = sorted((level, other), key=lambda x: -1 if x is None else x)
+        shown = ["'*'" if x is None else f"level {x}" for x in levels]
+        raise AnonymizeError(f"hierarchy {self.name} gives one text to two different groups of the values{where} "
+                             f"({shown[0]} and {shown[1]}): their rows would be published as one class; give each "
+                             "group a label of its own")
 
     def _domain_of(self, values: list) -> tuple[int, list[np.ndarray]] | None:
         """For a hierarchy with leaves of its own (rows): their number, and per level the leaves

@@ -45,6 +45,7 @@ PREFIX_WIDTH_LIMIT = 1_000
 
 
 class _Prefix(BuiltHierarchy):
+    masks_whole_values_as_star = True
     def __init__(self, width: int | None):
         if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width < 1):
             raise AnonymizeError(f"prefix: width must be a positive integer, got {width!r}")

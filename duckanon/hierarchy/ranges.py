@@ -41,6 +41,9 @@ EXACT_INTEGERS = 2.0 ** 53
 
 
 class _Intervals(BuiltHierarchy):
+    def _texts_may_repeat(self, values: list) -> bool:
+        return False  # '[lo, hi)' spells no number, and the widths grow strictly from level to level
+
     def __init__(self, widths: Sequence):
         if not widths:
             raise AnonymizeError("intervals: give at least one width")
@@ -127,6 +130,11 @@ class Dates(BuiltHierarchy):
         self.levels = levels
         self.height = len(levels) + 1
         self.name = f"dates({', '.join(levels)})"
+
+    def _texts_may_repeat(self, values: list) -> bool:
+        # a date's text (2024-03-05) is none of a month's, quarter's, year's or decade's; an ISO
+        # string may be shorter ('2024-03' reads as a date) and spell another value's month
+        return any(isinstance(v, str) for v in values)
 
     def _keys(self, values, column):
         # numpy would read an integer as days since 1970: accept dates and ISO strings only
