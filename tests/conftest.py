@@ -11,7 +11,7 @@ import duckanon
 from support.data import ADULT_TABLE, HOSPITAL, HOSPITAL_TABLE
 from support.database import connection_with
 from support.spark import spark_missing
-from support.tiers import E2E_AREAS, SMOKE_ONLY, SMOKE_TESTS, THOROUGH
+from support.tiers import E2E_AREAS, SMOKE_ONLY, SMOKE_TESTS, SOLVER_RESULTS_E2E, THOROUGH
 
 
 def pytest_configure(config):
@@ -40,6 +40,8 @@ def pytest_collection_modifyitems(config, items):
         if _runs_spark(item):
             item.add_marker(pytest.mark.spark)
         test = item.nodeid.split("tests/")[-1]
+        if test.split("::")[0] in SOLVER_RESULTS_E2E:
+            item.add_marker(pytest.mark.solver_results)
         if test.split("[")[0] in SMOKE_TESTS or test.split("::")[0] in SMOKE_TESTS:
             item.add_marker(pytest.mark.smoke)
     if os.environ.get(SMOKE_ONLY):

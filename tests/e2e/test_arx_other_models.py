@@ -327,8 +327,8 @@ ARX_MONOTONIC_CASES = [
     pytest.param("EntropyLDiversity#11", "cup", CUP_QI7, "l = 100, l_variant = entropy, entropy_estimator = grassberger, "
                  "sensitive = RAMNTALL", 0.1, "monotonic_discernibility", 3.4459973e7, [5, 0, 0, 2, 1, 2, 1], True,
                  marks=SLOW),
-    ("LDiversity(cup, entropy l=100, 4%)", "cup", CUP_QI7, "l = 100, l_variant = entropy, sensitive = RAMNTALL", 0.04,
-     "monotonic_discernibility", 8.8290083e7, [3, 4, 1, 2, 1, 2, 1], False),
+    pytest.param("LDiversity(cup, entropy l=100, 4%)", "cup", CUP_QI7, "l = 100, l_variant = entropy, sensitive = RAMNTALL",
+                 0.04, "monotonic_discernibility", 8.8290083e7, [3, 4, 1, 2, 1, 2, 1], False, marks=SLOW),
     pytest.param("EntropyLDiversity#6", "cup", CUP_QI7, "l = 5, l_variant = entropy, entropy_estimator = grassberger, "
                  "sensitive = RAMNTALL", 0.04, "monotonic_discernibility", 1833435.0, [4, 0, 1, 0, 1, 3, 1], False,
                  marks=SLOW),

@@ -60,3 +60,12 @@ def test_a_release_for_15_readers_opens_in_the_15_cli(tmp_path):
     # the comment with the provenance travels with the file
     comment = cli_query(path, "SELECT comment LIKE 'duckanon {%' FROM duckdb_tables() WHERE table_name = 'patients'")
     assert comment.stdout.strip().splitlines()[-1] == "true"
+
+
+def test_the_files_left_out_on_duckdb_15_exist():
+    """CI's DuckDB 1.5 step leaves out the files of tests/support/tiers.py's SOLVER_RESULTS_E2E: a
+    misspelled or renamed one would silently stay in (or a new file of that kind stay out)."""
+    from support.tiers import SOLVER_RESULTS_E2E
+
+    tests = Path(__file__).resolve().parents[1]
+    assert sorted(name for name in SOLVER_RESULTS_E2E if not (tests / name).is_file()) == []

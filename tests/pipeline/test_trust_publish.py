@@ -675,6 +675,7 @@ def test_loss_on_adult_counts_hierarchy_leaves(adult_db, qi, options):
     _compare(adult_db, statement, "h_out", "adult", qi, numeric=set(), hierarchies=hierarchies)
 
 
+@pytest.mark.slow  # 15-35 s; test_loss_on_adult_counts_hierarchy_leaves checks the same count on Adult
 def test_loss_of_lattice_on_cup_counts_hierarchy_leaves(db):
     con, raw = db
     cup = SHARED / "cup"

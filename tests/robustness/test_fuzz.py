@@ -640,14 +640,14 @@ def _with_examples(examples):
     return decorate
 
 
-@settings(FUZZ, max_examples=examples(250))
+@settings(FUZZ, max_examples=examples(120))
 @_with_examples(EXAMPLES_SMALL)
 @given(cases())
 def test_fuzz_small_tables(case):
     run_case(case)
 
 
-@settings(FUZZ, max_examples=examples(35))
+@settings(FUZZ, max_examples=examples(20))
 @given(cases(bulk=True))
 def test_fuzz_bulk_tables(case):
     """50-400 rows from a few distinct rows: split classes, larger groups, skew."""
@@ -675,7 +675,7 @@ def run_exact_case(case):
         assert summary[3] == alt[3], (statement_of(case), summary, alt)
 
 
-@settings(FUZZ, max_examples=examples(75))
+@settings(FUZZ, max_examples=examples(45))
 @_with_examples(EXAMPLES_TINY)
 @given(cases(methods=("exact", "dp", "matching"), max_rows=9, tiny=True))
 def test_fuzz_exact_methods_on_tiny_tables(case):
