@@ -115,19 +115,28 @@ class TableHierarchy(Hierarchy):
         return row
 
     def _rows_of(self, values: list) -> list:
+        if any(isinstance(v, (int, float, Decimal, np.number)) and not isinstance(v, bool) for v in values):
+            self._numeric_index()  # a number spelled on two rows (39 and 039) is refused before any lookup
         get = self._index.get
         rows = [get(s) for s in map(str, values)]  # str(None) is 'None': NULLs are redone below
         return [self._row_of(v) if row is None or v is None else row for v, row in zip(values, rows)]
 
     def _numeric_index(self) -> dict:
-        """Entries whose value reads as a number, by that number (a table's 39.0 matches '39')."""
+        """Entries whose value reads as a number, by that number (a table's 39.0 matches '39'). Two
+        rows that spell one number (39 and 039, 39.0, 3.9e1) would give it two parents, and which
+        one a value got would hang on the column's type: refused as rows of the same value are."""
         if self._numbers is None:
-            self._numbers = {}
+            numbers: dict = {}
             for key, row in self._index.items():
                 try:
-                    self._numbers.setdefault(float(key), row)
+                    number = float(key)
                 except (TypeError, ValueError):
-                    pass
+                    continue
+                first = numbers.setdefault(number, row)
+                if first != row:
+                    raise AnonymizeError(f"hierarchy {self.name}: {self._at(*sorted((first, row)))} have the same "
+                                         "value (as numbers)")
+            self._numbers = numbers
         return self._numbers
 
     def _domain_of(self, values):

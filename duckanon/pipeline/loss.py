@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from duckanon.solver.lattice_metrics import arx_loss
-from duckanon.solver.partition import SHOW_VALUE, Solution
+from duckanon.solver.partition import SHOW_VALUE, STAR, Solution
 
 
 def label_extents(j: int, hist, solution: Solution, domains=None) -> np.ndarray:
@@ -61,17 +61,22 @@ def cell_losses(hist, solution: Solution, domains=None) -> np.ndarray:
         group_levels = np.tile(np.asarray(solution.notes["levels"], dtype=np.int64), (n_groups, 1))
     first = np.zeros(n_groups, dtype=np.int64)  # a class of each group (they share each label)
     first[solution.part_group[::-1]] = solution.part_class[::-1]
+    # A '*' costs 1. A label that covers every value the column holds counts as a star (`stars`,
+    # `whole_domain_cells`) but is published as that label, which costs its leaves among the
+    # hierarchy's rows like any other label: the column may lack some of them (docs/result.md)
+    costs_one = solution.starred.copy()
     for j in range(hist.m):
         if hierarchies is not None and group_levels is not None:
             bound = hierarchies[j]
             levels = group_levels[:, j]
             codes = np.asarray(bound.codes)[hist.compact_codes[first, j], levels]
             out[:, j] = [bound.loss(level)[code] for level, code in zip(levels.tolist(), codes.tolist())]
+            costs_one[:, j] = solution.group_rep[:, j] == STAR
         else:
             d = int(hist.compact_codes[:, j].max()) + 1 if hist.n_classes else 0
             extent = label_extents(j, hist, solution, domains)
             out[:, j] = 0.0 if d <= 1 else (np.minimum(extent, d) - 1) / (d - 1)
-    return np.where(solution.starred, 1.0, out)
+    return np.where(costs_one, 1.0, out)
 
 
 def column_totals(hist, solution: Solution, domains=None) -> np.ndarray:

@@ -243,3 +243,19 @@ def test_a_label_equal_to_a_leaf_is_refused_before_anything_is_written(tmp_path,
         f"hierarchy {path} gives one text to two different groups of the values of column z (level 0 and level 1): "
         "their rows would be published as one class; give each group a label of its own")
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'r'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("method", ["mondrian", "lattice", "auto"])
+def test_a_label_over_every_value_present_costs_its_leaves_among_the_hierarchys_rows(tmp_path, method):
+    """The attack on local recoding (B4): the column holds v0 and v1 only, all published as A, which
+    stands for 2 of the hierarchy's 4 values: ARX's Loss (2 - 1) / (4 - 1), where details said 1 (it
+    counts as a star in `stars`, as docs/result.md says, but is published as A, not '*')."""
+    path = tmp_path / "h.csv"
+    path.write_text("v0;A;*\nv1;A;*\nv2;B;*\nv3;B;*\n")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT ['v0', 'v1'][i % 2 + 1] AS z FROM range(30) r(i)")
+    row = con.execute(f"ANONYMIZE t INTO r WITH (k = 20, qi = (z), hierarchies = (z = '{path}'), method = '{method}', "
+                      "seed = 1)").fetchone()
+    assert con.execute("SELECT DISTINCT z FROM r").fetchall() == [("A",)]
+    assert details(row)["loss"] == pytest.approx(1 / 3, abs=1e-9)
+    assert details(row)["column_loss"] == {"z": pytest.approx(1 / 3, abs=1e-6)}

@@ -473,3 +473,15 @@ def test_a_label_kept_up_the_levels_and_the_arx_files_bind():
         for path, column in hierarchy_files(dataset):
             leaves = [row[0] for row in csv.reader(open(path, newline="", encoding="utf-8-sig"), delimiter=";") if row]
             H.from_csv(path).bind(leaves, column=column)
+
+
+@pytest.mark.parametrize("spelling", ["039", "39.0", "3.9e1", "+39"])
+def test_a_number_spelled_on_two_rows_is_refused_on_a_numeric_column(spelling):
+    """The attack's B3: 39 and 039 gave 39 two parents, and the column's type chose which (INTEGER
+    A, DOUBLE B). A text column matches byte by byte, so there the rows are two values."""
+    rows = [["39", "A", "*"], [spelling, "B", "*"], ["40", "A", "*"]]
+    for values in ([39, 40], [39.0, 40.0]):
+        with pytest.raises(AnonymizeError) as raised:
+            H.from_rows(rows).bind(values, column="x")
+        assert str(raised.value) == "hierarchy rows: rows 1 and 2 have the same value (as numbers)"
+    assert H.from_rows(rows).bind(["39", spelling], column="x").labels[1] == ["A", "B"]
