@@ -38,10 +38,14 @@ def missing_query(column: str, source: str | None, known: str, numeric: bool = F
     one text column or a list of literals. `numeric`: a number also matches an entry of equal
     value (39.0 matches '39'), as `Hierarchy.bind` matches numbers."""
     column_sql, table = sql_column(column), source or SOURCE_PLACEHOLDER
+    # texts compared as bytes (encode: BLOBs), as bind matches them: under a column's collation
+    # (NOCASE) 'ann' would equal the row 'Ann' and the query would list nothing
+    entries = f"({known})" if known.lstrip().upper().startswith("SELECT") else f"(SELECT unnest([{known}]))"
     if not numeric:
-        return f"SELECT DISTINCT {column_sql} FROM {table} WHERE {as_text(column)} NOT IN ({known})"
-    return (f"SELECT DISTINCT {column_sql} FROM {table} WHERE NOT EXISTS (SELECT 1 FROM ({known}) h(v) "
-            f"WHERE h.v = {as_text(column)} OR TRY_CAST(h.v AS DOUBLE) = TRY_CAST({column_sql} AS DOUBLE))")
+        return (f"SELECT DISTINCT {column_sql} FROM {table} WHERE encode({as_text(column)}) NOT IN "
+                f"(SELECT encode(v) FROM {entries} h(v))")
+    return (f"SELECT DISTINCT {column_sql} FROM {table} WHERE NOT EXISTS (SELECT 1 FROM {entries} h(v) "
+            f"WHERE encode(h.v) = encode({as_text(column)}) OR TRY_CAST(h.v AS DOUBLE) = TRY_CAST({column_sql} AS DOUBLE))")
 
 
 def sa_order_missing(count: int, order: Sequence, column: str | None = None, source: str | None = None) -> str:

@@ -96,6 +96,17 @@ class TableHierarchy(Hierarchy):
             return f"{what} {number(i)}"
         return f"{what}s {number(i)} and {number(j)}"
 
+    def _missing_message(self, missing: list, column: str | None, source: str | None) -> str:
+        # a text spelled as a hierarchy spells NULL ('' or 'NULL') is read back as NULL from every
+        # row, so it can have no row of its own, and the listing query (which spells NULL so too)
+        # would list nothing: say so instead
+        if any(isinstance(v, str) and v in NULL_SPELLINGS for v in missing):
+            where = f" of column {column}" if column else ""
+            return (f"a text value{where} is spelled as hierarchy {self.name} spells NULL (an empty text or NULL), "
+                    "so no row can stand for it: replace it in the column (e.g. by SQL NULL) or use another "
+                    "hierarchy")
+        return super()._missing_message(missing, column, source)
+
     def _listing(self, missing, column, source):
         if self._origin is None:
             return None

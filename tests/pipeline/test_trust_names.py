@@ -445,7 +445,8 @@ def test_values_missing_from_an_ordered_hierarchy_are_counted_not_shown(people):
     message = refused(con, "ANONYMIZE people WITH (k = 2, qi = (edu), sensitive = disease, method = lattice, "
                            "hierarchies = (edu = 'ordered(Bachelors, Masters; 2)'))")
     assert message == ("1 value of column edu is missing from hierarchy ordered(2 categories; 2); list it with: "
-                       "SELECT DISTINCT edu FROM <table> WHERE CAST(edu AS VARCHAR) NOT IN ('Bachelors', 'Masters')"
+                       "SELECT DISTINCT edu FROM <table> WHERE encode(CAST(edu AS VARCHAR)) NOT IN (SELECT encode(v) FROM "
+                       "(SELECT unnest(['Bachelors', 'Masters'])) h(v))"
                        ).replace("<table>", message.split(" FROM ")[1].split(" WHERE")[0])
     assert "Zebra" not in message
     query = message.split("; list it with: ", 1)[1].replace("<table>", "people")
@@ -492,3 +493,33 @@ def test_sa_hierarchy_refusal_counts_the_values(con, tmp_path):
     message = refused(con, "ANONYMIZE hospital WITH (k = 2, t = 0.5, sensitive = disease, t_distance = hierarchical, "
                            f"sa_hierarchy = '{path}')")
     assert "Viral" not in message and "Heart" not in message
+
+
+def test_missing_values_of_a_nocase_column_are_listed_by_bytes(tmp_path):
+    """The attack's B2: bind matches texts byte by byte, so 'ann' lacks the row 'Ann'; the listing
+    query compared under the column's NOCASE collation and listed nothing."""
+    import duckanon
+    path = tmp_path / "h.csv"
+    path.write_text("Ann;A;*\nBob;B;*\n")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t (z VARCHAR COLLATE NOCASE)")
+    con.execute("INSERT INTO t SELECT ['Ann', 'ann', 'Bob', 'bob'][i % 4 + 1] FROM range(20) r(i)")
+    with pytest.raises(duckanon.AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t WITH (k = 2, qi = (z), method = lattice, hierarchies = (z = '{path}'))")
+    message = str(raised.value).split(" (at line")[0]
+    assert message.startswith(f"2 values of column z are missing from hierarchy {path}; list them with: SELECT ")
+    assert sorted(con.duckdb.execute(message.split("; list them with: ", 1)[1]).fetchall()) == [("ann",), ("bob",)]
+
+
+@pytest.mark.parametrize("text, row", [("NULL", "NULL"), ("", '""')])
+def test_a_text_spelled_as_null_is_told_it_can_have_no_row(tmp_path, text, row):
+    import duckanon
+    path = tmp_path / "h.csv"
+    path.write_text(f"{row};N;*\nb;B;*\n")
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE t AS SELECT ['{text}', 'b'][i % 2 + 1] AS z FROM range(20) r(i)")
+    with pytest.raises(duckanon.AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t WITH (k = 2, qi = (z), method = lattice, hierarchies = (z = '{path}'))")
+    assert str(raised.value).split(" (at line")[0] == (
+        f"a text value of column z is spelled as hierarchy {path} spells NULL (an empty text or NULL), so no row can "
+        "stand for it: replace it in the column (e.g. by SQL NULL) or use another hierarchy")
