@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from duckanon.errors import AnonymizeError
-from duckanon.hierarchy.binding import Hierarchy
+from duckanon.hierarchy.binding import STAR, Hierarchy
 from duckanon.hierarchy.missing import missing_query, sql_column, sql_string
 
 NULL_SPELLINGS = ("", "NULL")  # how a hierarchy file or table writes the NULL value
@@ -65,6 +65,13 @@ class TableHierarchy(Hierarchy):
             self._group_codes[:, h] = in_file_order[inverse.reshape(-1)]
             self._group_labels.append(labels[np.sort(first)].tolist())
         self._check_monotone()
+        if len(self._group_labels[-1]) > 1:
+            # Several top labels: rows of two branches have no common label, and a group that mixes
+            # them (the top-down recoding starts from one group of the whole table) can only be
+            # published as '*'. That is the level above them, as in a hierarchy whose last column is '*'.
+            self._group_codes = np.hstack([self._group_codes, np.zeros((len(rows), 1), dtype=np.int64)])
+            self._group_labels.append([STAR])
+            self.height += 1
 
     def rows(self) -> list[list]:
         """The rows as given: [value, level 1 label, ..., level H label]."""

@@ -259,3 +259,18 @@ def test_a_label_over_every_value_present_costs_its_leaves_among_the_hierarchys_
     assert con.execute("SELECT DISTINCT z FROM r").fetchall() == [("A",)]
     assert details(row)["loss"] == pytest.approx(1 / 3, abs=1e-9)
     assert details(row)["column_loss"] == {"z": pytest.approx(1 / 3, abs=1e-6)}
+
+
+@pytest.mark.parametrize("method", ["mondrian", "auto"])
+def test_two_top_labels_publish_only_ancestors(tmp_path, method):
+    """The attack's B6: b (a;X;R1, b;X;R1) was published as R2, the other branch's root."""
+    path = tmp_path / "h.csv"
+    path.write_text("a;X;R1\nb;X;R1\nc;Y;R2\nd;Y;R2\n")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT i AS id, ['a', 'b', 'c', 'd', 'a', 'a'][i % 6 + 1] AS z FROM range(30) r(i)")
+    con.execute(f"ANONYMIZE t INTO r WITH (k = 8, qi = (z), keep = id, hierarchies = (z = '{path}'), method = '{method}', "
+                "seed = 1)")
+    ancestors = {"a": {"a", "X", "R1"}, "b": {"b", "X", "R1"}, "c": {"c", "Y", "R2"}, "d": {"d", "Y", "R2"}}
+    pairs = con.execute("SELECT t.z, r.z FROM r JOIN t USING (id)").fetchall()
+    assert len(pairs) + con.execute("SELECT count(*) FROM t WHERE id NOT IN (SELECT id FROM r)").fetchone()[0] == 30
+    assert [(s, p) for s, p in pairs if p not in ancestors[s] | {"*"}] == []

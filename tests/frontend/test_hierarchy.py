@@ -485,3 +485,12 @@ def test_a_number_spelled_on_two_rows_is_refused_on_a_numeric_column(spelling):
             H.from_rows(rows).bind(values, column="x")
         assert str(raised.value) == "hierarchy rows: rows 1 and 2 have the same value (as numbers)"
     assert H.from_rows(rows).bind(["39", spelling], column="x").labels[1] == ["A", "B"]
+
+
+def test_several_top_labels_get_a_star_above_them():
+    """The attack's B6: with two top labels the top-down recoding started from one group labelled by
+    one branch's root, and published b (under X, R1) as R2. A '*' level above them is the only label
+    two branches share."""
+    bound = H.from_rows([["a", "X", "R1"], ["b", "X", "R1"], ["c", "Y", "R2"]]).bind(["a", "b", "c"], column="z")
+    assert bound.height == 3 and bound.rows() == [["a", "X", "R1", "*"], ["b", "X", "R1", "*"], ["c", "Y", "R2", "*"]]
+    assert H.from_rows([["a", "X", "*"], ["b", "Y", "*"]]).bind(["a", "b"]).height == 2  # one top: as given
