@@ -3,6 +3,7 @@ source (an ARX CSV file, Python rows, a DuckDB table): checked once here, then l
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from decimal import Decimal
 from collections.abc import Sequence
 
@@ -50,6 +51,7 @@ class TableHierarchy(Hierarchy):
                 if seen.setdefault(key, i) != i:
                     raise AnonymizeError(f"hierarchy {name}: {self._at(seen[key], i)} have the same value")
         self._numbers: dict | None = None
+        self._instants: dict | None = None
         # Group ids per level, numbered by first appearance so codes keep the file's order.
         self._group_codes = np.empty((len(rows), width), dtype=np.int64)
         self._group_codes[:, 0] = np.arange(len(rows))
@@ -130,6 +132,8 @@ class TableHierarchy(Hierarchy):
         row = self._index.get(_NULL if value is None else str(value))
         if row is None and isinstance(value, (int, float, Decimal, np.number)) and not isinstance(value, bool):
             row = self._numeric_index().get(float(value))
+        if row is None and isinstance(value, datetime):
+            row = self._instant_index().get(_instant(value))
         return row
 
     def _rows_of(self, values: list) -> list:
@@ -157,6 +161,25 @@ class TableHierarchy(Hierarchy):
             self._numbers = numbers
         return self._numbers
 
+    def _instant_index(self) -> dict:
+        """Entries whose value reads as a timestamp, by its instant (UTC where it has an offset): a
+        TIMESTAMPTZ value comes in UTC, while a hierarchy table read in another session's TimeZone
+        spells it with that offset, and a file may write +00 for +00:00. Two rows of one instant
+        are refused as rows of one value are."""
+        if self._instants is None:
+            instants: dict = {}
+            for key, row in self._index.items():
+                try:
+                    instant = _instant(datetime.fromisoformat(key))
+                except (TypeError, ValueError):
+                    continue
+                first = instants.setdefault(instant, row)
+                if first != row:
+                    raise AnonymizeError(f"hierarchy {self.name}: {self._at(*sorted((first, row)))} have the same "
+                                         "value (as timestamps)")
+            self._instants = instants
+        return self._instants
+
     def _domain_of(self, values):
         rows = np.asarray(self._rows_of(values), dtype=np.int64)  # every value is covered once coded
         leaves = [np.ones(len(rows), dtype=np.int64)]
@@ -178,6 +201,11 @@ class TableHierarchy(Hierarchy):
             codes.append(dense.reshape(-1).astype(np.int64))
             labels.append(lambda h=h, present=present: [self._group_labels[h][g] for g in present.tolist()])
         return codes, labels
+
+
+def _instant(value: datetime) -> datetime:
+    """A timestamp as compared with a hierarchy's rows: in UTC where it has an offset."""
+    return value if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def from_rows(rows: Sequence[Sequence], name: str = "rows") -> Hierarchy:

@@ -274,3 +274,26 @@ def test_two_top_labels_publish_only_ancestors(tmp_path, method):
     pairs = con.execute("SELECT t.z, r.z FROM r JOIN t USING (id)").fetchall()
     assert len(pairs) + con.execute("SELECT count(*) FROM t WHERE id NOT IN (SELECT id FROM r)").fetchone()[0] == 30
     assert [(s, p) for s, p in pairs if p not in ancestors[s] | {"*"}] == []
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+@pytest.mark.parametrize("spelling", ["table", "+00", "+00:00"])
+def test_timestamptz_hierarchies_match_by_instant_in_every_session(tmp_path, zone, spelling):
+    """The attack's B5: a table(h) hierarchy of a TIMESTAMPTZ column matched only in a UTC session
+    (its values read back with the session's offset), and a file writing +00 matched nowhere."""
+    con = duckanon.connect()
+    con.execute(f"SET TimeZone = '{zone}'")
+    con.execute("CREATE TABLE t AS SELECT TIMESTAMPTZ '2023-12-31 06:00:00+00' + i % 4 * INTERVAL 1 DAY AS d "
+                "FROM range(40) r(i)")
+    days = ["2023-12-31", "2024-01-01", "2024-01-02", "2024-01-03"]
+    if spelling == "table":
+        con.execute("CREATE TABLE h (v TIMESTAMPTZ, l1 VARCHAR, l2 VARCHAR)")
+        for day, label in zip(days, "AABB"):
+            con.execute(f"INSERT INTO h VALUES (TIMESTAMPTZ '{day} 06:00:00+00', '{label}', '*')")
+        spec = "table(h)"
+    else:
+        path = tmp_path / "h.csv"
+        path.write_text("".join(f"{day} 06:00:00{spelling};{label};*\n" for day, label in zip(days, "AABB")))
+        spec = str(path)
+    con.execute(f"ANONYMIZE t INTO r WITH (k = 20, qi = (d), hierarchies = (d = '{spec}'), method = 'lattice')")
+    assert sorted(con.execute("SELECT d, count(*) FROM r GROUP BY d").fetchall()) == [("A", 20), ("B", 20)]
