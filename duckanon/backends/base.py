@@ -83,6 +83,9 @@ class Backend:
     # hash() is 64 bits wide, so distinct class keys rarely share one: the join back may match on the
     # hash of the keys where the histogram shows no two cells sharing one (materialize.key_hashes_distinct)
     hashes_64_bits = False
+    # a wide table's dictionary codes are looked up in one row of sorted arrays rather than joined
+    # from a dictionary table per column (pipeline/codes.py: Spark's analyzer and 200 views)
+    codes_by_lookup = False
     keeps_registry = False  # the publication registry is kept (a KeepsRegistry backend), for REFRESH
     # rows per unit a table scan is split into for its threads (None: the engine splits otherwise)
     scan_unit_rows: int | None = None

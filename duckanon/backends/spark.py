@@ -103,6 +103,7 @@ class SparkBackend(Backend):
     dialect = "spark"
     string_coding = ARRAY_POSITIONS  # one fixed 8-byte field through the shuffle and the sort
     hashes_64_bits = True
+    codes_by_lookup = True  # 200 cached dictionary views stall the analyzer (pipeline/codes.py)
 
     def tie_key(self, value: exp.Expr, sortable: bool = False) -> exp.Expr:
         """Spark's sort compares an 8-byte prefix of the first key, the rest on its ties: a per-row
