@@ -62,20 +62,26 @@ from duckanon.solver.partition import Solution, solution_from_class_groups
 from duckanon.solver.request import Request
 
 # pairs of classes costed per block of the all-pairs scans (memory: a few arrays of this size)
-SCAN_PAIRS_PER_BLOCK = 1 << 21
+SCAN_PAIRS_PER_BLOCK = 1 << 22
 # the column generation adds at most this many violated pairs per class and round
-PAIRS_PER_CLASS = 6
-# the pool the LP is priced on between full scans (lp_bound)
-POOL_PER_CLASS = 40
-POOL_SLACK = 2
-# columns of at most this many values are compared as one-hot codes by a matrix product
-ONE_HOT_VALUES = 512
+PAIRS_PER_CLASS = 8
+# the column generation's rounds (lp_bound): at most LP_ROUNDS, and it stops after LP_STALL_ROUNDS
+# rounds in a row that lowered the LP by less than LP_STALL (counts, not a clock)
+LP_ROUNDS = 60
+LP_STALL = 0.5
+LP_STALL_ROUNDS = 3
+# pairs of pairs joined at a time when listing triangles (memory: a few arrays of this size)
+TRIANGLE_CHUNK = 1 << 22
+# the sparse candidate graph (lp_bound's first pool): classes this close in a sorted order
+NEIGHBOURS_IN_ORDER = 4
 # violations below this are numerical noise (the dual is shifted down by the largest one left)
 TOLERANCE = 1e-9
 # the MILP's branch and bound stops after this many nodes (a count, not seconds: the same release
 # whatever the load); listing more than this many groups is refused
 SIMPLEX_MILP_NODES = 100_000
 SIMPLEX_MAX_GROUPS = 3_000_000
+# a pruning round whose scan finds more pairs than this (within twice the gap) is not run
+SIMPLEX_MAX_PAIRS = 2_000_000
 # up to this many classes every pair and triple is listed (one MILP, no LP)
 SIMPLEX_WHOLE_CLASSES = 24
 # the gap grows at most this many times (each round lists more groups)
@@ -100,51 +106,110 @@ def _weights(hist: Histogram, weights) -> np.ndarray:
 
 
 class _Distances:
-    """Weighted Hamming distances between classes by blocks of rows: the columns of at most
-    ONE_HOT_VALUES values as one matrix product of their one-hot codes (agreements), the others
-    compared directly."""
+    """Weighted Hamming distances between classes by blocks: per column one comparison of its
+    codes (ranked to the smallest integer type), summed in uint8 when the weights are integers
+    summing to at most 255 (exact), else in float64."""
 
-    def __init__(self, codes: np.ndarray, w: np.ndarray):
-        self.codes, self.w = codes, w
-        few = [j for j in range(codes.shape[1]) if (int(np.ptp(codes[:, j])) if len(codes) else 0) < ONE_HOT_VALUES]
-        self.many = [j for j in range(codes.shape[1]) if j not in few]
-        blocks, weighted = [], []
-        for j in few:
-            values = codes[:, j] - codes[:, j].min()
-            hot = np.zeros((len(codes), int(values.max()) + 1))
-            hot[np.arange(len(codes)), values] = 1.0
-            blocks.append(hot); weighted.append(hot * w[j])
-        self.hot = np.hstack(blocks) if blocks else np.zeros((len(codes), 0))
-        self.hot_w = np.hstack(weighted) if weighted else self.hot
-        self.total = float(w[few].sum())
+    def __init__(self, codes, w):
+        self.codes, self.w = codes, np.asarray(w, dtype=np.float64)
+        self.columns = []
+        for j in range(codes.shape[1]):
+            _, ranks = np.unique(codes[:, j], return_inverse=True)
+            self.columns.append(ranks.ravel().astype(np.min_scalar_type(max(int(ranks.max(initial=0)), 1))))
+        self.small = bool((self.w == np.rint(self.w)).all() and (self.w >= 0).all() and self.w.sum() <= 255)
+        self.dtype = np.uint8 if self.small else np.float64
 
-    def __len__(self) -> int:
+    def __len__(self):
         return len(self.codes)
 
-    def block(self, rows: slice) -> np.ndarray:
-        cost = self.total - self.hot_w[rows] @ self.hot.T
-        for j in self.many:
-            cost += self.w[j] * (self.codes[rows, j, None] != self.codes[None, :, j])
-        return cost
+    def ordered(self, order):
+        """The same distances with the classes in `order` (a copy of the ranked columns)."""
+        other = object.__new__(_Distances)
+        other.codes, other.w, other.small, other.dtype = self.codes[order], self.w, self.small, self.dtype
+        other.columns = [c[order] for c in self.columns]
+        return other
+
+    def block(self, rows: slice, cols: slice = slice(None)):
+        first = self.columns[0]
+        shape = (len(range(*rows.indices(len(first)))), len(range(*cols.indices(len(first)))))
+        out = np.zeros(shape, dtype=self.dtype)
+        differ = np.empty(shape, dtype=bool)
+        for column, weight in zip(self.columns, self.w.tolist()):
+            if weight == 0:
+                continue
+            np.not_equal(column[rows, None], column[None, cols], out=differ)
+            if weight == 1:
+                np.add(out, differ, out=out, casting="unsafe")
+            else:
+                np.add(out, differ * self.dtype(weight), out=out, casting="unsafe")
+        return out
+
+    def pairs(self, i, j):
+        """The distances of the pairs (i, j) (float64)."""
+        return (self.w * (self.codes[i] != self.codes[j])).sum(axis=1)
 
 
-def _scan(distances: _Distances, y: np.ndarray, limit: float):
+class _TooMany(Exception):
+    """A scan found more pairs than its cap (the listing would exceed SIMPLEX_MAX_GROUPS)."""
+
+
+def _scan(distances: _Distances, y: np.ndarray, limit: float, cap: int | None = None):
     """Every pair i < j of distinct classes with reduced cost 2 h(i, j) - y_i - y_j <= limit:
-    (i, j, reduced cost) arrays, by blocks of rows."""
+    (i, j, reduced cost) arrays. The classes are taken in decreasing y, and each block of rows
+    is compared with the classes after its first row only (every pair once); there y_j is at
+    most the block's first y, so 2 h <= y_i + that + limit filters the block before any reduced
+    cost is computed. Raises _TooMany past `cap` pairs."""
     n = len(distances)
+    order = np.argsort(-y, kind="stable")
+    ys = y[order]
+    ordered = distances.ordered(order)
     step = max(1, SCAN_PAIRS_PER_BLOCK // max(n, 1))
-    found_i, found_j, found_rc = [], [], []
-    for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
-        rc = 2 * distances.block(rows) - y[rows, None] - y[None, :]
-        i, j = np.nonzero(rc <= limit)
-        i += start
-        keep = j > i
-        found_i.append(i[keep]); found_j.append(j[keep]); found_rc.append(rc[i[keep] - start, j[keep]])
+    found_i, found_j, found_rc, total = [], [], [], 0
+    for start in range(0, n - 1, step):
+        stop = min(n, start + step)
+        bound = (ys[start:stop] + ys[start] + limit) / 2 + TOLERANCE  # h(p, q) can be at most this
+        if bound.max() < 0:
+            break  # (later blocks have smaller y: no pair left)
+        h = ordered.block(slice(start, stop), slice(start, n))
+        if ordered.small:
+            near = h <= np.clip(np.floor(bound), 0, 255).astype(np.uint8)[:, None]
+        else:
+            near = h <= bound[:, None]
+        r, c = np.nonzero(near)
+        keep = (c > r) & (bound[r] >= 0)  # c = r is the class itself
+        r, c = r[keep], c[keep]
+        rc = 2 * h[r, c].astype(np.float64) - ys[start + r] - ys[start + c]
+        fits = rc <= limit
+        a, b = order[start + r[fits]], order[start + c[fits]]
+        found_i.append(np.minimum(a, b)); found_j.append(np.maximum(a, b)); found_rc.append(rc[fits])
+        total += len(a)
+        if cap is not None and total > cap:
+            raise _TooMany(total)
     if not found_i:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
     return np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_rc)
+
+
+def _sorted_neighbours(distances: _Distances) -> tuple[np.ndarray, np.ndarray]:
+    """A sparse candidate graph: the pairs of classes at most NEIGHBOURS_IN_ORDER apart in the
+    lexicographic order of their codes, once per column put first (the columns of most values
+    first, then rotated), so classes agreeing on a long run of columns are joined (i < j)."""
+    n = len(distances)
+    if n < 2:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    codes = np.column_stack(distances.columns).astype(np.int64)
+    base = np.argsort([-int(c.max(initial=0)) for c in distances.columns], kind="stable")
+    keys = []
+    for turn in range(len(base)):
+        columns = np.roll(base, -turn)
+        order = np.lexsort(codes[:, columns[::-1]].T)
+        for step in range(1, min(NEIGHBOURS_IN_ORDER, n - 1) + 1):
+            a, b = order[:-step], order[step:]
+            keys.append(np.minimum(a, b) * n + np.maximum(a, b))
+    key = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    return key // n, key % n
 
 
 def _per_class(i: np.ndarray, j: np.ndarray, rc: np.ndarray, cap: int) -> np.ndarray:
@@ -161,24 +226,27 @@ def _per_class(i: np.ndarray, j: np.ndarray, rc: np.ndarray, cap: int) -> np.nda
 
 
 class _Pairs:
-    """The LP's pair columns: distinct class pairs (i < j)."""
+    """The LP's pair columns: distinct class pairs (i < j), kept in the order added."""
 
-    def __init__(self):
+    def __init__(self, n: int):
+        self.n = n
         self.i = np.zeros(0, dtype=np.int64)
         self.j = np.zeros(0, dtype=np.int64)
+        self.keys = np.zeros(0, dtype=np.int64)  # sorted i * n + j
 
     def add(self, i, j) -> int:
         """Adds the new ones; returns how many were new."""
-        old = set(zip(self.i.tolist(), self.j.tolist()))
-        new = [(a, b) for a, b in zip(i.tolist(), j.tolist()) if (a, b) not in old]
-        if new:
-            a, b = np.array(new, dtype=np.int64).T
-            self.i, self.j = np.concatenate([self.i, a]), np.concatenate([self.j, b])
+        key = np.unique(np.asarray(i, dtype=np.int64) * self.n + np.asarray(j, dtype=np.int64))
+        new = key[~np.isin(key, self.keys, assume_unique=True)]
+        if len(new):
+            self.i, self.j = np.concatenate([self.i, new // self.n]), np.concatenate([self.j, new % self.n])
+            self.keys = np.union1d(self.keys, new)
         return len(new)
 
 
-def _solve_lp(codes, counts, w, pairs: _Pairs) -> np.ndarray:
-    """The fractional b-matching LP on `pairs` plus self pairs; its dual y (one per class)."""
+def _solve_lp(codes, counts, w, pairs: _Pairs) -> tuple[np.ndarray, float]:
+    """The fractional b-matching LP on `pairs` plus self pairs: its dual y (one per class) and
+    its optimum."""
     from scipy import sparse
     from scipy.optimize import linprog
 
@@ -194,80 +262,55 @@ def _solve_lp(codes, counts, w, pairs: _Pairs) -> np.ndarray:
     result = linprog(cost, A_eq=matrix, b_eq=counts.astype(float), bounds=(0, None), method="highs")
     if result.status != 0:
         raise AnonymizeError(f"simplex: the matching LP was not solved ({result.message})")
-    return np.asarray(result.eqlin.marginals, dtype=np.float64)
+    return np.asarray(result.eqlin.marginals, dtype=np.float64), float(result.fun)
 
 
-def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, float, int]:
+def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, float, int, int]:
     """Column generation for the fractional perfect b-matching LP (module docstring, 1): a dual y
     feasible for every pair of classes (and so every triple), its value sum n_c y_c (a proven lower
-    bound on the optimum) and the number of LP solves."""
+    bound on the optimum), the number of LP solves and of scans of all pairs."""
     n = len(counts)
     if n == 1:
-        return np.zeros(1), 0.0, 0
-    # start: each class's nearest classes (reduced costs against y = 0 up to its nearest distance)
-    y = np.zeros(n)
+        return np.zeros(1), 0.0, 0, 0
     codes = distances.codes
-    i, j, rc = _nearest(distances)
-    pairs = _Pairs()
-    keep = _per_class(i, j, rc, PAIRS_PER_CLASS)
-    pairs.add(i[keep], j[keep])
+    # the first LP's columns: the sparse candidate graph of the classes' sorted orders, each
+    # class's PAIRS_PER_CLASS cheapest
+    first_i, first_j = _sorted_neighbours(distances)
+    pairs = _Pairs(n)
+    keep = _per_class(first_i, first_j, 2 * distances.pairs(first_i, first_j), PAIRS_PER_CLASS)
+    pairs.add(first_i[keep], first_j[keep])
     # and a cycle through the classes in lexicographic order, so the first LP is feasible (half
     # of every cycle edge covers each class once; a class of n_c >= 2 pairs with itself for the rest)
     order = lexicographic_order(codes)
     ring = np.roll(order, -1)
     pairs.add(np.minimum(order, ring)[: n if n > 2 else 1], np.maximum(order, ring)[: n if n > 2 else 1])
-    # a pool of cheap pairs, priced without a scan: per class its POOL_PER_CLASS cheapest pairs
-    # within POOL_SLACK stars of its nearest (one scan); a full scan only when the pool has none
-    # violated, so the LP is re-solved many times for few scans of all C(C-1)/2 pairs
-    nearest = np.full(n, np.inf)
-    np.minimum.at(nearest, np.concatenate([i, j]), np.concatenate([rc, rc]))
-    reach = (nearest + POOL_SLACK * 2 * float(distances.w.min())) / 2
-    pi, pj, prc = _scan(distances, reach, 0.0)
-    keep = _per_class(pi, pj, prc, POOL_PER_CLASS)
-    pool_i, pool_j = pi[keep], pj[keep]
-    pool_cost = 2 * (distances.w * (codes[pool_i] != codes[pool_j])).sum(axis=1)
-    solves = 0
+    # then each round: the LP, a scan of every pair against its dual, the violated pairs added
+    # (each class's PAIRS_PER_CLASS most violated); it ends when none is violated, or after
+    # LP_ROUNDS rounds or LP_STALL_ROUNDS in a row lowering the LP by less than LP_STALL (then the
+    # dual is repaired below: any feasible dual bounds the optimum)
+    solves = stalled = 0
+    value = np.inf
     while True:
-        y = _solve_lp(codes, counts, distances.w, pairs)
+        y, objective = _solve_lp(codes, counts, distances.w, pairs)
         solves += 1
-        rc = pool_cost - y[pool_i] - y[pool_j]
-        bad = np.flatnonzero(rc < -TOLERANCE)
-        if len(bad):
-            keep = bad[_per_class(pool_i[bad], pool_j[bad], rc[bad], PAIRS_PER_CLASS)]
-            if pairs.add(pool_i[keep], pool_j[keep]):
-                continue
+        stalled = stalled + 1 if value - objective < LP_STALL else 0
+        value = objective
         i, j, rc = _scan(distances, y, 0.0)
         bad = rc < -TOLERANCE
-        if not bad.any():
+        if not bad.any() or solves >= LP_ROUNDS or stalled >= LP_STALL_ROUNDS:
             break
         keep = _per_class(i[bad], j[bad], rc[bad], PAIRS_PER_CLASS)
         if pairs.add(i[bad][keep], j[bad][keep]) == 0:
             break
-        pool_i, pool_j = np.concatenate([pool_i, i[bad]]), np.concatenate([pool_j, j[bad]])
-        pool_cost = 2 * (distances.w * (codes[pool_i] != codes[pool_j])).sum(axis=1)
-    # make it exactly feasible: shift by the largest violation left (pairs, from the last scan,
-    # and self pairs)
-    worst = max(0.0, float(-rc.min()) if len(rc) else 0.0, float(2 * y[counts >= 2].max(initial=0.0)))
-    y = y - worst / 2
-    return y, float(counts @ y), solves
-
-
-def _nearest(distances: _Distances):
-    """Per class, the pairs to its nearest other classes (distance equal to its nearest), by blocks."""
-    n = len(distances)
-    step = max(1, SCAN_PAIRS_PER_BLOCK // n)
-    found_i, found_j, found_c = [], [], []
-    for start in range(0, n, step):
-        rows = slice(start, min(n, start + step))
-        cost = 2 * distances.block(rows)
-        local = np.arange(cost.shape[0])
-        cost[local, local + start] = np.inf
-        nearest = cost.min(axis=1)
-        i, j = np.nonzero(cost <= nearest[:, None])
-        found_i.append(np.minimum(i + start, j)); found_j.append(np.maximum(i + start, j)); found_c.append(cost[i, j])
-    i, j, c = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_c)
-    unique, index = np.unique(i * n + j, return_index=True)
-    return i[index], j[index], c[index]
+    scans = solves
+    # make it exactly feasible from the last scan (every pair with rc <= 0 against this y): each
+    # class lowered by half its worst violated pair (so a pair's two ends give at least its
+    # violation back), and a class of n_c >= 2 to y <= 0 (its self pair costs 0)
+    drop = np.zeros(n)
+    np.maximum.at(drop, np.concatenate([i, j]), np.concatenate([-rc, -rc]) / 2)
+    drop = np.maximum(drop, np.where(counts >= 2, y, 0.0))
+    y = y - np.maximum(drop, 0.0)
+    return y, float(counts @ y), solves, scans
 
 
 class _Groups:
@@ -294,38 +337,46 @@ def _triple_cost(codes, a, b, c, w) -> np.ndarray:
 
 def _triangles(i: np.ndarray, j: np.ndarray, rc: np.ndarray, n: int, limit: float) -> np.ndarray:
     """Every (a, b, c), a < b < c, whose three pairs are among the pairs (i < j) with reduced costs
-    `rc` summing to at most `limit`: joins the pairs (a, b) and (a, c) on a, then looks (b, c) up."""
+    `rc` summing to at most `limit`: joins the pairs (a, b) and (a, c) on a (by chunks of pairs,
+    TRIANGLE_CHUNK joined at a time), then looks (b, c) up."""
     order = np.lexsort((j, i))
     i, j, rc = i[order], j[order], rc[order]
     key = i * n + j  # sorted
-    starts = np.searchsorted(i, np.arange(n))
-    ends = np.searchsorted(i, np.arange(n), side="right")
+    if len(key) == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    ends = np.searchsorted(i, i, side="right")
+    after = ends - np.arange(len(i)) - 1  # the pairs (a, c), c > b, after each (a, b)
     found = []
-    for a in np.flatnonzero(ends - starts >= 2).tolist():
-        near, near_rc = j[starts[a]:ends[a]], rc[starts[a]:ends[a]]
-        x, z = np.triu_indices(len(near), 1)
-        two = near_rc[x] + near_rc[z]
-        x, z, two = x[two <= limit], z[two <= limit], two[two <= limit]
-        wanted = near[x] * n + near[z]
+    start = 0
+    while start < len(i):
+        stop = start + max(1, int(np.searchsorted(np.cumsum(after[start:]), TRIANGLE_CHUNK)))
+        stop = min(stop, len(i))
+        left = np.repeat(np.arange(start, stop), after[start:stop])
+        first = np.cumsum(after[start:stop]) - after[start:stop]
+        right = left + 1 + np.arange(len(left)) - np.repeat(first, after[start:stop])
+        two = rc[left] + rc[right]
+        left, right, two = left[two <= limit], right[two <= limit], two[two <= limit]
+        wanted = j[left] * n + j[right]
         at = np.minimum(np.searchsorted(key, wanted), len(key) - 1)
         hit = (key[at] == wanted) & (two + rc[at] <= limit)
-        if hit.any():
-            found.append(np.column_stack([np.full(int(hit.sum()), a), near[x[hit]], near[z[hit]]]))
-    return np.concatenate(found) if found else np.zeros((0, 3), dtype=np.int64)
+        found.append(np.column_stack([i[left[hit]], j[left[hit]], j[right[hit]]]))
+        start = stop
+    return np.concatenate(found)
 
 
-def list_groups(distances: _Distances, counts, y, gap: float):
+def list_groups(distances: _Distances, counts, y, gap: float, cap: int | None = None):
     """Every group (pair or triple of rows, as classes) whose reduced cost against `y` is at most
-    `gap` (module docstring, 3), and the pure groups (c, c) and (c, c, c): (members, cost)."""
+    `gap` (module docstring, 3), and the pure groups (c, c) and (c, c, c): (members, cost).
+    Raises _TooMany when the scan finds more than `cap` pairs within 2 gap."""
     n, codes, w = len(counts), distances.codes, distances.w
     groups = _Groups()
     twice = np.flatnonzero(counts >= 2)
     groups.add(np.column_stack([twice, twice, np.full(len(twice), -1)]), np.zeros(len(twice)))
     thrice = np.flatnonzero(counts >= 3)
     groups.add(np.column_stack([thrice, thrice, thrice]), np.zeros(len(thrice)))
-    i, j, rc = _scan(distances, y, 2 * gap + TOLERANCE)
+    i, j, rc = _scan(distances, y, 2 * gap + TOLERANCE, cap)
     near = rc <= gap + TOLERANCE
-    pair_cost = 2 * (w * (codes[i[near]] != codes[j[near]])).sum(axis=1)
+    pair_cost = 2 * distances.pairs(i[near], j[near])
     groups.add(np.column_stack([i[near], j[near], np.full(int(near.sum()), -1)]), pair_cost)
     for double, single in ((i[near], j[near]), (j[near], i[near])):  # (c, c, d): n_c >= 2
         ok = counts[double] >= 2
@@ -387,42 +438,64 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         return {"members": members, "copies": copies, "cost": value, "bound": value if solved else 0.0,
                 "proven": solved, "rounds": 1, "lp_solves": 0, "groups": len(cost), "gap": np.inf,
                 "stopped": "" if solved else message}
-    y, bound, solves = lp_bound(distances, counts)
+    y, bound, solves, scans = lp_bound(distances, counts)
     # with integral weights every cover costs an integer: a cheaper one costs at most best - 1
     unit = 1.0 if bool((w == np.rint(w)).all()) else 0.0
     gap = (float(np.ceil(bound - 1e-6) - bound) if unit else 0.0) + TOLERANCE
-    best, proven, rounds, listed, why = None, False, 0, 0, ""
+    # a cover that always exists, listed beside the pruned groups so every MILP has a solution:
+    # the rows in lexicographic order cut into consecutive pairs (a triple at the end when odd)
+    spare_members, spare_cost = _consecutive_cover(distances, counts)
+    best = {"members": spare_members, "copies": np.ones(len(spare_cost), dtype=np.int64),
+            "cost": float(spare_cost.sum())}
+    proven, rounds, listed, why = False, 0, 0, ""
     while rounds < SIMPLEX_MAX_ROUNDS:
         rounds += 1
-        members, cost = list_groups(distances, counts, y, gap)
+        try:
+            members, cost = list_groups(distances, counts, y, gap, cap=SIMPLEX_MAX_PAIRS)
+        except _TooMany as many:
+            why = f"the pruning at a gap of {gap:.6g} finds more than {SIMPLEX_MAX_PAIRS:,} pairs ({many.args[0]:,})"
+            break
         listed = len(cost)
         if listed > SIMPLEX_MAX_GROUPS:
             why = f"the pruning lists {listed:,} groups, more than {SIMPLEX_MAX_GROUPS:,}"
             break
+        members, cost = np.concatenate([members, spare_members]), np.concatenate([cost, spare_cost])
         copies, solved, message = _set_partitioning(members, cost, counts)
-        if copies is None and not solved:
+        if copies is None:
             why = f"the set partitioning stopped ({message})"
             break
-        value = None if copies is None else float(cost @ copies)
-        if best is not None and (value is None or value >= best["cost"] - 1e-9):
-            proven = solved  # every cheaper cover's groups were listed, and there is none
-            break
-        if value is None:  # the listed groups cover nothing yet
-            gap = max(2 * gap, float(w.min()))
-            continue
-        best = {"members": members, "copies": copies, "cost": value}
+        value = float(cost @ copies)
+        if value < best["cost"] - 1e-9:
+            best = {"members": members, "copies": copies, "cost": value}
         if not solved:
             why = f"the set partitioning stopped ({message})"
             break
-        needed = value - unit - bound  # the largest reduced cost in a cheaper cover
+        needed = best["cost"] - unit - bound  # the largest reduced cost in a cheaper cover
         if needed <= gap + 1e-9 * max(1.0, abs(value)):
-            proven = True
+            proven = True  # every group of a cheaper cover was listed, and the MILP found none
             break
-        gap = needed + TOLERANCE
-    if best is None:
-        raise AnonymizeError(f"method 'simplex' found no cover: {why or 'too many rounds'}")
-    return dict(best, bound=bound, proven=proven, rounds=rounds, lp_solves=solves, groups=listed, gap=gap,
-                stopped=why)
+        # widen step by step (each round lists more groups; a round past the caps is not run)
+        gap = min(needed, max(2 * gap, float(w.min()))) + TOLERANCE
+    else:
+        why = f"{SIMPLEX_MAX_ROUNDS} rounds of pruning"
+    return dict(best, bound=bound, proven=proven, rounds=rounds, lp_solves=solves, scans=scans, groups=listed,
+                gap=gap, stopped="" if proven else why)
+
+
+def _consecutive_cover(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (each class n_c times) in lexicographic order of their codes cut into consecutive
+    pairs, the last three a triple when their number is odd: (members, cost) as list_groups."""
+    order = lexicographic_order(distances.codes)
+    rows = np.repeat(order, counts[order])
+    pairs = len(rows) // 2 - (len(rows) % 2)
+    first, second = rows[0:2 * pairs:2], rows[1:2 * pairs:2]
+    members = [np.column_stack([np.minimum(first, second), np.maximum(first, second), np.full(pairs, -1)])]
+    cost = [2 * distances.pairs(first, second)]
+    if len(rows) % 2:
+        last = np.sort(rows[-3:])[None, :]
+        members.append(last)
+        cost.append(_triple_cost(distances.codes, last[:, 0], last[:, 1], last[:, 2], distances.w))
+    return np.concatenate(members).astype(np.int64), np.concatenate(cost)
 
 
 def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
