@@ -148,6 +148,83 @@ class _Distances:
         """The distances of the pairs (i, j) (float64)."""
         return (self.w * (self.codes[i] != self.codes[j])).sum(axis=1)
 
+    def triples(self, a, b, c):
+        """The cost per row of the triples (a, b, c): the columns where they are not all equal."""
+        return (self.w * ((self.codes[a] != self.codes[b]) | (self.codes[b] != self.codes[c]))).sum(axis=1)
+
+    def integral(self) -> bool:
+        """Whether every cover costs an integer (integral weights)."""
+        return bool((self.w == np.rint(self.w)).all())
+
+
+class _LabelLosses:
+    """The same interface with generalization hierarchies (Blocki & Williams Thm 8): a set of
+    classes costs per row and column the loss of its lowest common label, the label of the
+    lowest level from which up they share one code (a star, loss 1, when they differ at the top),
+    times the column's weight. A pair costs 2 and a triple 3 times that. The simplex condition
+    holds column by column: if the three pairs' levels are l1 <= l2 <= l3, then l2 = l3 (two
+    classes that agree from l1 up and from l2 up with the third all agree from l2 up), which is
+    the triple's level, so two pairs have the triple's label and the third a label on the same
+    chain of ancestors below it; with losses that never decrease up a value's chain
+    (check_monotone) the three pairs cost 2 (2 L + l) <= 2 * 3 L. Groups above 3 rows never help
+    for the same reason (a subset's label is on the chain below the group's)."""
+
+    small = False
+    dtype = np.float64
+
+    def __init__(self, codes: np.ndarray, levels: list[np.ndarray], losses: list[list[np.ndarray]], w):
+        # levels[j]: (classes, height + 1) the code of each class per level; losses[j][h][code]
+        self.codes, self.levels, self.losses, self.w = codes, levels, losses, np.asarray(w, dtype=np.float64)
+        self.columns = [np.unique(codes[:, j], return_inverse=True)[1].ravel() for j in range(codes.shape[1])]
+
+    def __len__(self):
+        return len(self.codes)
+
+    def ordered(self, order):
+        other = object.__new__(_LabelLosses)
+        other.codes, other.w, other.losses = self.codes[order], self.w, self.losses
+        other.levels = [lv[order] for lv in self.levels]
+        other.columns = [c[order] for c in self.columns]
+        return other
+
+    def _cost(self, j: int, members: list) -> np.ndarray:
+        """Column j's loss of the lowest common label of the classes `members` (index arrays
+        broadcasting together)."""
+        levels, losses = self.levels[j], self.losses[j]
+        shared = np.ones(np.broadcast_shapes(*(np.shape(m) for m in members)), dtype=bool)
+        cost = np.ones(shared.shape)
+        for level in range(levels.shape[1] - 1, -1, -1):
+            first = levels[members[0], level]
+            for other in members[1:]:
+                shared &= first == levels[other, level]
+            if not shared.any():
+                break
+            cost = np.where(shared, losses[level][first], cost)
+        return cost
+
+    def block(self, rows: slice, cols: slice = slice(None)):
+        n = len(self.codes)
+        r = np.arange(n)[rows][:, None]
+        c = np.arange(n)[cols][None, :]
+        return sum(weight * self._cost(j, [r, c]) for j, weight in enumerate(self.w.tolist()) if weight)
+
+    def pairs(self, i, j):
+        out = np.zeros(len(i))
+        for column, weight in enumerate(self.w.tolist()):
+            if weight:
+                out += weight * self._cost(column, [np.asarray(i), np.asarray(j)])
+        return out
+
+    def triples(self, a, b, c):
+        out = np.zeros(len(a))
+        for column, weight in enumerate(self.w.tolist()):
+            if weight:
+                out += weight * self._cost(column, [np.asarray(a), np.asarray(b), np.asarray(c)])
+        return out
+
+    def integral(self) -> bool:
+        return False
+
 
 class _TooMany(Exception):
     """A scan found more pairs than its cap (the listing would exceed SIMPLEX_MAX_GROUPS)."""
@@ -244,7 +321,7 @@ class _Pairs:
         return len(new)
 
 
-def _solve_lp(codes, counts, w, pairs: _Pairs) -> tuple[np.ndarray, float]:
+def _solve_lp(distances, counts, pairs: _Pairs) -> tuple[np.ndarray, float]:
     """The fractional b-matching LP on `pairs` plus self pairs: its dual y (one per class) and
     its optimum."""
     from scipy import sparse
@@ -252,7 +329,7 @@ def _solve_lp(codes, counts, w, pairs: _Pairs) -> tuple[np.ndarray, float]:
 
     n = len(counts)
     selfs = np.flatnonzero(counts >= 2)
-    cost = np.concatenate([2 * (w * (codes[pairs.i] != codes[pairs.j])).sum(axis=1), np.zeros(len(selfs))])
+    cost = np.concatenate([2 * distances.pairs(pairs.i, pairs.j), np.zeros(len(selfs))])
     columns = np.arange(len(cost))
     p = len(pairs.i)
     rows = np.concatenate([pairs.i, pairs.j, selfs])
@@ -291,7 +368,7 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
     solves = stalled = 0
     value = np.inf
     while True:
-        y, objective = _solve_lp(codes, counts, distances.w, pairs)
+        y, objective = _solve_lp(distances, counts, pairs)
         solves += 1
         stalled = stalled + 1 if value - objective < LP_STALL else 0
         value = objective
@@ -331,8 +408,6 @@ class _Groups:
         return np.concatenate(self.members), np.concatenate(self.cost)
 
 
-def _triple_cost(codes, a, b, c, w) -> np.ndarray:
-    return 3 * (w * ((codes[a] != codes[b]) | (codes[b] != codes[c]))).sum(axis=1)
 
 
 def _triangles(i: np.ndarray, j: np.ndarray, rc: np.ndarray, n: int, limit: float) -> np.ndarray:
@@ -381,13 +456,13 @@ def list_groups(distances: _Distances, counts, y, gap: float, cap: int | None = 
     for double, single in ((i[near], j[near]), (j[near], i[near])):  # (c, c, d): n_c >= 2
         ok = counts[double] >= 2
         a, b = double[ok], single[ok]
-        cost = _triple_cost(codes, a, a, b, w)
+        cost = 3 * distances.triples(a, a, b)
         fits = cost - 2 * y[a] - y[b] <= gap + TOLERANCE
         groups.add(np.column_stack([a[fits], a[fits], b[fits]]), cost[fits])
     triples = _triangles(i, j, rc, n, 2 * gap + TOLERANCE)
     if len(triples):
         a, b, c = triples.T
-        cost = _triple_cost(codes, a, b, c, w)
+        cost = 3 * distances.triples(a, b, c)
         fits = cost - y[a] - y[b] - y[c] <= gap + TOLERANCE
         groups.add(triples[fits], cost[fits])
     members, cost = groups.arrays()
@@ -423,12 +498,14 @@ def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray,
     return np.rint(result.x).astype(np.int64), result.status == 0, str(result.message)
 
 
-def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: int | None = None) -> dict:
+def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: int | None = None,
+                  distances=None) -> dict:
     """The minimum-cost cover of the classes' rows by pairs and triples (module docstring, 3):
     {"members", "copies", "cost", "bound", "proven", "rounds", "lp_solves", "groups", "gap",
     "stopped"}. At most `whole` classes (default SIMPLEX_WHOLE_CLASSES): one MILP over every
-    pair and triple, no LP and no pruning."""
-    distances = _Distances(codes, w)
+    pair and triple, no LP and no pruning. `distances`: the costs (default the weighted Hamming
+    distances of cell suppression; _LabelLosses with hierarchies)."""
+    distances = _Distances(codes, w) if distances is None else distances
     if len(counts) <= (SIMPLEX_WHOLE_CLASSES if whole is None else whole):
         members, cost = list_groups(distances, counts, np.zeros(len(counts)), np.inf)
         copies, solved, message = _set_partitioning(members, cost, counts)
@@ -440,7 +517,7 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
                 "stopped": "" if solved else message}
     y, bound, solves, scans = lp_bound(distances, counts)
     # with integral weights every cover costs an integer: a cheaper one costs at most best - 1
-    unit = 1.0 if bool((w == np.rint(w)).all()) else 0.0
+    unit = 1.0 if distances.integral() else 0.0
     gap = (float(np.ceil(bound - 1e-6) - bound) if unit else 0.0) + TOLERANCE
     # a cover that always exists, listed beside the pruned groups so every MILP has a solution:
     # the rows in lexicographic order cut into consecutive pairs (a triple at the end when odd)
@@ -494,8 +571,81 @@ def _consecutive_cover(distances: _Distances, counts: np.ndarray) -> tuple[np.nd
     if len(rows) % 2:
         last = np.sort(rows[-3:])[None, :]
         members.append(last)
-        cost.append(_triple_cost(distances.codes, last[:, 0], last[:, 1], last[:, 2], distances.w))
+        cost.append(3 * distances.triples(last[:, 0], last[:, 1], last[:, 2]))
     return np.concatenate(members).astype(np.int64), np.concatenate(cost)
+
+
+def _chosen_groups(cover: dict):
+    """(class, group, rows) arrays of a cover's chosen groups (copies of a group are one group:
+    the same label or stars, the same cost per row)."""
+    cls, grp, cnt = [], [], []
+    for group, index in enumerate(np.flatnonzero(cover["copies"]).tolist()):
+        members = cover["members"][index]
+        ids, times = np.unique(members[members >= 0], return_counts=True)
+        cls += ids.tolist(); grp += [group] * len(ids); cnt += (times * cover["copies"][index]).tolist()
+    return np.array(cls, dtype=np.int64), np.array(grp, dtype=np.int64), np.array(cnt, dtype=np.int64)
+
+
+def hierarchy_refusal(hierarchies, suppression_limit) -> str | None:
+    """Why 'simplex' cannot take these hierarchies (one line), or None: it removes no rows, and
+    its proof needs every hierarchy to end in one top label and its cell losses never to
+    decrease up a value's chain of labels (_LabelLosses)."""
+    if suppression_limit:
+        return f"method simplex with hierarchies removes no rows: suppression_limit must be 0, not {suppression_limit:g}"
+    for j, bound in enumerate(hierarchies):
+        codes = np.asarray(bound.codes)
+        if len(codes) and len(np.unique(codes[:, -1])) != 1:
+            return f"method simplex needs hierarchies that end in one top label (QI {j + 1} does not)"
+        for level in range(bound.height):
+            lower, upper = bound.loss(level)[codes[:, level]], bound.loss(level + 1)[codes[:, level + 1]]
+            if (upper < lower - 1e-12).any():
+                return f"method simplex needs cell losses that never decrease up a hierarchy (QI {j + 1} at level {level + 1})"
+    return None
+
+
+def simplex_with_hierarchies(hist: Histogram, hierarchies, models, suppression_limit: float = 0.0,
+                             weights=None) -> Solution:
+    """Optimal 2-anonymity by generalization to the hierarchies' labels (Blocki & Williams Thm 8):
+    the cover of fewest summed cell losses (ARX's per-cell loss, times ARX's attribute weights),
+    each group published at its lowest common labels as mondrian with hierarchies publishes
+    them. Proven optimal for that sum; the published metric, ARX's Loss, is its columns'
+    geometric mean, which this does not minimise."""
+    from duckanon.solver.hierarchical import HierarchicalRecoding, _Group, _labelled_solution
+
+    reason = simplex_not_applicable(hist, models) or hierarchy_refusal(hierarchies, suppression_limit)
+    if reason:
+        raise AnonymizeError(reason)
+    search = HierarchicalRecoding(hist, hierarchies, models, 0.0, weights)
+    counts = hist.sizes.astype(np.int64)
+    w = search.user_weights
+    if (counts >= 2).all() or hist.m == 0:
+        cover = None
+        classes = np.arange(hist.n_classes)
+        assignment = (classes, classes, counts)
+    else:
+        distances = _LabelLosses(hist.codes, search.ancestors, search.cell_loss, w)
+        cover = optimal_cover(hist.codes, counts, w, distances=distances)
+        assignment = _chosen_groups(cover)
+    cls, grp, cnt = assignment
+    top = np.array(search.heights, dtype=np.int64)
+    groups = []
+    for g in range(int(grp.max(initial=-1)) + 1):
+        members, rows = cls[grp == g], cnt[grp == g]
+        tight = search.group(members, top)  # its lowest common labels (whole classes' sizes)
+        groups.append(_Group(members, tight.levels, float(rows.sum()), tight.cost / tight.size * rows.sum()))
+    solution = _labelled_solution(hist, hierarchies, search, groups, [], "hierarchy labels (simplex matching)",
+                                  weights, assignment)
+    solution.method = "simplex"
+    summed = float(sum(float(w @ group.cost) for group in groups))
+    solution.notes["cell_loss_sum"] = round(summed, 9)
+    if cover is not None:
+        solution.notes.update({"listed_groups": cover["groups"], "milp_rounds": cover["rounds"],
+                               "lp_bound": round(cover["bound"], 9)})
+        if cover["stopped"]:
+            solution.notes["stopped"] = cover["stopped"]
+    solution.optimal = cover is None or cover["proven"]
+    solution.notes["cell_loss_bound"] = round(summed if solution.optimal else cover["bound"], 9)
+    return solution
 
 
 def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
@@ -513,14 +663,7 @@ def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
         bound = 0.0
     else:
         cover = optimal_cover(hist.codes, counts, w)
-        chosen = np.flatnonzero(cover["copies"])
-        cls, grp, cnt = [], [], []
-        for group, index in enumerate(chosen.tolist()):
-            members = cover["members"][index]
-            members = members[members >= 0]
-            ids, times = np.unique(members, return_counts=True)
-            cls += ids.tolist(); grp += [group] * len(ids); cnt += (times * cover["copies"][index]).tolist()
-        solution = solution_from_class_groups(hist, np.array(cls), np.array(grp), np.array(cnt), "simplex")
+        solution = solution_from_class_groups(hist, *_chosen_groups(cover), "simplex")
         bound = cover["bound"]
         solution.notes.update({"listed_groups": cover["groups"], "milp_rounds": cover["rounds"]})
         if cover["lp_solves"]:  # (at most SIMPLEX_WHOLE_CLASSES classes: no LP, every group listed)
