@@ -80,6 +80,11 @@ TOLERANCE = 1e-9
 # whatever the load); listing more than this many groups is refused
 SIMPLEX_MILP_NODES = 100_000
 SIMPLEX_MAX_GROUPS = 3_000_000
+_TRACE = None  # (benchmarks/profiling: called with each MILP's classes, groups and nodes)
+# the set partitioning's connected components are solved in batches of at most this many classes
+MILP_BATCH_CLASSES = 2_000
+# a batch of more groups than this is not given to the MILP (its root alone took 85 s at 80,000)
+MILP_MAX_GROUPS = 120_000
 # a pruning round whose scan finds more pairs than this (within twice the gap) is not run
 SIMPLEX_MAX_PAIRS = 2_000_000
 # up to this many classes every pair and triple is listed (one MILP, no LP)
@@ -268,6 +273,31 @@ def _scan(distances: _Distances, y: np.ndarray, limit: float, cap: int | None = 
     return np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_rc)
 
 
+def _repair(y, counts, i, j, violation) -> np.ndarray:
+    """The least-cost d >= 0 (sum n_c d_c) with d_i + d_j >= violation per pair and d_c >= y_c for
+    the classes of n_c >= 2 (lp_bound's repair of its last dual)."""
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    least = np.where(counts >= 2, np.maximum(y, 0.0), 0.0)
+    touched = np.unique(np.concatenate([i, j]))
+    if len(touched) == 0:
+        return least
+    at_i, at_j = np.searchsorted(touched, i), np.searchsorted(touched, j)
+    rows = np.repeat(np.arange(len(i)), 2)
+    matrix = sparse.csr_array((np.full(2 * len(i), -1.0), (rows, np.column_stack([at_i, at_j]).ravel())),
+                              shape=(len(i), len(touched)))
+    result = linprog(counts[touched].astype(float), A_ub=matrix, b_ub=-violation,
+                     bounds=np.column_stack([least[touched], np.full(len(touched), np.inf)]), method="highs")
+    d = least.copy()
+    if result.status == 0:
+        # (HiGHS's tolerance: the pairs' own check below makes it exact)
+        d[touched] = np.maximum(result.x, least[touched])
+    short = violation - d[i] - d[j]
+    np.maximum.at(d, i, d[i] + np.maximum(short, 0.0))
+    return d
+
+
 def _sorted_neighbours(distances: _Distances) -> tuple[np.ndarray, np.ndarray]:
     """A sparse candidate graph: the pairs of classes at most NEIGHBOURS_IN_ORDER apart in the
     lexicographic order of their codes, once per column put first (the columns of most values
@@ -339,6 +369,7 @@ def _solve_lp(distances, counts, pairs: _Pairs) -> tuple[np.ndarray, float]:
     result = linprog(cost, A_eq=matrix, b_eq=counts.astype(float), bounds=(0, None), method="highs")
     if result.status != 0:
         raise AnonymizeError(f"simplex: the matching LP was not solved ({result.message})")
+    pairs.x = np.asarray(result.x[:p], dtype=np.float64)  # (the last solve's primal, for _rounded_cover)
     return np.asarray(result.eqlin.marginals, dtype=np.float64), float(result.fun)
 
 
@@ -380,13 +411,12 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
         if pairs.add(i[bad][keep], j[bad][keep]) == 0:
             break
     scans = solves
-    # make it exactly feasible from the last scan (every pair with rc <= 0 against this y): each
-    # class lowered by half its worst violated pair (so a pair's two ends give at least its
-    # violation back), and a class of n_c >= 2 to y <= 0 (its self pair costs 0)
-    drop = np.zeros(n)
-    np.maximum.at(drop, np.concatenate([i, j]), np.concatenate([-rc, -rc]) / 2)
-    drop = np.maximum(drop, np.where(counts >= 2, y, 0.0))
-    y = y - np.maximum(drop, 0.0)
+    # make it exactly feasible from the last scan (every pair with rc <= 0 against this y): lower
+    # the classes by d >= 0 with d_i + d_j >= the violation of each violated pair (i, j), and a
+    # class of n_c >= 2 to y <= 0 (its self pair costs 0), of least sum n_c d_c (a small LP, a
+    # fractional vertex cover of the violated pairs); lowering y only raises reduced costs
+    y = y - _repair(y, counts, i[rc < 0], j[rc < 0], -rc[rc < 0])
+    lp_bound.last_pairs = pairs  # (its primal x: _rounded_cover)
     return y, float(counts @ y), solves, scans
 
 
@@ -493,6 +523,8 @@ def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray,
         constraints.append(LinearConstraint(cost[None, :], -np.inf, below))
     result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)), constraints=constraints,
                   options={"disp": False, "mip_rel_gap": 0.0, "node_limit": SIMPLEX_MILP_NODES})
+    if _TRACE is not None:
+        _TRACE(len(counts), g, getattr(result, "mip_node_count", None))
     if result.x is None:
         return None, result.status == 2, str(result.message)
     return np.rint(result.x).astype(np.int64), result.status == 0, str(result.message)
@@ -516,14 +548,13 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
                 "proven": solved, "rounds": 1, "lp_solves": 0, "groups": len(cost), "gap": np.inf,
                 "stopped": "" if solved else message}
     y, bound, solves, scans = lp_bound(distances, counts)
+    rounded = _rounded_cover(distances, counts, lp_bound.last_pairs)
+    if not _covers(rounded[0], counts):  # (a safety net: then _partitioned makes its own)
+        rounded = None
     # with integral weights every cover costs an integer: a cheaper one costs at most best - 1
     unit = 1.0 if distances.integral() else 0.0
     gap = (float(np.ceil(bound - 1e-6) - bound) if unit else 0.0) + TOLERANCE
-    # a cover that always exists, listed beside the pruned groups so every MILP has a solution:
-    # the rows in lexicographic order cut into consecutive pairs (a triple at the end when odd)
-    spare_members, spare_cost = _consecutive_cover(distances, counts)
-    best = {"members": spare_members, "copies": np.ones(len(spare_cost), dtype=np.int64),
-            "cost": float(spare_cost.sum())}
+    best = None
     proven, rounds, listed, why = False, 0, 0, ""
     while rounds < SIMPLEX_MAX_ROUNDS:
         rounds += 1
@@ -536,13 +567,9 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         if listed > SIMPLEX_MAX_GROUPS:
             why = f"the pruning lists {listed:,} groups, more than {SIMPLEX_MAX_GROUPS:,}"
             break
-        members, cost = np.concatenate([members, spare_members]), np.concatenate([cost, spare_cost])
-        copies, solved, message = _set_partitioning(members, cost, counts)
-        if copies is None:
-            why = f"the set partitioning stopped ({message})"
-            break
+        members, cost, copies, solved, message = _partitioned(distances, members, cost, counts, rounded)
         value = float(cost @ copies)
-        if value < best["cost"] - 1e-9:
+        if best is None or value < best["cost"] - 1e-9:
             best = {"members": members, "copies": copies, "cost": value}
         if not solved:
             why = f"the set partitioning stopped ({message})"
@@ -555,24 +582,207 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         gap = min(needed, max(2 * gap, float(w.min()))) + TOLERANCE
     else:
         why = f"{SIMPLEX_MAX_ROUNDS} rounds of pruning"
+    if best is None:  # the first listing was too large: the spare cover alone
+        none = np.zeros((0, 3), dtype=np.int64)
+        members, cost, copies, _, _ = _partitioned(distances, none, np.zeros(0), counts, rounded)
+        best = {"members": members, "copies": copies, "cost": float(cost @ copies)}
     return dict(best, bound=bound, proven=proven, rounds=rounds, lp_solves=solves, scans=scans, groups=listed,
                 gap=gap, stopped="" if proven else why)
 
 
-def _consecutive_cover(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows (each class n_c times) in lexicographic order of their codes cut into consecutive
-    pairs, the last three a triple when their number is odd: (members, cost) as list_groups."""
+def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare=None):
+    """The set partitioning over the listed groups, split into their connected components (a
+    class that no listed group joins to another is joined to its neighbour in lexicographic
+    order), each given a cover that always exists (_consecutive_cover), the components packed
+    into batches of at most MILP_BATCH_CLASSES classes, one HiGHS MILP per batch. The listed
+    groups plus the spare ones are a superset of the listed ones, so their optimum is at most any
+    cover of listed groups. Returns (members, cost, copies, all proven optimal?, message)."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(counts)
+    rank = np.empty(n, dtype=np.int64)
     order = lexicographic_order(distances.codes)
-    rows = np.repeat(order, counts[order])
-    pairs = len(rows) // 2 - (len(rows) % 2)
-    first, second = rows[0:2 * pairs:2], rows[1:2 * pairs:2]
-    members = [np.column_stack([np.minimum(first, second), np.maximum(first, second), np.full(pairs, -1)])]
-    cost = [2 * distances.pairs(first, second)]
-    if len(rows) % 2:
-        last = np.sort(rows[-3:])[None, :]
-        members.append(last)
-        cost.append(3 * distances.triples(last[:, 0], last[:, 1], last[:, 2]))
-    return np.concatenate(members).astype(np.int64), np.concatenate(cost)
+    rank[order] = np.arange(n)
+    a, b = members[:, 0], members[:, 1]
+    c = np.where(members[:, 2] >= 0, members[:, 2], members[:, 0])
+    mixed = (a != b) | (a != c)
+    joined = np.zeros(n, dtype=bool)
+    joined[np.concatenate([a[mixed], b[mixed], c[mixed]])] = True
+    # a class of one row that no listed group joins to another cannot be covered alone
+    lone = np.flatnonzero((counts == 1) & ~joined)
+    neighbour = order[np.where(rank[lone] + 1 < n, rank[lone] + 1, rank[lone] - 1)]
+    left = np.concatenate([a, a, lone])
+    right = np.concatenate([b, c, neighbour])
+    if spare is not None:  # a cover given (_rounded_cover): its groups join the graph
+        spare_members, spare_cost = spare
+        left = np.concatenate([left, spare_members[:, 0], spare_members[:, 0]])
+        right = np.concatenate([right, spare_members[:, 1],
+                                np.where(spare_members[:, 2] >= 0, spare_members[:, 2], spare_members[:, 0])])
+    graph = sparse.coo_array((np.ones(len(left)), (left, right)), shape=(n, n))
+    parts, label = connected_components(graph, directed=False)
+    if spare is None:
+        spare_members, spare_cost = _consecutive_cover(distances, counts, label, rank)
+    members, cost = np.concatenate([members, spare_members]), np.concatenate([cost, spare_cost])
+    spare = np.zeros(len(cost), dtype=bool)
+    spare[len(cost) - len(spare_cost):] = True
+    # batches of whole components, in component order
+    sizes = np.bincount(label, minlength=parts)
+    batch_of_part = np.zeros(parts, dtype=np.int64)
+    batch, filled = 0, 0
+    for part, size in enumerate(sizes.tolist()):
+        if filled and filled + size > MILP_BATCH_CLASSES:
+            batch, filled = batch + 1, 0
+        batch_of_part[part] = batch
+        filled += size
+    class_batch = batch_of_part[label]
+    group_batch = class_batch[members[:, 0]]
+    copies = np.zeros(len(cost), dtype=np.int64)
+    proven, messages = True, []
+    for which in range(batch + 1):
+        classes = np.flatnonzero(class_batch == which)
+        groups = np.flatnonzero(group_batch == which)
+        local = np.full(n + 1, -1, dtype=np.int64)  # (index -1, a pair's empty third, stays -1)
+        local[classes] = np.arange(len(classes))
+        if len(groups) > MILP_MAX_GROUPS:  # too large for the MILP: the spare cover there
+            x, solved, message = None, False, f"a component of {len(classes):,} classes and {len(groups):,} groups"
+        else:
+            x, solved, message = _set_partitioning(local[members[groups]], cost[groups], counts[classes])
+        if x is None:  # (no incumbent within the node budget) the batch's spare cover
+            x = spare[groups].astype(np.int64)
+        copies[groups] = x
+        if not solved:
+            proven = False
+            messages.append(message)
+    return members, cost, copies, proven, messages[0] if messages else ""
+
+
+def _rounded_cover(distances, counts: np.ndarray, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """A cover from the matching LP's last primal x (lp_bound): each pair floor(x) times, each
+    class's self pairs for what is left of an even demand; the rest are the rows on the cycles of
+    half edges (the LP's vertices are half-integral), each cycle cut into consecutive pairs
+    along it (the cheaper of its two ways), an odd one with one triple of three consecutive
+    rows (the cheapest rotation); rows left over otherwise (irregular fractions) by
+    _consecutive_cover. (members, cost) as list_groups, copies one each."""
+    n = len(counts)
+    x = getattr(pairs, "x", np.zeros(len(pairs.i)))
+    whole = np.floor(x + 1e-7).astype(np.int64)
+    left = counts.astype(np.int64).copy()
+    np.subtract.at(left, pairs.i, whole)
+    np.subtract.at(left, pairs.j, whole)
+    members = [np.repeat(np.column_stack([pairs.i, pairs.j, np.full(len(whole), -1)]), whole, axis=0)]
+    half = np.flatnonzero(np.abs(x - whole - 0.5) < 1e-6)
+    a, b = pairs.i[half], pairs.j[half]
+    ok = (left[a] == 1) & (left[b] == 1)
+    a, b = a[ok], b[ok]
+    degree = np.bincount(np.concatenate([a, b]), minlength=n)
+    regular = degree[a] == 2
+    regular &= degree[b] == 2
+    a, b = a[regular], b[regular]
+    neighbours = {}
+    for u, v in zip(a.tolist(), b.tolist()):
+        neighbours.setdefault(u, []).append(v)
+        neighbours.setdefault(v, []).append(u)
+    seen = set()
+    groups = []
+    for start in sorted(neighbours):
+        if start in seen:
+            continue
+        cycle, previous, at = [start], None, start
+        seen.add(start)
+        while True:
+            options = [v for v in neighbours[at] if v != previous]
+            step = options[0] if options else None
+            if step is None or step == start:
+                break
+            cycle.append(step)
+            seen.add(step)
+            previous, at = at, step
+        groups.extend(_cut_cycle(distances, cycle))
+    for group in groups:
+        for c in group:
+            left[c] -= 1
+    pure = np.flatnonzero(left >= 2)
+    members.append(np.repeat(np.column_stack([pure, pure, np.full(len(pure), -1)]), left[pure] // 2, axis=0))
+    left[pure] -= 2 * (left[pure] // 2)
+    if groups:
+        members.append(np.array([sorted(g) + [-1] * (3 - len(g)) for g in groups], dtype=np.int64))
+    rest = np.flatnonzero(left > 0)
+    members = np.concatenate(members).astype(np.int64)
+    triple = members[:, 2] >= 0
+    cost = np.zeros(len(members))
+    cost[~triple] = 2 * distances.pairs(members[~triple, 0], members[~triple, 1])
+    cost[triple] = 3 * distances.triples(members[triple, 0], members[triple, 1], members[triple, 2])
+    if len(rest):  # rows no regular cycle holds: consecutive groups of them (and one odd row's)
+        counts_left = np.zeros(n, dtype=np.int64)
+        counts_left[rest] = left[rest]
+        if counts_left.sum() == 1 and (~triple).any():  # one row: it joins a pair as a triple
+            (c,) = rest.tolist()
+            pair = int(np.flatnonzero(~triple)[0])
+            members[pair] = np.sort([members[pair, 0], members[pair, 1], c])
+            cost[pair] = 3 * distances.triples(members[pair:pair + 1, 0], members[pair:pair + 1, 1],
+                                               members[pair:pair + 1, 2])[0]
+        else:
+            order = lexicographic_order(distances.codes)
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            extra_members, extra_cost = _consecutive_cover(distances, counts_left, np.zeros(n, dtype=np.int64), rank)
+            members, cost = np.concatenate([members, extra_members]), np.concatenate([cost, extra_cost])
+    return members, cost
+
+
+def _covers(members: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether the groups (one copy each) hold every class exactly n_c times."""
+    held = np.bincount(members[members >= 0], minlength=len(counts))
+    return len(held) == len(counts) and bool((held == counts).all())
+
+
+def _cut_cycle(distances, cycle: list) -> list:
+    """A cycle of rows cut into consecutive pairs, with one triple of three consecutive rows when
+    it is odd: the cheapest such cut (a 3-cycle is its triple)."""
+    size = len(cycle)
+    ring = np.array(cycle + cycle, dtype=np.int64)
+    edge = 2 * distances.pairs(ring[:size], ring[1:size + 1])  # edge k: cycle[k], cycle[k + 1]
+    if size % 2 == 0:
+        starts = [0, 1]
+        costs = [edge[s::2].sum() if s == 0 else edge[1::2].sum() for s in starts]
+        s = starts[int(np.argmin(costs))]
+        return [[int(ring[s + 2 * t]), int(ring[s + 2 * t + 1])] for t in range(size // 2)]
+    best, best_cost = None, np.inf
+    triples = 3 * distances.triples(ring[:size], ring[1:size + 1], ring[2:size + 2])
+    doubled = np.concatenate([edge, edge])
+    for s in range(size):
+        value = triples[s] + doubled[s + 3:s + size:2].sum()
+        if value < best_cost:
+            best, best_cost = s, value
+    s = best
+    groups = [[int(ring[s]), int(ring[s + 1]), int(ring[s + 2])]]
+    groups += [[int(ring[s + 3 + 2 * t]), int(ring[s + 4 + 2 * t])] for t in range((size - 3) // 2)]
+    return groups
+
+
+def _consecutive_cover(distances, counts: np.ndarray, label: np.ndarray, rank: np.ndarray):
+    """Per component (`label`), its rows (each class n_c times) in lexicographic order (`rank`)
+    cut into consecutive pairs, the last three a triple when their number is odd: (members, cost)
+    as list_groups. Every component has at least 2 rows (_partitioned)."""
+    by = np.lexsort((rank, label))
+    rows = np.repeat(by, counts[by])
+    part = label[rows]
+    start = np.searchsorted(part, part, side="left")
+    size = np.bincount(part)[part]
+    position = np.arange(len(rows)) - start
+    odd = size % 2 == 1
+    in_triple = odd & (position >= size - 3)
+    # pairs: the even positions not in a triple with the next row
+    first = np.flatnonzero(~in_triple & (position % 2 == 0))
+    pair_a, pair_b = rows[first], rows[first + 1]
+    head = np.flatnonzero(in_triple & (position == size - 3))
+    triple = np.sort(np.column_stack([rows[head], rows[head + 1], rows[head + 2]]), axis=1)
+    members = np.concatenate([np.column_stack([np.minimum(pair_a, pair_b), np.maximum(pair_a, pair_b),
+                                               np.full(len(first), -1)]), triple]).astype(np.int64)
+    cost = np.concatenate([2 * distances.pairs(pair_a, pair_b),
+                           3 * distances.triples(triple[:, 0], triple[:, 1], triple[:, 2])])
+    return members, cost
 
 
 def _chosen_groups(cover: dict):
