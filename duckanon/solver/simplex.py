@@ -66,10 +66,10 @@ SCAN_PAIRS_PER_BLOCK = 1 << 22
 # the column generation adds at most this many violated pairs per class and round
 PAIRS_PER_CLASS = 8
 # the column generation's rounds (lp_bound): at most LP_ROUNDS, and it stops after LP_STALL_ROUNDS
-# rounds in a row that lowered the LP by less than LP_STALL (counts, not a clock)
+# rounds in a row that did not raise the best repaired bound by LP_STALL (counts, not a clock)
 LP_ROUNDS = 60
 LP_STALL = 0.5
-LP_STALL_ROUNDS = 3
+LP_STALL_ROUNDS = 6
 # pairs of pairs joined at a time when listing triangles (memory: a few arrays of this size)
 TRIANGLE_CHUNK = 1 << 22
 # the sparse candidate graph (lp_bound's first pool): classes this close in a sorted order
@@ -397,25 +397,30 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
     # LP_ROUNDS rounds or LP_STALL_ROUNDS in a row lowering the LP by less than LP_STALL (then the
     # dual is repaired below: any feasible dual bounds the optimum)
     solves = stalled = 0
-    value = np.inf
+    best, best_y, best_x = -np.inf, None, None
+    whole = distances.integral()
     while True:
         y, objective = _solve_lp(distances, counts, pairs)
         solves += 1
-        stalled = stalled + 1 if value - objective < LP_STALL else 0
-        value = objective
         i, j, rc = _scan(distances, y, 0.0)
+        # this dual made feasible (lowered where the scan found violated pairs): the best kept
+        violated = rc < 0
+        feasible = y - _repair(y, counts, i[violated], j[violated], -rc[violated])
+        stalled = stalled + 1 if float(counts @ feasible) < best + LP_STALL else 0
+        if float(counts @ feasible) > best:
+            best, best_y, best_x = float(counts @ feasible), feasible, pairs.x
         bad = rc < -TOLERANCE
-        if not bad.any() or solves >= LP_ROUNDS or stalled >= LP_STALL_ROUNDS:
+        # done when nothing is violated, or the repaired bound rounds up to the LP's (integral
+        # costs), or after LP_ROUNDS rounds or LP_STALL_ROUNDS in a row not raising it by LP_STALL
+        if not bad.any() or (whole and np.ceil(best - 1e-6) >= np.ceil(objective - 1e-6)) or \
+                solves >= LP_ROUNDS or stalled >= LP_STALL_ROUNDS:
             break
         keep = _per_class(i[bad], j[bad], rc[bad], PAIRS_PER_CLASS)
         if pairs.add(i[bad][keep], j[bad][keep]) == 0:
             break
     scans = solves
-    # make it exactly feasible from the last scan (every pair with rc <= 0 against this y): lower
-    # the classes by d >= 0 with d_i + d_j >= the violation of each violated pair (i, j), and a
-    # class of n_c >= 2 to y <= 0 (its self pair costs 0), of least sum n_c d_c (a small LP, a
-    # fractional vertex cover of the violated pairs); lowering y only raises reduced costs
-    y = y - _repair(y, counts, i[rc < 0], j[rc < 0], -rc[rc < 0])
+    y = best_y
+    pairs.x = np.concatenate([best_x, np.zeros(len(pairs.i) - len(best_x))])
     lp_bound.last_pairs = pairs  # (its primal x: _rounded_cover)
     return y, float(counts @ y), solves, scans
 
