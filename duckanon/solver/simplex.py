@@ -1,4 +1,5 @@
-"""Optimal 2-anonymity under cell suppression: the minimum-cost simplex matching (method 'simplex').
+"""Optimal 2-anonymity: the minimum-cost simplex matching (method 'simplex'), under cell
+suppression and, with generalization hierarchies, over their labels (Blocki & Williams Thm 8).
 
 Blocki & Williams (Thm 1): an optimal 2-anonymous partition has groups of 2 and 3 rows only, so
 optimal 2-anonymity is a minimum-cost perfect cover of the rows by pairs (cost 2 * the columns
@@ -6,48 +7,65 @@ where the two rows differ) and triples (3 * the columns where the three are not 
 these costs satisfy the simplex condition c(uv) + c(vw) + c(uw) <= 2 c(uvw) column by column
 (three rows differ on 0, 2 or 3 of their pairs in a column that is not all equal, against 2 * 1).
 With attribute weights a column counts at its weight: the condition still holds column by column.
+With hierarchies a group's cell costs the loss of its lowest common label (_LabelLosses says why
+the condition holds there: the lowest common level of three values is the largest pairwise one).
 
 What runs, on the class histogram (a class of n_c identical rows is one node with demand n_c):
 
 1. The linear program of the fractional perfect b-matching over class pairs (x_cd >= 0, every
    class covered n_c times, a class with n_c >= 2 may pair with itself at cost 0), by HiGHS with
-   column generation: the dual y (one number per class) is priced on a pool of cheap pairs, and
-   when none of those is violated checked against every pair of classes (a scan of all C(C-1)/2
-   pairs, by blocks: one-hot matrix products for the columns of few values); the violated pairs
-   are added and the LP re-solved until none is. The last dual is then shifted down by its largest remaining violation, so it is
-   feasible for every pair, exactly.
+   column generation. The first columns come from a sparse candidate graph (the classes adjacent
+   in their lexicographic orders, each column first in turn); each round solves the LP, then
+   scans every pair of classes against its dual y (_scan: the classes in decreasing y, by
+   blocks, one uint8 comparison per column; 2 h <= y_i + y_max + limit filters a block before any
+   reduced cost), and adds the violated pairs. Each round's dual is made feasible exactly by a
+   small LP (_repair: lower the ends of the violated pairs, a fractional vertex cover of them), and
+   the best of those is kept; the rounds end when nothing is violated, when that bound rounds up
+   to the LP's optimum (integral costs), or after LP_STALL_ROUNDS rounds not raising it by
+   LP_STALL (or LP_ROUNDS): counts, not a clock.
 2. That dual is feasible for every triple too, by the simplex condition:
    y_u + y_v + y_w = ((y_u + y_v) + (y_v + y_w) + (y_u + y_w)) / 2 <= (c(uv) + c(vw) + c(uw)) / 2
    <= c(uvw)
    (for a triple {c, c, d}: 2 y_c + y_d = y_c + y_c + y_d <= 0 / 2 + c(cd) <= c(ccd), since
-   2 y_c <= c(cc) = 0). So the LP over pairs *and triples* (the set-partitioning relaxation) has the
-   same optimum L, and L = sum n_c y_c is a proven lower bound on the optimum. Every cover then
-   costs L + the sum of its groups' reduced costs rc(G) = c(G) - sum y >= 0.
+   2 y_c <= c(cc) = 0). So L = sum n_c y_c is a proven lower bound on the optimum of the whole
+   pairs-and-triples set partitioning. Every cover then costs L + the sum of its groups' reduced
+   costs rc(G) = c(G) - sum y >= 0.
 3. Pruning (proved): a cover cheaper than a cover of cost U uses only groups with rc(G) < U - L.
    A triple with rc <= g has its three pairs' reduced costs summing to at most 2 g (the same
    inequality), so the candidate triples come from the pairs with rc <= 2 g. With a gap g, the
-   groups with rc <= g are listed (pairs from the scan, triples from those pairs) and the set
-   partitioning over them is solved exactly by HiGHS's MILP (integer group counts per class
-   tuple). A cover cheaper than V costs at most V - u (u = 1 with integral weights: every cover
-   costs an integer; else 0), so its groups have rc <= V - u - L: if that is <= g, V is the global
-   optimum; else g becomes V - u - L and the listing and MILP run again (a new optimum below V
-   repeats the test; none proves V). When the listed groups cover no solution g is doubled. The
-   first g is ceil(L) - L (with integral weights). Up to SIMPLEX_WHOLE_CLASSES classes every
-   pair and triple is listed at once (no LP).
+   groups with rc <= g are listed (pairs from a scan, triples from those pairs) and the set
+   partitioning over them is solved by HiGHS's MILP, split into the connected components of the
+   listed groups, in batches of at most MILP_BATCH_CLASSES classes. A cover rounded from the LP's
+   last primal (_rounded_cover: its half-integral cycles cut into pairs and one triple) is listed
+   beside them, so every component has a solution; a batch of more than MILP_MAX_GROUPS groups is
+   not given to the MILP and keeps that rounded cover there. A cover cheaper than the best V
+   found costs at most V - u (u = 1 with integral costs: every cover costs an integer; else 0),
+   so its groups have rc <= V - u - L: if that is <= g and every batch was solved to optimality,
+   V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
+   any cheaper cover uses). Else g grows (doubling, at most to V - u - L) and the listing and the
+   MILP run again, up to SIMPLEX_MAX_ROUNDS, while a scan finds at most SIMPLEX_MAX_PAIRS pairs.
+   The first g is ceil(L) - L (integral costs). Up to SIMPLEX_WHOLE_CLASSES classes every pair
+   and triple is listed at once (no LP).
 
-So a release of this method with optimal = True is proven optimal: by the LP bound and HiGHS's
-MILP optimum on the pruned groups. It is not a polynomial algorithm: the LP part is, the set
-partitioning is a branch and bound (worst case exponential; on Adult it closes gaps of a few
-stars). When the MILP stops at SIMPLEX_MILP_NODES, or the listing exceeds SIMPLEX_MAX_GROUPS,
-the best cover found is released with the bound ceil(L) and optimal = False. The polynomial algorithm of Anshelevich & Karagiozova is not implemented
-(its text is not available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md, whose
-key lemma is verified, not proved: this method does not depend on it. Generalization
-hierarchies (Thm 8) are not implemented here.
+**Proven**: a release with optimal = True is optimal (the LP bound, the pruning argument and
+HiGHS's MILP optimum on every batch; no lemma assumed). Any other release is a valid cover
+published with optimal = False and the proven bound ceil(L) (lower_bound; with hierarchies
+details.cell_loss_bound). **Not proven, not claimed**: that the method is polynomial. The LP
+part is; the set partitioning is a branch and bound (worst case exponential), and where it is
+cut (MILP_MAX_GROUPS, SIMPLEX_MILP_NODES, SIMPLEX_MAX_PAIRS) the release is not proven. The
+polynomial algorithm of Anshelevich & Karagiozova is not implemented (its text is not
+available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md (its key lemma is
+verified, not proved): this method depends on neither.
+
+With hierarchies (simplex_with_hierarchies) the objective is the sum of the cells' ARX loss
+(per cell (leaves under its label - 1) / (leaves - 1), times ARX's attribute weight), which is
+linear over the groups; the metric the hierarchy methods publish, ARX's Loss, is the columns'
+geometric mean, which is not, so the release is proven optimal for the sum only
+(optimal_for says so) and reports ARX's Loss beside it. No rows are removed.
 
 Size: everything is on classes, with their counts as demands, so the work grows with the number
-of classes, not rows (Blocki & Williams' kernel, Lemma 2, would only lower counts: not needed).
-No minimum-cost perfect matching library (networkx) is used: the matching LP and the set
-partitioning are HiGHS's.
+of classes, not rows. No minimum-cost perfect matching library (networkx) is used: the matching
+LP and the set partitioning are HiGHS's.
 """
 
 from __future__ import annotations
@@ -211,7 +229,11 @@ class _LabelLosses:
         n = len(self.codes)
         r = np.arange(n)[rows][:, None]
         c = np.arange(n)[cols][None, :]
-        return sum(weight * self._cost(j, [r, c]) for j, weight in enumerate(self.w.tolist()) if weight)
+        out = np.zeros((r.shape[0], c.shape[1]))
+        for j, weight in enumerate(self.w.tolist()):
+            if weight:
+                out += weight * self._cost(j, [r, c])
+        return out
 
     def pairs(self, i, j):
         out = np.zeros(len(i))
