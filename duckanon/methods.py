@@ -59,8 +59,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("matching", "minimum-cost bipartite matching: frequency 2-diversity with two sensitive values",
                exact=True, takes_global=False, several_sensitive=False, any_k=False),
     MethodSpec("simplex", "minimum-cost simplex matching of pairs and triples (LP-dual pruning, HiGHS): optimal "
-                          "2-anonymity under cell suppression", exact=True, takes_global=False, several_sensitive=False,
-               any_k=False),
+                          "2-anonymity under cell suppression (with hierarchies: of the summed cells' loss, publishing their labels)",
+               exact=True, takes_global=False, several_sensitive=False, any_k=False, recodes=True),
     MethodSpec("tp", "Xiao, Yi & Tao's three-phase algorithm for l-diversity", several_sensitive=False),
     MethodSpec("tp+", "TP, then the Hilbert cut on its residue", several_sensitive=False),
     MethodSpec("hilbert", "Ghinita et al.'s Hilbert-curve baseline"),

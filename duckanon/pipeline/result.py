@@ -98,6 +98,9 @@ def optimal_for(solution, statement) -> str | None:
             metric += " weighted by the attribute weights"
         return (f"{metric} among full-domain generalizations of the given hierarchies"
                 + (f" within a {limit:.4g} record-suppression limit" if limit else " with no rows removed"))
+    if solution.method.split(": ")[-1] == "simplex" and solution.group_labels is not None:
+        return ("the sum of the cells' loss" + (" weighted by the attribute weights" if weighted else "")
+                + " among 2-anonymous recodings to the given hierarchies' labels with no rows removed")
     return "weighted stars" if weighted else "stars"
 
 

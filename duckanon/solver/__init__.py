@@ -38,7 +38,7 @@ from duckanon.solver.models import (KAnonymity, LDiversity, OnAttribute, Privacy
 from duckanon.solver.partition import Solution, identity_solution, star_weights
 from duckanon.solver.repair import merge_until_global, repair
 from duckanon.solver.request import Domains, Instance, Request
-from duckanon.solver.simplex import simplex, simplex_not_applicable
+from duckanon.solver.simplex import simplex, simplex_not_applicable, simplex_with_hierarchies
 from duckanon.solver.tp import tp_solution
 
 __all__ = ["Histogram", "KAnonymity", "LDiversity", "TCloseness", "l_diversity", "t_closeness", "Request",
@@ -130,6 +130,12 @@ def _matching(problem: Instance, context: SolveContext) -> Solution:
 
 
 def _simplex(problem: Instance, context: SolveContext) -> Solution:
+    domains = problem.domains
+    if domains is not None and domains.recode:  # the user's hierarchies: publish their labels
+        if problem.patterns is not None:
+            raise AnonymizeError(methods.refusal("simplex", "takes_patterns"))
+        return simplex_with_hierarchies(problem.hist, domains.hierarchies, problem.request,
+                                        domains.suppression_limit, problem.weights)
     return simplex(problem.hist, problem.request, problem.patterns, _stars(problem))
 
 

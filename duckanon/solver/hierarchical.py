@@ -335,7 +335,9 @@ def _total_loss(hist: Histogram, final: list[_Group], removed: list[_Group], wei
 
 
 def _labelled_solution(hist: Histogram, hierarchies, search: HierarchicalRecoding, final: list[_Group],
-                       removed: list[_Group], recoding: str, weights) -> Solution:
+                       removed: list[_Group], recoding: str, weights, assignment=None) -> Solution:
+    """`assignment`: (class, group, rows) arrays when a class's rows are in several groups (the
+    simplex matching's); else each group holds its members' whole classes."""
     groups = final + removed
     group_of = np.empty(hist.n_classes, dtype=np.int64)
     for g, group in enumerate(groups):
@@ -357,7 +359,8 @@ def _labelled_solution(hist: Histogram, hierarchies, search: HierarchicalRecodin
             shown.append(SHOW_VALUE if level == 0 else bound.labels[level][code])
         labels.append(shown)
         group_rep[:, j] = np.where(np.array([s == TOP for s in shown], dtype=bool), STAR, group_rep[:, j])
-    parts = distribute_sa(hist, np.arange(hist.n_classes), group_of, hist.sizes)
+    parts = distribute_sa(hist, np.arange(hist.n_classes), group_of, hist.sizes) if assignment is None else \
+        distribute_sa(hist, *assignment)
     dropped = np.zeros(len(groups), dtype=bool)
     dropped[len(final):] = True
     solution = Solution(*parts, group_rep=group_rep, method="mondrian", group_labels=labels, dropped=dropped,

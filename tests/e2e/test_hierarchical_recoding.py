@@ -145,7 +145,7 @@ def test_auto_with_hierarchies_publishes_the_lowest_loss_candidate(adult):
 
 @pytest.mark.parametrize("statement, message", [
     ("ANONYMIZE adult WITH (k = 5, qi = (age, sex), method = 'mondrian', suppression_limit = 0.05)",
-     "option suppression_limit needs method = 'lattice' or 'gensup', or hierarchies with 'auto' or 'mondrian'"),
+     "option suppression_limit needs method = 'lattice' or 'gensup', or hierarchies with 'auto', 'simplex' or 'mondrian'"),
     (f"ANONYMIZE adult WITH (k = 5, qi = (age, sex), patterns = ((age)), hierarchies = '{HIERARCHIES}')",
      "option patterns does not apply with hierarchies: the labels generalize, no pattern of stars is chosen"),
     (f"ANONYMIZE adult WITH (k = 5, qi = (age, sex), method = 'mondrian', metric = 'entropy', "

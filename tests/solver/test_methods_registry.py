@@ -108,7 +108,7 @@ def test_capabilities_drive_the_option_checks(con, name):
     with pytest.raises(duckanon.AnonymizeError) as refused:
         con.execute(f"ANONYMIZE hospital WITH (k = 2, method = {name}, suppression_limit = 0.1)")
     assert str(refused.value) == ("option suppression_limit needs method = 'lattice' or 'gensup', "
-                                  "or hierarchies with 'auto' or 'mondrian'")
+                                  "or hierarchies with 'auto', 'simplex' or 'mondrian'")
 
 
 def test_explain_says_what_the_requested_method_is(con):

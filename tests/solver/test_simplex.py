@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from duckanon.errors import AnonymizeError
 from duckanon.solver import Histogram, KAnonymity, LDiversity, solve
+from duckanon.solver.partition import SHOW_VALUE
 from duckanon.solver.simplex import optimal_cover
 
 from support.data import hospital_digits
@@ -166,3 +167,105 @@ def test_refusals_are_one_line_from_the_registry(models, message):
     with pytest.raises(AnonymizeError) as error:
         solve(hist, models, "simplex")
     assert str(error.value) == message
+
+
+# -- generalization hierarchies (Blocki & Williams Thm 8) ---------------------------------------
+
+# ARX rows [value, level 1, top]: 4 leaves under 2 labels of 2 leaves, then one top label
+SMALL_HIERARCHY = [[str(v), f"g{v // 2}", "*"] for v in range(4)]
+
+
+def label_loss_brute_force(rows, table=SMALL_HIERARCHY) -> float:
+    """The least summed cell loss of a 2-anonymous recoding of `rows` to `table`'s labels, counted
+    here from the table's rows: a group's cell in a column is the lowest level's label its values
+    share, costing (leaves under it - 1) / (leaves - 1); every partition into groups of 2 and 3
+    rows (and the whole table) by the same memoised recursion as brute_force."""
+    n, m = len(rows), len(rows[0])
+
+    @lru_cache(maxsize=None)
+    def label_loss(values: frozenset) -> float:
+        for level in range(len(table[0])):
+            labels = {row[level] for row in table if row[0] in {str(v) for v in values}}
+            if len(labels) == 1:
+                label = labels.pop()
+                return (sum(1 for row in table if row[level] == label) - 1) / (len(table) - 1)
+        return 1.0
+
+    def cost(members) -> float:
+        return len(members) * sum(label_loss(frozenset(rows[i][j] for i in members)) for j in range(m))
+
+    @lru_cache(maxsize=None)
+    def best(mask: int) -> float:
+        if mask == 0:
+            return 0.0
+        first = (mask & -mask).bit_length() - 1
+        rest = [j for j in range(first + 1, n) if mask >> j & 1]
+        value = np.inf
+        for a, second in enumerate(rest):
+            left = mask & ~(1 << first) & ~(1 << second)
+            value = min(value, cost((first, second)) + best(left))
+            for third in rest[a + 1:]:
+                value = min(value, cost((first, second, third)) + best(left & ~(1 << third)))
+        return value
+
+    return min(best((1 << n) - 1), cost(tuple(range(n))))
+
+
+def bound_hierarchies(rows, table=SMALL_HIERARCHY):
+    from duckanon.hierarchy.rows import from_rows
+
+    # Histogram.from_rows codes a column's values in repr order (single digits: numeric)
+    return [from_rows(table).bind([str(v) for v in sorted({r[j] for r in rows}, key=repr)])
+            for j in range(len(rows[0]))]
+
+
+def test_hierarchies_equal_the_brute_force_whole_and_pruned():
+    """24 seeded tables of 2-9 rows over a 3-level hierarchy: the summed cell loss equals the
+    brute force, through the whole listing and through the LP pruning (whole=0), proven; the
+    published labels are each group's lowest common ones (looked up in the table's rows)."""
+    from duckanon.solver.hierarchical import HierarchicalRecoding
+    from duckanon.solver.simplex import _LabelLosses, simplex_with_hierarchies
+
+    rng = np.random.default_rng(8)
+    for trial in range(24):
+        n, m = int(rng.integers(2, 10)), int(rng.integers(1, 4))
+        rows = rng.integers(0, 4, size=(n, m)).tolist()
+        hist = Histogram.from_rows([tuple(r) for r in rows], ["s"] * n)
+        hierarchies = bound_hierarchies(rows)
+        expected = label_loss_brute_force(rows)
+        solution = simplex_with_hierarchies(hist, hierarchies, [KAnonymity(2)])
+        assert solution.notes["cell_loss_sum"] == pytest.approx(expected, abs=1e-9), rows
+        assert solution.optimal is True and solution.method == "simplex"
+        assert (solution.group_sizes() >= 2).all()
+        if trial % 2 == 0 and not (hist.sizes >= 2).all():
+            search = HierarchicalRecoding(hist, hierarchies, [KAnonymity(2)])
+            costs = _LabelLosses(hist.codes, search.ancestors, search.cell_loss, np.ones(m))
+            cover = optimal_cover(hist.codes, hist.sizes, np.ones(m), whole=0, distances=costs)
+            assert (cover["cost"], cover["proven"]) == (pytest.approx(expected, abs=1e-9), True)
+            assert cover["bound"] <= expected + 1e-9
+
+
+def test_hierarchy_labels_are_the_lowest_common_ones():
+    """00 + 01 share g0 in column 2, 22 + 33 share g1 in column 1 and the top in column 2."""
+    rows = [(0, 0), (0, 1), (2, 2), (3, 3)]
+    hist = Histogram.from_rows(rows, ["s"] * 4)
+    from duckanon.solver.simplex import simplex_with_hierarchies
+
+    solution = simplex_with_hierarchies(hist, bound_hierarchies(rows), [KAnonymity(2)])
+    # (0,0)+(0,1): 2 rows x g0 (1/3); (2,2)+(3,3): 2 x (g1 + g1) = 4/3
+    assert solution.notes["cell_loss_sum"] == pytest.approx(2 / 3 + 4 / 3)
+    shown = {tuple(solution.group_labels[j][g] if solution.group_labels[j] else None for j in range(2))
+             for g in range(len(solution.group_rep))}
+    assert shown == {(SHOW_VALUE, "g0"), ("g1", "g1")}
+
+
+def test_hierarchy_refusals():
+    from duckanon.solver.simplex import hierarchy_refusal
+
+    rows = [(0,), (1,), (2,)]
+    assert hierarchy_refusal(bound_hierarchies(rows), 0.1) == \
+        "method simplex with hierarchies removes no rows: suppression_limit must be 0, not 0.1"
+    two_tops = [[str(v), f"g{v // 2}"] for v in range(4)]
+    # rows with two top labels get a '*' level above them when read (docs/bad_inputs.md row 310): one top
+    assert hierarchy_refusal(bound_hierarchies([(0,), (2,)], two_tops), 0) is None
+    assert hierarchy_refusal(bound_hierarchies(rows), 0) is None

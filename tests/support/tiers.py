@@ -16,7 +16,7 @@ E2E_AREAS = {"e2e", "macros"}
 SOLVER_RESULTS_E2E = {"e2e/test_arx_other_models.py", "e2e/test_hierarchical_recoding.py", "e2e/test_generalization.py",
                       "e2e/test_mondrian_loss.py", "e2e/test_private_release.py", "e2e/test_risk_models.py",
                       "e2e/test_population_target.py", "e2e/test_delta_presence_unreached.py",
-                      "e2e/test_report_claims.py"}
+                      "e2e/test_report_claims.py", "e2e/test_simplex_hierarchies.py"}
 # What the README test's inner run (in the fresh venv it made) runs: `-m smoke` would change the
 # README's command, so the environment variable below selects these instead.
 SMOKE_TESTS = {"e2e/test_duckdb_versions.py", "e2e/test_examples.py::test_hospital_example"}
