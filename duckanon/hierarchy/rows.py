@@ -148,17 +148,7 @@ class TableHierarchy(Hierarchy):
         rows that spell one number (39 and 039, 39.0, 3.9e1) would give it two parents, and which
         one a value got would hang on the column's type: refused as rows of the same value are."""
         if self._numbers is None:
-            numbers: dict = {}
-            for key, row in self._index.items():
-                try:
-                    number = float(key)
-                except (TypeError, ValueError):
-                    continue
-                first = numbers.setdefault(number, row)
-                if first != row:
-                    raise AnonymizeError(f"hierarchy {self.name}: {self._at(*sorted((first, row)))} have the same "
-                                         "value (as numbers)")
-            self._numbers = numbers
+            self._numbers = self._index_by(float, "numbers")
         return self._numbers
 
     def _instant_index(self) -> dict:
@@ -167,18 +157,22 @@ class TableHierarchy(Hierarchy):
         spells it with that offset, and a file may write +00 for +00:00. Two rows of one instant
         are refused as rows of one value are."""
         if self._instants is None:
-            instants: dict = {}
-            for key, row in self._index.items():
-                try:
-                    instant = _instant(datetime.fromisoformat(key))
-                except (TypeError, ValueError):
-                    continue
-                first = instants.setdefault(instant, row)
-                if first != row:
-                    raise AnonymizeError(f"hierarchy {self.name}: {self._at(*sorted((first, row)))} have the same "
-                                         "value (as timestamps)")
-            self._instants = instants
+            self._instants = self._index_by(lambda key: _instant(datetime.fromisoformat(key)), "timestamps")
         return self._instants
+
+    def _index_by(self, read, what: str) -> dict:
+        """The entries whose value `read` reads, by what it reads; two rows read alike are refused."""
+        index: dict = {}
+        for key, row in self._index.items():
+            try:
+                value = read(key)
+            except (TypeError, ValueError):
+                continue
+            first = index.setdefault(value, row)
+            if first != row:
+                raise AnonymizeError(f"hierarchy {self.name}: {self._at(*sorted((first, row)))} have the same "
+                                     f"value (as {what})")
+        return index
 
     def _domain_of(self, values):
         rows = np.asarray(self._rows_of(values), dtype=np.int64)  # every value is covered once coded
