@@ -21,17 +21,9 @@ from support.solver_checks import assert_valid
 from support.tiers import examples
 
 
-def brute_force(rows, weights) -> float:
-    """The fewest (weighted) stars of a 2-anonymous partition of `rows`: the minimum over every
-    partition into groups of 2 and 3 rows (Blocki & Williams: larger groups never help, and the
-    all-suppressed table, one group, is compared too), by a memoised recursion on row subsets."""
-    rows = np.asarray(rows)
-    n = len(rows)
-
-    def cost(members) -> float:
-        sub = rows[list(members)]
-        return len(members) * float((weights * (sub.min(axis=0) != sub.max(axis=0))).sum())
-
+def least_cover(n: int, cost) -> float:
+    """The least total `cost` of a partition of rows 0..n-1 into groups of 2 and 3 rows, or of the
+    whole table as one group, by a memoised recursion on row subsets."""
     @lru_cache(maxsize=None)
     def best(mask: int) -> float:
         if mask == 0:
@@ -46,7 +38,21 @@ def brute_force(rows, weights) -> float:
                 value = min(value, cost((first, second, third)) + best(left & ~(1 << third)))
         return value
 
-    return min(best((1 << n) - 1), cost(range(n)))
+    return min(best((1 << n) - 1), cost(tuple(range(n))))
+
+
+def brute_force(rows, weights) -> float:
+    """The fewest (weighted) stars of a 2-anonymous partition of `rows`: the minimum over every
+    partition into groups of 2 and 3 rows (Blocki & Williams: larger groups never help, and the
+    all-suppressed table, one group, is compared too), by a memoised recursion on row subsets."""
+    rows = np.asarray(rows)
+    n = len(rows)
+
+    def cost(members) -> float:
+        sub = rows[list(members)]
+        return len(members) * float((weights * (sub.min(axis=0) != sub.max(axis=0))).sum())
+
+    return least_cover(n, cost)
 
 
 def random_table(rng):
@@ -194,21 +200,7 @@ def label_loss_brute_force(rows, table=SMALL_HIERARCHY) -> float:
     def cost(members) -> float:
         return len(members) * sum(label_loss(frozenset(rows[i][j] for i in members)) for j in range(m))
 
-    @lru_cache(maxsize=None)
-    def best(mask: int) -> float:
-        if mask == 0:
-            return 0.0
-        first = (mask & -mask).bit_length() - 1
-        rest = [j for j in range(first + 1, n) if mask >> j & 1]
-        value = np.inf
-        for a, second in enumerate(rest):
-            left = mask & ~(1 << first) & ~(1 << second)
-            value = min(value, cost((first, second)) + best(left))
-            for third in rest[a + 1:]:
-                value = min(value, cost((first, second, third)) + best(left & ~(1 << third)))
-        return value
-
-    return min(best((1 << n) - 1), cost(tuple(range(n))))
+    return least_cover(n, cost)
 
 
 def bound_hierarchies(rows, table=SMALL_HIERARCHY):
