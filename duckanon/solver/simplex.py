@@ -44,7 +44,8 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
    any cheaper cover uses). Else g grows (doubling, at most to V - u - L) and the listing and the
    MILP run again, up to SIMPLEX_MAX_ROUNDS, while a scan finds at most SIMPLEX_MAX_PAIRS pairs.
-   The first g is ceil(L) - L (integral costs). Up to SIMPLEX_WHOLE_CLASSES classes every pair
+   The first g is ceil(L) - L (integral costs), or one star more when that listing has at most
+   MILP_MAX_GROUPS groups (_listing_ahead). Up to SIMPLEX_WHOLE_CLASSES classes every pair
    and triple is listed at once (no LP).
 
 **Proven**: a release with optimal = True is optimal (the LP bound, the pruning argument and
