@@ -156,7 +156,7 @@ def test_mondrian(adult, request_sql, check):
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (education = 'prefix'))",
      "hierarchies names column education, which is not a quasi-identifier"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'carve', hierarchies = (age = 'prefix'))",
-     "option hierarchies needs method = 'auto', 'lattice', 'mondrian' or 'gensup'"),
+     "option hierarchies needs method = 'auto', 'simplex', 'lattice', 'mondrian' or 'gensup'"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', hierarchies = (age = 'intervals(10, 5)'))",
      "intervals"),
     ("ANONYMIZE hospital WITH (k = 2, qi = (zipcode, age), method = 'lattice', suppression_limit = 2)",

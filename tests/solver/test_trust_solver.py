@@ -232,21 +232,18 @@ def test_hospital_suppression_limit_one_publishes_rows(con):
     assert con.execute("SELECT count(*) FROM hospital_anon").fetchone()[0] == 6
 
 
-def test_empty_publication_is_an_error(con):
-    """A hierarchy whose top level has two labels: every node leaves classes of 2 rows, so k = 4
-    with any suppression limit could only remove every row."""
+def test_two_top_labels_publish_at_the_star_above_them(con):
+    """A hierarchy whose top level has two labels: every node but the whole column left classes of
+    2 rows, so k = 4 could only remove every row ("would publish no rows", docs/bad_inputs.md row
+    138). Since such a hierarchy gets a '*' level above its tops (row 310), the lattice publishes
+    every row there."""
     con.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('1'), ('2'), ('3'), ('4'), ('1'), ('3')) v(a)")
     con.execute("CREATE TABLE h AS SELECT * FROM (VALUES ('1', 'low'), ('2', 'low'), ('3', 'high'), ('4', 'high')) v(value, l1)")
-    statement = "ANONYMIZE t WITH (k = 4, qi = a, method = 'lattice', suppression_limit = {}, hierarchies = (a = 'table(h)'))"
-    with pytest.raises(AnonymizeError) as error:
-        con.anonymize(statement.format(1))
-    assert str(error.value) == (
-        "method 'lattice' would publish no rows: every generalization that satisfies the request within the "
-        "suppression limit removes all 6 rows (give each QI a hierarchy whose top level is one label, so the whole "
-        "table can be one class)")
-    with pytest.raises(AnonymizeError, match="^no generalization satisfies the request within the suppression limit$"):
-        con.anonymize(statement.format(0.5))
-    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 't_anon'").fetchone()[0] == 0
+    for limit in (1, 0.5, 0):
+        summary = con.anonymize(f"ANONYMIZE t WITH (k = 4, qi = a, method = 'lattice', suppression_limit = {limit}, "
+                                "hierarchies = (a = 'table(h)'))")
+        assert (summary.published_rows, summary.removed_rows) == (6, 0)
+        assert con.execute("SELECT DISTINCT a FROM t_anon").fetchall() == [("*",)]
 
 
 def test_bound_never_exceeds_the_value_with_removed_rows(adult):
