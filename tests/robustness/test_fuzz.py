@@ -640,7 +640,7 @@ def _with_examples(examples):
     return decorate
 
 
-@settings(FUZZ, max_examples=examples(120))
+@settings(FUZZ, max_examples=examples(100))
 @_with_examples(EXAMPLES_SMALL)
 @given(cases())
 def test_fuzz_small_tables(case):
