@@ -89,7 +89,7 @@ class Hierarchy:
     """A generalization hierarchy. Subclasses say how values generalize; `bind` codes them."""
 
     name = "hierarchy"  # how error messages name it: the file, the table or the builder call
-    masks_whole_values_as_star = False  # prefix: a one-character value masked whole reads '*'
+    masks_whole_values_as_star = False  # prefix: values masked whole read '*', '**', ...
     height: int | None = None  # known before binding except for `prefix()` without a width
 
     def bind(self, values: Sequence, column: str | None = None, source: str | None = None) -> BoundHierarchy:
@@ -136,11 +136,12 @@ class Hierarchy:
                     seen = named.setdefault(text, (start, size, level))
                     if seen[:2] != (start, size):
                         self._refuse_shared_text(column, seen[2], level)
-        values = bound.level_labels(0)
-        for text in named.keys() & set(values):
-            value = values.index(text)
-            if named[text][:2] != (value, 1) and self._names_a_group(text):
-                self._refuse_shared_text(column, 0, named[text][2])
+        # one pass: a value that keeps its text up the levels (A;A;*) is in `named` too, and each
+        # such value looked up by list.index would make the walk quadratic
+        for value, text in enumerate(bound.level_labels(0)):
+            seen = named.get(text)
+            if seen is not None and seen[:2] != (value, 1) and self._names_a_group(text):
+                self._refuse_shared_text(column, 0, seen[2])
 
     def _names_a_group(self, text) -> bool:
         # None is the NULL group, published as NULL; prefix's whole masks ('*', '**') tell a
