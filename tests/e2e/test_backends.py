@@ -14,8 +14,15 @@ from duckanon.statements import run_statement
 
 from support.checks import check_published
 from support.data import HOSPITAL
+from support.tiers import THOROUGH
 
 QI = ["zipcode", "age", "education"]
+# The methods Spark runs in the default tier: one per shape of release its materialization writes
+# (stars: greedy; stars under l-diversity: tp+; ranges and sets: mondrian; labels and stars:
+# gensup, the lattice's node with cell suppression after it). mapprox, exact, carve and the lattice
+# alone publish those same shapes through the same SQL (the solver is engine-free); the thorough
+# tier runs them on Spark too. Each Spark statement costs seconds of JVM work even on 10 rows.
+SPARK_SHAPES = {"greedy", "tp+", "mondrian", "gensup"}
 
 
 @pytest.fixture(scope="module", params=["duckdb", "spark"])
@@ -64,6 +71,8 @@ def exists(backend, table: str) -> bool:
     ("gensup", "k = 3, hierarchies = (zipcode = 'prefix', age = 'intervals(10, 20)')", {"k": 3}),
 ])
 def test_every_method_publishes_a_release_the_checker_accepts(backend, method, options, checks):
+    if backend.name == "spark" and method not in SPARK_SHAPES and not THOROUGH:
+        pytest.skip("slow tier on Spark (SPARK_SHAPES): DUCKANON_THOROUGH=1 runs it")
     target = f"h_{method.replace('+', 'plus')}"
     summary = run_statement(backend, f"ANONYMIZE hospital INTO {target} WITH ({options}, qi = ({', '.join(QI)}), "
                                      f"sensitive = disease, method = '{method}', seed = 7)")

@@ -682,7 +682,7 @@ def test_fuzz_exact_methods_on_tiny_tables(case):
     run_exact_case(case)
 
 
-@settings(FUZZ, max_examples=examples(125))
+@settings(FUZZ, max_examples=examples(80))
 @_with_examples(EXAMPLES_REFUSALS)
 @given(cases(max_rows=12, infeasible=True))
 def test_fuzz_refusals_keep_the_previous_target(case):
