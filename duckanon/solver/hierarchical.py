@@ -95,6 +95,11 @@ class HierarchicalRecoding:
             self.codes[:, j, :h.height + 1] = column
             self.codes[:, j, h.height + 1:] = column[:, -1:]
         self.ancestors = [self.codes[:, j, :h.height + 1] for j, h in enumerate(hierarchies)]
+        self.columns = np.arange(self.m)
+        self.level_range = np.arange(top + 1)
+        # whether classes that share a code at a level share it at every level above (true of a
+        # tree; a file may give one label two parents): then a group's tight label is counted
+        self.nested = all(_nested(self.ancestors[j]) for j in range(self.m))
         # per level the loss of each code, and all of them in one array: column j's code c at
         # level h costs loss_of[at[j, h] + c] (a level above the height is the top's)
         self.cell_loss = [[h.loss(level) for level in range(h.height + 1)] for h in hierarchies]
@@ -112,13 +117,22 @@ class HierarchicalRecoding:
         """A group of `members` at its tightest labels: per column the finest level at or below
         `levels` from which up its classes share one code (one level above the highest level
         below `levels` where they do not)."""
-        codes = self.codes[members]  # (classes, m, levels)
-        disagree = (codes != codes[0]).any(axis=0) & (np.arange(codes.shape[2]) < levels[:, None])
-        highest = codes.shape[2] - 1 - np.argmax(disagree[:, ::-1], axis=1)
-        tight = np.where(disagree.any(axis=1), highest + 1, 0).astype(np.int64)
         size = float(self.sizes[members].sum())
-        columns = np.arange(self.m)
-        cost = size * self.loss_of[self.loss_at[columns, tight] + codes[0, columns, tight]]
+        columns = self.columns
+        if len(members) == 1:  # one class: its values (level 0) in every column
+            tight = np.zeros(self.m, dtype=np.int64)
+            first = self.codes[members[0]]
+        else:
+            codes = self.codes[members]  # (classes, m, levels)
+            first = codes[0]
+            disagree = (codes != first).any(axis=0)
+            if self.nested:  # the levels where the classes disagree are the lowest ones
+                tight = np.minimum(disagree.sum(axis=1), levels).astype(np.int64)
+            else:
+                disagree &= self.level_range < levels[:, None]
+                highest = codes.shape[2] - 1 - np.argmax(disagree[:, ::-1], axis=1)
+                tight = np.where(disagree.any(axis=1), highest + 1, 0).astype(np.int64)
+        cost = size * self.loss_of[self.loss_at[columns, tight] + first[columns, tight]]
         return _Group(members, tight, size, cost)
 
     def split_columns(self, group: _Group) -> list[int]:
@@ -300,6 +314,15 @@ class HierarchicalRecoding:
             for part in split.parts:
                 push(part)
         return final, removed
+
+
+def _nested(levels: np.ndarray) -> bool:
+    """Whether each level's code (columns of `levels`, classes x levels) determines the next's."""
+    for h in range(levels.shape[1] - 1):
+        pairs = np.unique(levels[:, h:h + 2], axis=0)
+        if len(pairs) != len(np.unique(levels[:, h])):
+            return False
+    return True
 
 
 def hierarchical_solution(hist: Histogram, hierarchies, models, suppression_limit: float = 0.0,
