@@ -99,7 +99,7 @@ class HierarchicalRecoding:
         self.level_range = np.arange(top + 1)
         # whether classes that share a code at a level share it at every level above (true of a
         # tree; a file may give one label two parents): then a group's tight label is counted
-        self.nested = all(_nested(self.ancestors[j]) for j in range(self.m))
+        self.nested = all(_nested(np.asarray(h.codes)) for h in hierarchies)
         # per level the loss of each code, and all of them in one array: column j's code c at
         # level h costs loss_of[at[j, h] + c] (a level above the height is the top's)
         self.cell_loss = [[h.loss(level) for level in range(h.height + 1)] for h in hierarchies]
@@ -316,11 +316,12 @@ class HierarchicalRecoding:
         return final, removed
 
 
-def _nested(levels: np.ndarray) -> bool:
-    """Whether each level's code (columns of `levels`, classes x levels) determines the next's."""
-    for h in range(levels.shape[1] - 1):
-        pairs = np.unique(levels[:, h:h + 2], axis=0)
-        if len(pairs) != len(np.unique(levels[:, h])):
+def _nested(codes: np.ndarray) -> bool:
+    """Whether each level's code (columns of a hierarchy's `codes`, values x levels) determines
+    the next level's."""
+    for h in range(codes.shape[1] - 1):
+        low, high = codes[:, h].astype(np.int64), codes[:, h + 1].astype(np.int64)
+        if len(np.unique(low * (int(high.max()) + 1) + high)) != len(np.unique(low)):
             return False
     return True
 
