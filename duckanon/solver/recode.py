@@ -208,6 +208,8 @@ class SubsetRecoding:
         rest = search.group(left, self.heights)
         if rest.size <= budget:
             return groups, [rest]
+        if search.nested and groups:
+            return self._merge_leftover(groups, rest), []
         best = None
         for g, group in enumerate(groups):
             merged = search.group(np.concatenate([group.members, left]), self.heights)
@@ -221,6 +223,34 @@ class SubsetRecoding:
         groups = list(groups)
         groups[best[1]] = best[2]
         return groups, []
+
+    def _merge_leftover(self, groups: list, rest) -> list:
+        """place_leftover's merge for nested hierarchies, every group at once: the classes of a
+        group and of `rest` disagree on a column at the levels where either disagrees within
+        itself or their codes differ (the lowest levels), so the merged group's tight level per
+        column is the largest of the three."""
+        search = self.search
+        columns = np.arange(self.m)
+        first = np.array([group.members[0] for group in groups])
+        codes = search.codes[first]  # (groups, m, levels)
+        across = (codes != search.codes[rest.members[0]]).sum(axis=2)
+        inside = np.array([group.levels for group in groups], dtype=np.int64)
+        tight = np.minimum(np.maximum(np.maximum(inside, rest.levels), across), self.heights)
+        sizes = np.array([group.size for group in groups]) + rest.size
+        merged_cost = sizes[:, None] * search.loss_of[search.loss_at[columns, tight]
+                                                      + np.take_along_axis(codes, tight[:, :, None], axis=2)[:, :, 0]]
+        extra = (merged_cost - np.array([group.cost for group in groups])) @ search.weights
+        if search.k_only:
+            sa = np.zeros((len(groups), search.sa.shape[1]))
+        else:
+            sa = np.array([search.sa[group.members].sum(axis=0) for group in groups]) + search.sa[rest.members].sum(axis=0)
+        valid = np.flatnonzero(search.satisfied(sizes, sa))
+        if not len(valid):  # one group of every class: the whole table satisfies the models
+            return [search.group(np.arange(search.hist.n_classes), self.heights)]
+        g = int(valid[np.argmin(extra[valid])])  # the first of the cheapest
+        groups = list(groups)
+        groups[g] = search.group(np.concatenate([groups[g].members, rest.members]), self.heights)
+        return groups
 
     def _valid(self, group) -> bool:
         search = self.search
@@ -311,7 +341,7 @@ class BoxPacking:
         least = search.min_size - 0.5
         groups = []
         for box in valid[np.argsort(self.costs[valid], kind="stable")]:  # cheapest first, ties in box order
-            if self.sizes[box] < least or not self._holds(box):
+            if self.sizes[box] < least or not (search.k_only or self._holds(box)):  # (k alone: the size says it)
                 continue
             n = int(self.node_of[box])
             members = np.flatnonzero((self.box_of[n] == box) & ~taken)
