@@ -142,6 +142,10 @@ class SubsetRecoding:
         self.seen.setdefault(tuple(levels.tolist()), None)
         groups_of, count, per_row = self.nodes.at(levels)
         inverse = groups_of[members]
+        if count > 4 * len(members):  # few members left: their groups numbered among themselves
+            present_groups, inverse = np.unique(inverse, return_inverse=True)
+            inverse = inverse.ravel()
+            count, per_row = len(present_groups), per_row[present_groups]
         group_sizes = np.bincount(inverse, weights=search.sizes[members], minlength=count)
         present = np.flatnonzero(group_sizes)
         if search.k_only:
