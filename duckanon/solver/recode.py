@@ -19,7 +19,9 @@ lattice for the subset still unpublished:
 Then a packing over every node those rounds evaluated (BoxPacking): each node's classes that
 satisfy the models (its boxes) are candidates at once, taken the cheapest per row first while what
 is left of a box (its classes not yet taken) still satisfies the models, the boxes' counts kept
-current class by class as they are taken (incremental counts over the histogram). Unlike the
+current class by class as they are taken (incremental counts over the histogram); each node's
+groups over the whole histogram are computed once for the rounds and the packing (NodeGroups).
+Unlike the
 rounds, a box of a node is taken without the node's costlier boxes, whose rows may find cheaper
 boxes at other nodes.
 
