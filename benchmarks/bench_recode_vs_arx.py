@@ -44,16 +44,24 @@ def arx_best_local_recoding(results: Path) -> dict[str, dict]:
     return best
 
 
+def recorded_arx(earlier: Path) -> dict[str, dict]:
+    """ARX's best local recoding per case as an earlier run of this script recorded it."""
+    return {r["case"]: r["arx_best_lr"] for r in json.loads(earlier.read_text()) if r.get("arx_best_lr")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--arx-results", type=Path, required=True, help="a harness results folder (raw.jsonl)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--arx-results", type=Path, help="a harness results folder (raw.jsonl)")
+    source.add_argument("--arx-from", type=Path, help="an earlier run's bench_recode_vs_arx.json: ARX's figures it "
+                        "recorded (`arx_best_lr`), when the harness's results folder is not on this machine")
     parser.add_argument("--only", default="", help="cases whose id contains this")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--methods", default=",".join(METHODS), help="auto_hierarchies alone: its details name "
                         "mondrian's loss among its candidates")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_recode_vs_arx.md")
     args = parser.parse_args()
-    arx = arx_best_local_recoding(args.arx_results)
+    arx = arx_best_local_recoding(args.arx_results) if args.arx_results else recorded_arx(args.arx_from)
     methods = args.methods.split(",")
     records = []
     for case in harness.cases():
@@ -67,10 +75,14 @@ def main() -> None:
             record = {"case": case["id"], **runs[0], "seconds_runs": [r["seconds"] for r in runs],
                       "seconds": statistics.median(r["seconds"] for r in runs), "same_loss_every_run": len(losses) == 1,
                       "ok": all(r["ok"] for r in runs)}
+            lr = arx.get(case["id"])
+            if lr:  # kept with the run, so that a later run can read ARX's figures back (--arx-from)
+                record.update(arx_best_lr=lr, loss_ratio=record["oracle_loss"] / lr["loss"],
+                              time_ratio=record["seconds"] / lr["seconds"])
             records.append(record)
             print(json.dumps({k: record[k] for k in ("case", "method", "oracle_loss", "seconds", "ok")}), flush=True)
     lines = ["# Hierarchy labels against ARX's local recoding (ARX's Loss, geometric mean)", "",
-             f"ARX from `{args.arx_results}`; {args.repeat} run(s) per statement, median seconds of the whole "
+             f"ARX from `{args.arx_results or args.arx_from}`; {args.repeat} run(s) per statement, median seconds of the whole "
              "statement; ARX's seconds are its local recoding's (`lr_ms`). Ratio < 1: duckanon loses less.", "",
              "| case | ARX best LR (recipe, s) | " + " | ".join(methods) + " | auto's pick (mondrian's loss) "
              "| loss ratio (auto) | <= 0.8 | time ratio (auto) |",

@@ -163,7 +163,7 @@ def _lattice(problem: Instance, context: SolveContext) -> Solution:
 
 def _gensup(problem: Instance, context: SolveContext) -> Solution:
     def suppress(rolled: Histogram, inner: SolveContext) -> Solution:
-        return _solve(Instance(rolled, problem.request, weights=problem.weights), "auto", inner)
+        return _solve(Instance(rolled, problem.request, weights=problem.weights, simplex_first=False), "auto", inner)
 
     domains = problem.domains
     return gensup_solution(problem.hist, domains.hierarchies, problem.request, domains.suppression_limit or 0.05,
@@ -219,6 +219,8 @@ def _lowest_loss_recoding(problem: Instance, context: SolveContext) -> Solution:
                       for name, loss in losses.items())
     best.notes["choice"] = f"with hierarchies the lowest ARX Loss of {shown}" + (
         f"; {best.method}: {best.notes['recoding']}" if "recoding" in best.notes else "")
+    if isinstance(losses.get("gensup"), float) and simplex_not_applicable(problem.hist, problem.request) is None:
+        best.notes["choice"] += "; gensup's cell suppression without simplex (simplex is not bounded by work)"
     if searched is not None and "search" not in best.notes:
         best.notes["lattice_search"] = searched
     best.method = f"auto: {best.method}"
@@ -333,7 +335,7 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
 
 
 # `auto` runs `simplex` on 2-anonymity alone (no other model, no patterns, no time_limit: it is not
-# time-bounded) when at most this many classes hold fewer than 2 rows, and at most
+# time-bounded; not inside gensup: Instance.simplex_first) when at most this many classes hold fewer than 2 rows, and at most
 # AUTO_SIMPLEX_MAX_CLASSES classes in all (its LP scans every pair of classes)
 AUTO_SIMPLEX_MAX_SINGLETONS = 2_000
 AUTO_SIMPLEX_MAX_CLASSES = 10_000
@@ -341,7 +343,7 @@ AUTO_SIMPLEX_MAX_CLASSES = 10_000
 
 def _simplex_first(problem: Instance, context: SolveContext) -> bool:
     hist = problem.hist
-    return context.seconds_left() is None and simplex_not_applicable(hist, problem.request, problem.patterns) is None \
+    return problem.simplex_first and context.seconds_left() is None and simplex_not_applicable(hist, problem.request, problem.patterns) is None \
         and hist.n_classes <= AUTO_SIMPLEX_MAX_CLASSES and int((hist.sizes < 2).sum()) <= AUTO_SIMPLEX_MAX_SINGLETONS
 
 

@@ -19,7 +19,9 @@ lattice for the subset still unpublished:
 Then a packing over every node those rounds evaluated (BoxPacking): each node's classes that
 satisfy the models (its boxes) are candidates at once, taken the cheapest per row first while what
 is left of a box (its classes not yet taken) still satisfies the models, the boxes' counts kept
-current class by class as they are taken (incremental counts over the histogram). Unlike the
+current class by class as they are taken (incremental counts over the histogram); each node's
+groups over the whole histogram are computed once for the rounds and the packing (NodeGroups).
+Unlike the
 rounds, a box of a node is taken without the node's costlier boxes, whose rows may find cheaper
 boxes at other nodes.
 
@@ -48,6 +50,8 @@ SHARES = (0.05, 0.2)
 MAX_ROUNDS = 400
 # A key is compacted (to its rank) before its space would pass this many codes.
 KEY_SPACE = 1 << 62
+# The class codes NodeGroups keeps (4 bytes each): 64 MiB.
+MAX_CACHED_CODES = 1 << 24
 # Keys are ranked by a table of their space up to this size (or 4 per key), by sorting above.
 DENSE_SPACE = 1 << 14
 
@@ -65,16 +69,16 @@ def _ranks(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     return inverse, int(inverse.max()) + 1 if len(inverse) else 0
 
 
-class SubsetRecoding:
-    """The rounds (module docstring) over a HierarchicalRecoding's codes and label losses."""
+class NodeGroups:
+    """Per node of the lattice, every class's group over the whole histogram (dense ids in key
+    order) and each group's weighted loss per row, computed once and shared by the rounds of
+    every share and the packing: a descent's nodes recur from round to round, and the packing
+    takes the nodes the rounds tried. Holds at most MAX_CACHED_CODES class codes (then computes
+    again): the answers are the same either way."""
 
-    def __init__(self, search, share: float):
+    def __init__(self, search):
         self.search = search
-        self.share = share
-        self.quota = 0.0  # the rows a round must publish at least
-        self.seen: dict = {}  # the nodes evaluated, in order (candidates of the packing)
         self.m = search.m
-        self.heights = np.array(search.heights, dtype=np.int64)
         # per column and level the number of codes (a key's radix)
         self.radix = [[int(search.codes[:, j, h].max()) + 1 if search.codes.shape[0] else 1
                        for h in range(search.codes.shape[2])] for j in range(self.m)]
@@ -82,14 +86,14 @@ class SubsetRecoding:
         # per column and level every class's code, as int64 (a key's digits)
         self.level_codes = [[search.codes[:, j, h].astype(np.int64) for h in range(search.codes.shape[2])]
                             for j in range(self.m)]
-        # (m, levels, classes): a class's rows' weighted loss in column j at level h
-        self.row_cost = np.stack([np.stack([search.weights[j] * search.sizes * search.loss_of[
-            search.loss_at[j, h] + self.level_codes[j][h]] for h in range(search.codes.shape[2])])
-            for j in range(self.m)])
+        self.everyone = np.arange(search.hist.n_classes)
+        self.weights = search.weights.copy()  # (a search's weights change once its splits run)
+        self._cache: dict = {}
+        self._held = 0
 
-    def _groups_at(self, members: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, int]:
-        """Each member's class at the node `levels` (dense ids in key order) and their number."""
-        key = np.zeros(len(members), dtype=np.int64)
+    def _groups_at(self, levels: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each class's group at the node `levels` (dense ids in key order) and their number."""
+        key = np.zeros(len(self.everyone), dtype=np.int64)
         space = 1
         for j in range(self.m):
             radix = self.radix[j][levels[j]]
@@ -97,28 +101,67 @@ class SubsetRecoding:
                 continue
             if space * radix >= KEY_SPACE:
                 key, space = _ranks(key, space)
-            key = key * radix + self.level_codes[j][levels[j]][members]
+            key = key * radix + self.level_codes[j][levels[j]]
             space *= radix
         return _ranks(key, space)
+
+    def at(self, levels: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+        """At the node `levels`: every class's group, the number of groups and each group's
+        weighted loss per row (its labels')."""
+        node = tuple(levels.tolist())
+        found = self._cache.get(node)
+        if found is not None:
+            return found
+        search = self.search
+        inverse, count = self._groups_at(levels)
+        inverse = inverse.astype(np.int32 if count < 2 ** 31 else np.int64)
+        first = np.zeros(count, dtype=np.int64)
+        first[inverse[::-1]] = self.everyone[::-1]  # the first class of each group
+        codes = search.codes[first][:, self.columns, levels]
+        per_row = search.loss_of[search.loss_at[self.columns, levels] + codes] @ self.weights
+        found = (inverse, count, per_row)
+        if self._held + len(inverse) <= MAX_CACHED_CODES:
+            self._cache[node] = found
+            self._held += len(inverse)
+        return found
+
+
+class SubsetRecoding:
+    """The rounds (module docstring) over a HierarchicalRecoding's codes and label losses."""
+
+    def __init__(self, search, share: float, nodes: NodeGroups | None = None):
+        self.search = search
+        self.share = share
+        self.quota = 0.0  # the rows a round must publish at least
+        self.seen: dict = {}  # the nodes evaluated, in order (candidates of the packing)
+        self.m = search.m
+        self.heights = np.array(search.heights, dtype=np.int64)
+        self.nodes = NodeGroups(search) if nodes is None else nodes
 
     def evaluate(self, members: np.ndarray, levels: np.ndarray) -> tuple[float, np.ndarray]:
         """The node's score on `members` and which members it publishes."""
         search = self.search
         self.seen.setdefault(tuple(levels.tolist()), None)
-        inverse, count = self._groups_at(members, levels)
-        sizes = search.sizes[members]
-        group_sizes = np.bincount(inverse, weights=sizes, minlength=count)
+        groups_of, count, per_row = self.nodes.at(levels)
+        inverse = groups_of[members]
+        if count > 4 * len(members):  # few members left: their groups numbered among themselves
+            present_groups, inverse = np.unique(inverse, return_inverse=True)
+            inverse = inverse.ravel()
+            count, per_row = len(present_groups), per_row[present_groups]
+        group_sizes = np.bincount(inverse, weights=search.sizes[members], minlength=count)
+        present = np.flatnonzero(group_sizes)
         if search.k_only:
-            group_sa = np.zeros((count, search.sa.shape[1]))
+            group_sa = np.zeros((len(present), search.sa.shape[1]))
         else:
-            group_sa = np.stack([np.bincount(inverse, weights=search.sa[members, s], minlength=count)
+            group_sa = np.stack([np.bincount(inverse, weights=search.sa[members, s], minlength=count)[present]
                                  for s in range(search.sa.shape[1])], axis=1)
-        published = search.satisfied(group_sizes, group_sa)[inverse]
-        cost = float(self.row_cost[self.columns, levels][:, members[published]].sum())
-        rows = float(sizes[published].sum())
+        held = np.zeros(count, dtype=bool)
+        held[present] = search.satisfied(group_sizes[present], group_sa)
+        published = held[inverse]
+        rows = float(group_sizes[held].sum())
         if rows < self.quota:
             return np.inf, published
-        return cost / rows, published
+        return float(group_sizes[held] @ per_row[held]) / rows if rows else np.inf, published
 
     def best_node(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The greedy descent's best node for `members` (module docstring) and what it publishes."""
@@ -154,7 +197,7 @@ class SubsetRecoding:
             levels, published = self.best_node(left)
             if not published.any():
                 break
-            inverse, _ = self._groups_at(left[published], levels)
+            inverse = self.nodes.at(levels)[0][left[published]]
             order = np.argsort(inverse, kind="stable")
             bounds = np.flatnonzero(np.diff(inverse[order])) + 1
             for part in np.split(left[published][order], bounds):
@@ -171,6 +214,8 @@ class SubsetRecoding:
         rest = search.group(left, self.heights)
         if rest.size <= budget:
             return groups, [rest]
+        if search.nested and groups:
+            return self._merge_leftover(groups, rest), []
         best = None
         for g, group in enumerate(groups):
             merged = search.group(np.concatenate([group.members, left]), self.heights)
@@ -184,6 +229,34 @@ class SubsetRecoding:
         groups = list(groups)
         groups[best[1]] = best[2]
         return groups, []
+
+    def _merge_leftover(self, groups: list, rest) -> list:
+        """place_leftover's merge for nested hierarchies, every group at once: the classes of a
+        group and of `rest` disagree on a column at the levels where either disagrees within
+        itself or their codes differ (the lowest levels), so the merged group's tight level per
+        column is the largest of the three."""
+        search = self.search
+        columns = np.arange(self.m)
+        first = np.array([group.members[0] for group in groups])
+        codes = search.codes[first]  # (groups, m, levels)
+        across = (codes != search.codes[rest.members[0]]).sum(axis=2)
+        inside = np.array([group.levels for group in groups], dtype=np.int64)
+        tight = np.minimum(np.maximum(np.maximum(inside, rest.levels), across), self.heights)
+        sizes = np.array([group.size for group in groups]) + rest.size
+        merged_cost = sizes[:, None] * search.loss_of[search.loss_at[columns, tight]
+                                                      + np.take_along_axis(codes, tight[:, :, None], axis=2)[:, :, 0]]
+        extra = (merged_cost - np.array([group.cost for group in groups])) @ search.weights
+        if search.k_only:
+            sa = np.zeros((len(groups), search.sa.shape[1]))
+        else:
+            sa = np.array([search.sa[group.members].sum(axis=0) for group in groups]) + search.sa[rest.members].sum(axis=0)
+        valid = np.flatnonzero(search.satisfied(sizes, sa))
+        if not len(valid):  # one group of every class: the whole table satisfies the models
+            return [search.group(np.arange(search.hist.n_classes), self.heights)]
+        g = int(valid[np.argmin(extra[valid])])  # the first of the cheapest
+        groups = list(groups)
+        groups[g] = search.group(np.concatenate([groups[g].members, rest.members]), self.heights)
+        return groups
 
     def _valid(self, group) -> bool:
         search = self.search
@@ -204,9 +277,11 @@ def subset_starts(new_search, context: SolveContext = UNBOUNDED):
     made on, its groups, its removed groups): the rounds at each share of SHARES, then the
     packing over every node those rounds evaluated. `new_search()`: a fresh HierarchicalRecoding."""
     seen: dict = {}
+    nodes = None  # (every search starts with the same codes, losses and weights)
     for share in SHARES:
         search = new_search()
-        recoding = SubsetRecoding(search, share)
+        recoding = SubsetRecoding(search, share, nodes)
+        nodes = recoding.nodes
         groups, left = recoding.rounds(context)
         seen.update(recoding.seen)
         yield (f"iterative recoding of subsets, each round at least {share:.0%} of the rows left", search,
@@ -214,7 +289,7 @@ def subset_starts(new_search, context: SolveContext = UNBOUNDED):
     if context.expired():
         return
     search = new_search()
-    packing = BoxPacking(search, list(dict.fromkeys([*seen, tuple(search.heights)])))
+    packing = BoxPacking(search, list(dict.fromkeys([*seen, tuple(search.heights)])), nodes)
     groups, left = packing.pack()
     yield (f"the groups of the {len(packing.nodes)} nodes those rounds tried that satisfy the models, the cheapest "
            "per row first", search, *packing.recoding.place_leftover(groups, left, search.budget))
@@ -226,15 +301,13 @@ class BoxPacking:
     satisfies the models; the counts of every box are kept current as classes are taken
     (incremental class counts over the histogram: one subtraction per node and class taken)."""
 
-    def __init__(self, search, nodes: list[tuple[int, ...]]):
+    def __init__(self, search, nodes: list[tuple[int, ...]], groups: NodeGroups | None = None):
         self.search = search
-        self.recoding = SubsetRecoding(search, 0.0)
-        everyone = np.arange(search.hist.n_classes)
-        columns = np.arange(search.m)
+        self.recoding = SubsetRecoding(search, 0.0, groups)
         self.nodes, box_of, sizes, sa, costs = [], [], [], [], []
         start = 0
         for levels in (np.array(node, dtype=np.int64) for node in nodes):
-            inverse, count = self.recoding._groups_at(everyone, levels)
+            inverse, count, cost = self.recoding.nodes.at(levels)
             node_sizes = np.bincount(inverse, weights=search.sizes, minlength=count)
             node_sa = np.zeros((count, search.sa.shape[1])) if search.k_only else \
                 np.stack([np.bincount(inverse, weights=search.sa[:, s], minlength=count)
@@ -243,10 +316,6 @@ class BoxPacking:
             held = search.satisfied(node_sizes, node_sa)
             if not held.any():
                 continue  # a node without a satisfying box is left out
-            first = np.zeros(count, dtype=np.int64)
-            first[inverse[::-1]] = everyone[::-1]  # the first class of each box
-            codes = search.codes[first][:, columns, levels]
-            cost = search.loss_of[search.loss_at[columns, levels] + codes] @ search.weights
             self.nodes.append(levels)
             box_of.append((inverse + start).astype(np.int32))  # boxes numbered across the nodes
             sizes.append(node_sizes)
@@ -278,7 +347,7 @@ class BoxPacking:
         least = search.min_size - 0.5
         groups = []
         for box in valid[np.argsort(self.costs[valid], kind="stable")]:  # cheapest first, ties in box order
-            if self.sizes[box] < least or not self._holds(box):
+            if self.sizes[box] < least or not (search.k_only or self._holds(box)):  # (k alone: the size says it)
                 continue
             n = int(self.node_of[box])
             members = np.flatnonzero((self.box_of[n] == box) & ~taken)

@@ -163,5 +163,9 @@ class Instance:
     domains: Domains | None = None
     # per QI its attribute weight (ARX's setAttributeWeight), None: every column weighs 1
     weights: object = None
+    # False: `auto`'s cell suppression does not run `simplex` first (gensup's cell suppression of a
+    # generalized table: simplex is not work-bounded, its LP scans every pair of classes, and gensup
+    # runs it once per limit; on Adult 8 QIs, k = 2, that took over 15 minutes)
+    simplex_first: bool = True
     # what the solver derives once per problem (the k-anonymity lower bound: auto reads it, then solve)
     memo: dict = field(default_factory=dict, repr=False, compare=False)

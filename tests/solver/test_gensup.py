@@ -3,6 +3,7 @@ publishes what trying every suppression limit in full publishes (issue 18, targe
 
 import json
 
+import numpy as np
 import pytest
 
 from duckanon.pipeline.problem import prepare
@@ -80,3 +81,21 @@ def test_statement_is_valid_and_reports_its_search(adult, method):
     _, _, problems = check_published(published, list(range(len(QI))), k=10)
     assert problems == []
     assert details["nodes_evaluated"] > 0 and details["search_seconds"] >= 0
+
+
+def test_gensup_inside_auto_suppresses_cells_without_simplex(adult):
+    """2-anonymity: `auto` alone runs simplex first on these few classes, gensup's cell suppression
+    does not (simplex is not bounded by work; gensup runs one per limit), and auto's choice says so."""
+    from duckanon import solver
+
+    problem = prepare(adult, "ANONYMIZE adult WITH (k = 2, qi = (sex, race, \"marital-status\"), method = 'auto', "
+                             f"suppression_limit = 0.01, hierarchies = '{ADULT}/adult_hierarchy_{{column}}.csv')")
+    hist, request = problem.histogram, Request.of(problem.models)
+    assert solver._simplex_first(Instance(hist, request), UNBOUNDED)
+    assert not solver._simplex_first(Instance(hist, request, simplex_first=False), UNBOUNDED)
+    chosen = solver._lowest_loss_recoding(Instance(hist, request, domains=problem.domains), UNBOUNDED)
+    assert chosen.method == "auto: gensup"  # (its loss 4.42e-05, the lattice's and mondrian's 6.63e-05)
+    assert "simplex" not in chosen.notes["cell_suppression"]
+    assert "gensup's cell suppression without simplex" in chosen.notes["choice"]
+    rows = np.bincount(chosen.part_group, weights=chosen.part_count)
+    assert rows.sum() == hist.n_rows and (rows[rows > 0] >= 2).all()  # every group of 2 rows or more
