@@ -374,26 +374,28 @@ class _Pairs:
         return len(new)
 
 
-def _solve_lp(distances, counts, pairs: _Pairs) -> tuple[np.ndarray, float]:
-    """The fractional b-matching LP on `pairs` plus self pairs: its dual y (one per class) and
-    its optimum."""
-    from scipy import sparse
-    from scipy.optimize import linprog
+class _MatchingLP:
+    """The fractional b-matching LP (module docstring, 1) kept in one HiGHS instance (WarmLP):
+    the self pairs of the classes with n_c >= 2 first, then the pair columns in the order added,
+    each solve starting from the last basis."""
 
-    n = len(counts)
-    selfs = np.flatnonzero(counts >= 2)
-    cost = np.concatenate([2 * distances.pairs(pairs.i, pairs.j), np.zeros(len(selfs))])
-    columns = np.arange(len(cost))
-    p = len(pairs.i)
-    rows = np.concatenate([pairs.i, pairs.j, selfs])
-    cols = np.concatenate([columns[:p], columns[:p], columns[p:]])
-    values = np.concatenate([np.ones(2 * p), np.full(len(selfs), 2.0)])
-    matrix = sparse.csr_array((values, (rows, cols)), shape=(n, len(cost)))
-    result = linprog(cost, A_eq=matrix, b_eq=counts.astype(float), bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise AnonymizeError(f"simplex: the matching LP was not solved ({result.message})")
-    pairs.x = np.asarray(result.x[:p], dtype=np.float64)  # (the last solve's primal, for _rounded_cover)
-    return np.asarray(result.eqlin.marginals, dtype=np.float64), float(result.fun)
+    def __init__(self, distances, counts: np.ndarray):
+        from duckanon.solver.warm_lp import WarmLP
+
+        self.distances, self.lp = distances, WarmLP(counts.astype(np.float64))
+        selfs = np.flatnonzero(counts >= 2)
+        self.lp.add_columns(np.zeros(len(selfs)), selfs, np.full(len(selfs), 2.0), 1)
+        self.selfs, self.priced = len(selfs), 0
+
+    def solve(self, pairs: _Pairs) -> tuple[np.ndarray, float]:
+        """Its dual y (one per class) and optimum with every column of `pairs` (those not yet in
+        the LP added); the pairs' primal is left in pairs.x (_rounded_cover)."""
+        i, j = pairs.i[self.priced:], pairs.j[self.priced:]
+        self.lp.add_columns(2 * self.distances.pairs(i, j), np.column_stack([i, j]).ravel(), np.ones(2 * len(i)), 2)
+        self.priced = len(pairs.i)
+        x, y, objective = self.lp.solve()
+        pairs.x = x[self.selfs:]
+        return y, objective
 
 
 def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, float, int, int]:
@@ -422,8 +424,9 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
     solves = stalled = 0
     best, best_y, best_x = -np.inf, None, None
     whole = distances.integral()
+    lp = _MatchingLP(distances, counts)
     while True:
-        y, objective = _solve_lp(distances, counts, pairs)
+        y, objective = lp.solve(pairs)
         solves += 1
         i, j, rc = _scan(distances, y, 0.0)
         # this dual made feasible (lowered where the scan found violated pairs): the best kept
