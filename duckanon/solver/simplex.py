@@ -104,6 +104,10 @@ _TRACE = None  # (benchmarks/profiling: called with each MILP's classes, groups 
 MILP_BATCH_CLASSES = 2_000
 # a batch of more groups than this is not given to the MILP (its root alone took 85 s at 80,000)
 MILP_MAX_GROUPS = 120_000
+# such a batch is improved in pieces of at most this many classes (_in_pieces: a better cover, not
+# a proof), each MILP stopped after PIECE_MILP_NODES nodes (a count: the same cover whatever the load)
+PIECE_CLASSES = 1_000
+PIECE_MILP_NODES = 200
 # a pruning round whose scan finds more pairs than this (within twice the gap) is not run
 SIMPLEX_MAX_PAIRS = 2_000_000
 # up to this many classes every pair and triple is listed (one MILP, no LP)
@@ -530,7 +534,8 @@ def list_groups(distances: _Distances, counts, y, gap: float, cap: int | None = 
     return members, cost
 
 
-def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, below: float | None = None):
+def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, below: float | None = None,
+                      nodes: int = SIMPLEX_MILP_NODES):
     """HiGHS's MILP: how many copies of each listed group cover every class exactly n_c times,
     costing at most `below` when given (x or None when the listed groups cover no such solution,
     proven optimal?, message)."""
@@ -553,7 +558,7 @@ def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray,
     if below is not None:
         constraints.append(LinearConstraint(cost[None, :], -np.inf, below))
     result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)), constraints=constraints,
-                  options={"disp": False, "mip_rel_gap": 0.0, "node_limit": SIMPLEX_MILP_NODES})
+                  options={"disp": False, "mip_rel_gap": 0.0, "node_limit": nodes})
     if _TRACE is not None:
         _TRACE(len(counts), g, getattr(result, "mip_node_count", None))
     if result.x is None:
@@ -608,6 +613,8 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         value = float(cost @ copies)
         if best is None or value < best["cost"] - 1e-9:
             best = {"members": members, "copies": copies, "cost": value}
+            # the next round's spare cover: the best so far (its pieces then only improve on it)
+            rounded = (np.repeat(members, copies, axis=0), np.repeat(cost, copies))
         if not solved:
             why = f"the set partitioning stopped ({message})"
             break
@@ -698,8 +705,9 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
         groups = np.flatnonzero(group_batch == which)
         local = np.full(n + 1, -1, dtype=np.int64)  # (index -1, a pair's empty third, stays -1)
         local[classes] = np.arange(len(classes))
-        if len(groups) > MILP_MAX_GROUPS:  # too large for the MILP: the spare cover there
-            x, solved, message = None, False, f"a component of {len(classes):,} classes and {len(groups):,} groups"
+        if len(groups) > MILP_MAX_GROUPS:  # too large for one MILP: its spare cover improved in pieces
+            x, solved = _in_pieces(local[members[groups]], cost[groups], counts[classes], spare[groups]), False
+            message = f"a component of {len(classes):,} classes and {len(groups):,} groups"
         else:
             x, solved, message = _set_partitioning(local[members[groups]], cost[groups], counts[classes])
         if x is None:  # (no incumbent within the node budget) the batch's spare cover
@@ -709,6 +717,55 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
             proven = False
             messages.append(message)
     return members, cost, copies, proven, messages[0] if messages else ""
+
+
+def _in_pieces(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare: np.ndarray) -> np.ndarray:
+    """Copies of the groups (members in local ids) covering every class n_c times, no costlier
+    than the spare groups' cover (`spare` marks them, one copy each), from one MILP per piece:
+    the spare groups taken in breadth-first order of the listed groups' graph (locality) and cut
+    into pieces of at most PIECE_CLASSES classes; a piece covers the rows its spare groups hold,
+    by the listed groups whose classes are all in it (its spare groups among them, so the MILP
+    never does worse). Groups across two pieces are not used: the cover is not proven optimal."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    n = len(counts)
+    third = np.where(members[:, 2] >= 0, members[:, 2], members[:, 0])
+    graph = sparse.coo_array((np.ones(2 * len(cost)), (np.concatenate([members[:, 0], members[:, 0]]),
+                                                       np.concatenate([members[:, 1], third]))), shape=(n, n)).tocsr()
+    _, label = connected_components(graph, directed=False)
+    position = np.full(n, -1, dtype=np.int64)
+    at = 0
+    for start in np.unique(label, return_index=True)[1].tolist():  # (each component from its first class)
+        reached = breadth_first_order(graph, start, directed=False, return_predecessors=False)
+        position[reached] = np.arange(at, at + len(reached))
+        at += len(reached)
+    held = members.copy()
+    held[held < 0] = n  # (a pair's empty third: position n, past every class)
+    place = np.append(position, np.iinfo(np.int64).max)
+    which = np.flatnonzero(spare)
+    which = which[np.argsort(place[held[which]].min(axis=1), kind="stable")]
+    copies = spare.astype(np.int64)
+    piece = np.zeros(n + 1, dtype=np.int64)  # this piece's rows of each class (n: the empty third)
+    start = 0
+    while start < len(which):
+        seen, stop = set(), start
+        while stop < len(which) and (len(seen) < PIECE_CLASSES or stop == start):
+            seen.update(int(c) for c in members[which[stop]] if c >= 0)
+            stop += 1
+        piece[:] = 0
+        np.add.at(piece, held[which[start:stop]].ravel(), 1)
+        piece[n] = 1
+        inside = np.flatnonzero((piece[held] > 0).all(axis=1))
+        classes = np.flatnonzero(piece[:n])
+        local = np.full(n + 1, -1, dtype=np.int64)
+        local[classes] = np.arange(len(classes))
+        x, _, _ = _set_partitioning(local[held[inside]], cost[inside], piece[classes], nodes=PIECE_MILP_NODES)
+        if x is not None:
+            copies[which[start:stop]] -= 1
+            copies[inside] += x
+        start = stop
+    return copies
 
 
 def _rounded_cover(distances, counts: np.ndarray, pairs) -> tuple[np.ndarray, np.ndarray]:
