@@ -14,7 +14,8 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
 
 1. The linear program of the fractional perfect b-matching over class pairs (x_cd >= 0, every
    class covered n_c times, a class with n_c >= 2 may pair with itself at cost 0), by HiGHS with
-   column generation. The first columns come from a sparse candidate graph (the classes adjacent
+   column generation, the LP kept in one HiGHS instance (warm_lp.WarmLP: each round starts from
+   the last basis; re-solving from scratch took 14-30 s per round at 50,000 classes). The first columns come from a sparse candidate graph (the classes adjacent
    in their lexicographic orders, each column first in turn); each round solves the LP, then
    scans every pair of classes against its dual y (_scan: the classes in decreasing y, by
    blocks, one uint8 comparison per column; 2 h <= y_i + y_max + limit filters a block before any
@@ -37,8 +38,9 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    partitioning over them is solved by HiGHS's MILP, split into the connected components of the
    listed groups, in batches of at most MILP_BATCH_CLASSES classes. A cover rounded from the LP's
    last primal (_rounded_cover: its half-integral cycles cut into pairs and one triple) is listed
-   beside them, so every component has a solution; a batch of more than MILP_MAX_GROUPS groups is
-   not given to the MILP and keeps that rounded cover there. A cover cheaper than the best V
+   beside them (in later rounds the best cover found so far), so every component has a solution;
+   a batch of more than MILP_MAX_GROUPS groups is not given to one MILP: that cover is improved
+   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing. A cover cheaper than the best V
    found costs at most V - u (u = 1 with integral costs: every cover costs an integer; else 0),
    so its groups have rc <= V - u - L: if that is <= g and every batch was solved to optimality,
    V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
