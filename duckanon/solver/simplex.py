@@ -14,7 +14,8 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
 
 1. The linear program of the fractional perfect b-matching over class pairs (x_cd >= 0, every
    class covered n_c times, a class with n_c >= 2 may pair with itself at cost 0), by HiGHS with
-   column generation. The first columns come from a sparse candidate graph (the classes adjacent
+   column generation, the LP kept in one HiGHS instance (warm_lp.WarmLP: each round starts from
+   the last basis; re-solving from scratch took 14-30 s per round at 50,000 classes). The first columns come from a sparse candidate graph (the classes adjacent
    in their lexicographic orders, each column first in turn); each round solves the LP, then
    scans every pair of classes against its dual y (_scan: the classes in decreasing y, by
    blocks, one uint8 comparison per column; 2 h <= y_i + y_max + limit filters a block before any
@@ -37,8 +38,9 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    partitioning over them is solved by HiGHS's MILP, split into the connected components of the
    listed groups, in batches of at most MILP_BATCH_CLASSES classes. A cover rounded from the LP's
    last primal (_rounded_cover: its half-integral cycles cut into pairs and one triple) is listed
-   beside them, so every component has a solution; a batch of more than MILP_MAX_GROUPS groups is
-   not given to the MILP and keeps that rounded cover there. A cover cheaper than the best V
+   beside them (in later rounds the best cover found so far), so every component has a solution;
+   a batch of more than MILP_MAX_GROUPS groups is not given to one MILP: that cover is improved
+   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing. A cover cheaper than the best V
    found costs at most V - u (u = 1 with integral costs: every cover costs an integer; else 0),
    so its groups have rc <= V - u - L: if that is <= g and every batch was solved to optimality,
    V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
@@ -104,6 +106,10 @@ _TRACE = None  # (benchmarks/profiling: called with each MILP's classes, groups 
 MILP_BATCH_CLASSES = 2_000
 # a batch of more groups than this is not given to the MILP (its root alone took 85 s at 80,000)
 MILP_MAX_GROUPS = 120_000
+# such a batch is improved in pieces of at most this many classes (_in_pieces: a better cover, not
+# a proof), each MILP stopped after PIECE_MILP_NODES nodes (a count: the same cover whatever the load)
+PIECE_CLASSES = 1_000
+PIECE_MILP_NODES = 200
 # a pruning round whose scan finds more pairs than this (within twice the gap) is not run
 SIMPLEX_MAX_PAIRS = 2_000_000
 # up to this many classes every pair and triple is listed (one MILP, no LP)
@@ -374,26 +380,28 @@ class _Pairs:
         return len(new)
 
 
-def _solve_lp(distances, counts, pairs: _Pairs) -> tuple[np.ndarray, float]:
-    """The fractional b-matching LP on `pairs` plus self pairs: its dual y (one per class) and
-    its optimum."""
-    from scipy import sparse
-    from scipy.optimize import linprog
+class _MatchingLP:
+    """The fractional b-matching LP (module docstring, 1) kept in one HiGHS instance (WarmLP):
+    the self pairs of the classes with n_c >= 2 first, then the pair columns in the order added,
+    each solve starting from the last basis."""
 
-    n = len(counts)
-    selfs = np.flatnonzero(counts >= 2)
-    cost = np.concatenate([2 * distances.pairs(pairs.i, pairs.j), np.zeros(len(selfs))])
-    columns = np.arange(len(cost))
-    p = len(pairs.i)
-    rows = np.concatenate([pairs.i, pairs.j, selfs])
-    cols = np.concatenate([columns[:p], columns[:p], columns[p:]])
-    values = np.concatenate([np.ones(2 * p), np.full(len(selfs), 2.0)])
-    matrix = sparse.csr_array((values, (rows, cols)), shape=(n, len(cost)))
-    result = linprog(cost, A_eq=matrix, b_eq=counts.astype(float), bounds=(0, None), method="highs")
-    if result.status != 0:
-        raise AnonymizeError(f"simplex: the matching LP was not solved ({result.message})")
-    pairs.x = np.asarray(result.x[:p], dtype=np.float64)  # (the last solve's primal, for _rounded_cover)
-    return np.asarray(result.eqlin.marginals, dtype=np.float64), float(result.fun)
+    def __init__(self, distances, counts: np.ndarray):
+        from duckanon.solver.warm_lp import WarmLP
+
+        self.distances, self.lp = distances, WarmLP(counts.astype(np.float64))
+        selfs = np.flatnonzero(counts >= 2)
+        self.lp.add_columns(np.zeros(len(selfs)), selfs, np.full(len(selfs), 2.0), 1)
+        self.selfs, self.priced = len(selfs), 0
+
+    def solve(self, pairs: _Pairs) -> tuple[np.ndarray, float]:
+        """Its dual y (one per class) and optimum with every column of `pairs` (those not yet in
+        the LP added); the pairs' primal is left in pairs.x (_rounded_cover)."""
+        i, j = pairs.i[self.priced:], pairs.j[self.priced:]
+        self.lp.add_columns(2 * self.distances.pairs(i, j), np.column_stack([i, j]).ravel(), np.ones(2 * len(i)), 2)
+        self.priced = len(pairs.i)
+        x, y, objective = self.lp.solve()
+        pairs.x = x[self.selfs:]
+        return y, objective
 
 
 def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, float, int, int]:
@@ -422,8 +430,9 @@ def lp_bound(distances: _Distances, counts: np.ndarray) -> tuple[np.ndarray, flo
     solves = stalled = 0
     best, best_y, best_x = -np.inf, None, None
     whole = distances.integral()
+    lp = _MatchingLP(distances, counts)
     while True:
-        y, objective = _solve_lp(distances, counts, pairs)
+        y, objective = lp.solve(pairs)
         solves += 1
         i, j, rc = _scan(distances, y, 0.0)
         # this dual made feasible (lowered where the scan found violated pairs): the best kept
@@ -527,7 +536,8 @@ def list_groups(distances: _Distances, counts, y, gap: float, cap: int | None = 
     return members, cost
 
 
-def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, below: float | None = None):
+def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, below: float | None = None,
+                      nodes: int = SIMPLEX_MILP_NODES):
     """HiGHS's MILP: how many copies of each listed group cover every class exactly n_c times,
     costing at most `below` when given (x or None when the listed groups cover no such solution,
     proven optimal?, message)."""
@@ -550,7 +560,7 @@ def _set_partitioning(members: np.ndarray, cost: np.ndarray, counts: np.ndarray,
     if below is not None:
         constraints.append(LinearConstraint(cost[None, :], -np.inf, below))
     result = milp(cost, integrality=np.ones(g), bounds=Bounds(0, ub.astype(float)), constraints=constraints,
-                  options={"disp": False, "mip_rel_gap": 0.0, "node_limit": SIMPLEX_MILP_NODES})
+                  options={"disp": False, "mip_rel_gap": 0.0, "node_limit": nodes})
     if _TRACE is not None:
         _TRACE(len(counts), g, getattr(result, "mip_node_count", None))
     if result.x is None:
@@ -605,6 +615,8 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         value = float(cost @ copies)
         if best is None or value < best["cost"] - 1e-9:
             best = {"members": members, "copies": copies, "cost": value}
+            # the next round's spare cover: the best so far (its pieces then only improve on it)
+            rounded = (np.repeat(members, copies, axis=0), np.repeat(cost, copies))
         if not solved:
             why = f"the set partitioning stopped ({message})"
             break
@@ -695,8 +707,9 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
         groups = np.flatnonzero(group_batch == which)
         local = np.full(n + 1, -1, dtype=np.int64)  # (index -1, a pair's empty third, stays -1)
         local[classes] = np.arange(len(classes))
-        if len(groups) > MILP_MAX_GROUPS:  # too large for the MILP: the spare cover there
-            x, solved, message = None, False, f"a component of {len(classes):,} classes and {len(groups):,} groups"
+        if len(groups) > MILP_MAX_GROUPS:  # too large for one MILP: its spare cover improved in pieces
+            x, solved = _in_pieces(local[members[groups]], cost[groups], counts[classes], spare[groups]), False
+            message = f"a component of {len(classes):,} classes and {len(groups):,} groups"
         else:
             x, solved, message = _set_partitioning(local[members[groups]], cost[groups], counts[classes])
         if x is None:  # (no incumbent within the node budget) the batch's spare cover
@@ -706,6 +719,55 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
             proven = False
             messages.append(message)
     return members, cost, copies, proven, messages[0] if messages else ""
+
+
+def _in_pieces(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare: np.ndarray) -> np.ndarray:
+    """Copies of the groups (members in local ids) covering every class n_c times, no costlier
+    than the spare groups' cover (`spare` marks them, one copy each), from one MILP per piece:
+    the spare groups taken in breadth-first order of the listed groups' graph (locality) and cut
+    into pieces of at most PIECE_CLASSES classes; a piece covers the rows its spare groups hold,
+    by the listed groups whose classes are all in it (its spare groups among them, so the MILP
+    never does worse). Groups across two pieces are not used: the cover is not proven optimal."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import breadth_first_order, connected_components
+
+    n = len(counts)
+    third = np.where(members[:, 2] >= 0, members[:, 2], members[:, 0])
+    graph = sparse.coo_array((np.ones(2 * len(cost)), (np.concatenate([members[:, 0], members[:, 0]]),
+                                                       np.concatenate([members[:, 1], third]))), shape=(n, n)).tocsr()
+    _, label = connected_components(graph, directed=False)
+    position = np.full(n, -1, dtype=np.int64)
+    at = 0
+    for start in np.unique(label, return_index=True)[1].tolist():  # (each component from its first class)
+        reached = breadth_first_order(graph, start, directed=False, return_predecessors=False)
+        position[reached] = np.arange(at, at + len(reached))
+        at += len(reached)
+    held = members.copy()
+    held[held < 0] = n  # (a pair's empty third: position n, past every class)
+    place = np.append(position, np.iinfo(np.int64).max)
+    which = np.flatnonzero(spare)
+    which = which[np.argsort(place[held[which]].min(axis=1), kind="stable")]
+    copies = spare.astype(np.int64)
+    piece = np.zeros(n + 1, dtype=np.int64)  # this piece's rows of each class (n: the empty third)
+    start = 0
+    while start < len(which):
+        seen, stop = set(), start
+        while stop < len(which) and (len(seen) < PIECE_CLASSES or stop == start):
+            seen.update(int(c) for c in members[which[stop]] if c >= 0)
+            stop += 1
+        piece[:] = 0
+        np.add.at(piece, held[which[start:stop]].ravel(), 1)
+        piece[n] = 1
+        inside = np.flatnonzero((piece[held] > 0).all(axis=1))
+        classes = np.flatnonzero(piece[:n])
+        local = np.full(n + 1, -1, dtype=np.int64)
+        local[classes] = np.arange(len(classes))
+        x, _, _ = _set_partitioning(local[held[inside]], cost[inside], piece[classes], nodes=PIECE_MILP_NODES)
+        if x is not None:
+            copies[which[start:stop]] -= 1
+            copies[inside] += x
+        start = stop
+    return copies
 
 
 def _rounded_cover(distances, counts: np.ndarray, pairs) -> tuple[np.ndarray, np.ndarray]:

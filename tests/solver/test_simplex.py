@@ -142,6 +142,29 @@ def test_pruned_path_on_a_larger_table_matches_the_whole_listing():
         assert pruned["bound"] <= pruned["cost"] and pruned["groups"] < whole["groups"]
 
 
+def test_a_component_too_large_for_one_milp_is_improved_in_pieces(monkeypatch):
+    """With the MILP's cap below every listing, each component is covered in pieces (_in_pieces):
+    the cover still holds every row once (checked here from its groups), costs what its groups
+    cost, is no cheaper than the whole listing's optimum, and is not claimed optimal."""
+    import importlib
+
+    simplex_module = importlib.import_module("duckanon.solver.simplex")  # (the package exports a function of that name)
+
+    monkeypatch.setattr(simplex_module, "MILP_MAX_GROUPS", 5)
+    monkeypatch.setattr(simplex_module, "PIECE_CLASSES", 6)
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        codes, counts = np.unique(rng.integers(0, 3, size=(30, 4)), axis=0, return_counts=True)
+        pieces = optimal_cover(codes, counts, np.ones(4), whole=0)
+        whole = optimal_cover(codes, counts, np.ones(4), whole=10**6)
+        chosen = np.repeat(pieces["members"], pieces["copies"], axis=0)
+        assert (np.bincount(chosen[chosen >= 0], minlength=len(counts)) == counts).all()
+        stars = sum(len(g[g >= 0]) * int((codes[g[g >= 0]].min(axis=0) != codes[g[g >= 0]].max(axis=0)).sum())
+                    for g in chosen)
+        assert stars == pieces["cost"] >= whole["cost"] and whole["proven"]
+        assert not pieces["proven"] and "groups" in pieces["stopped"]
+
+
 def test_weights_are_weighted_stars():
     qi, sa = hospital_digits()
     hist = Histogram.from_rows(qi, sa)
