@@ -386,9 +386,9 @@ class _MatchingLP:
     each solve starting from the last basis."""
 
     def __init__(self, distances, counts: np.ndarray):
-        from duckanon.solver.warm_lp import WarmLP
+        from duckanon.solver.warm_lp import warm_lp
 
-        self.distances, self.lp = distances, WarmLP(counts.astype(np.float64))
+        self.distances, self.lp = distances, warm_lp(counts.astype(np.float64))
         selfs = np.flatnonzero(counts >= 2)
         self.lp.add_columns(np.zeros(len(selfs)), selfs, np.full(len(selfs), 2.0), 1)
         self.selfs, self.priced = len(selfs), 0

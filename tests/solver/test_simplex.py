@@ -142,6 +142,22 @@ def test_pruned_path_on_a_larger_table_matches_the_whole_listing():
         assert pruned["bound"] <= pruned["cost"] and pruned["groups"] < whole["groups"]
 
 
+def test_without_scipys_private_highs_bindings_the_lp_is_rebuilt_with_the_same_optimum(monkeypatch):
+    """warm_lp reads a private scipy module; where a scipy release moves it, the pruned path solves
+    each round through the public linprog: proven covers of the same cost, the same LP bound."""
+    from duckanon.solver import warm_lp
+
+    assert warm_lp._bindings() is not None  # this scipy has them: the test below forces the other path
+    rng = np.random.default_rng(11)
+    tables = [np.unique(rng.integers(0, 3, size=(40, 4)), axis=0, return_counts=True) for _ in range(2)]
+    kept = [optimal_cover(codes, counts, np.ones(4), whole=0) for codes, counts in tables]
+    monkeypatch.setattr(warm_lp, "_bindings", lambda: None)
+    for (codes, counts), before in zip(tables, kept):
+        rebuilt = optimal_cover(codes, counts, np.ones(4), whole=0)
+        assert (rebuilt["cost"], rebuilt["proven"]) == (before["cost"], True)
+        assert rebuilt["bound"] == pytest.approx(before["bound"], abs=1e-6)
+
+
 def test_a_component_too_large_for_one_milp_is_improved_in_pieces(monkeypatch):
     """With the MILP's cap below every listing, each component is covered in pieces (_in_pieces):
     the cover still holds every row once (checked here from its groups), costs what its groups
