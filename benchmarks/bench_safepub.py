@@ -11,7 +11,7 @@ node with classes below k removed. Both outputs are scored by ONE oracle, the si
 harness's arxloss.loss (ARX's Loss; rows not published count as suppressed) over all N rows.
 
     ARXSIDE_WORK=/tmp/arxside-l40 python benchmarks/bench_safepub.py [--runs 10] [--steps 100]
-        [--only adult] [--publish last,select,select:0.9,best_pivot,anonymize] [--epsilons 0.5,1,2]
+        [--only adult] [--publish last,select,select:0.9,select:0.9:pf,best_pivot,anonymize] [--epsilons 0.5,1,2]
         [--search-share 0.1] [--delta 1e-6] [--out bench_safepub]
 
 `anonymize` runs the whole private ANONYMIZE statement instead (the data set loaded into DuckDB as
@@ -76,13 +76,15 @@ def sample_histogram(data: Data, beta: float, rng: np.random.Generator) -> tuple
 
 
 def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int, choice: str) -> dict:
-    """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')."""
-    publish, _, share = choice.partition(":")
+    """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')
+    and its mechanism ('select:0.9:pf': permute-and-flip for every draw; default exponential)."""
+    publish, share, mechanism = (choice.split(":") + ["", ""])[:3]
     rng = np.random.default_rng(secrets.randbits(128))
     started = time.perf_counter()
     chosen, hist, member = sample_histogram(data, beta, rng)
     result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish,
-                                      select_share=float(share or 0.5))  # 0.5: the module's default
+                                      select_share=float(share or 0.5),  # 0.5: the module's default
+                                      mechanism="permute_and_flip" if mechanism == "pf" else "exponential")
     group, sizes = ss.node_groups(data.space, hist, result.levels)
     kept_rows = chosen[(sizes[group] >= k)[member]]
     seconds = time.perf_counter() - started

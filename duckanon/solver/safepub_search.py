@@ -83,6 +83,7 @@ from duckanon.solver.histogram import Histogram
 
 SCORES = ("loss", "precision", "discernibility", "aecs", "entropy")
 PUBLISH = ("last", "select", "best_pivot")
+MECHANISMS = ("exponential", "permute_and_flip")
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,36 @@ def exponential_mechanism(scores, epsilon: float, rng=None) -> int:
     return min(int(np.searchsorted(cumulative, u, side="right")), len(cumulative) - 1)
 
 
+def permute_and_flip(scores, epsilon: float, rng=None) -> int:
+    """The index drawn by permute-and-flip (McKenna & Sheldon, "Permute-and-Flip: A new mechanism
+    for differentially private selection", NeurIPS 2020): the candidates in a uniformly random
+    order, each accepted with probability exp(epsilon * (s_i - s_max) / 2) (s the scores already
+    divided by their sensitivity), the first accepted returned. It is epsilon-differentially
+    private under exactly the exponential mechanism's condition (scores of sensitivity 1 after the
+    division) and its expected score is never below the exponential mechanism's at the same
+    epsilon (their Theorems 1 and 2). It ends: a best candidate is accepted with probability 1, so
+    at most one pass over the candidates is made. `rng` has `.random()` and `.shuffle()`
+    (default: the operating system's cryptographic source)."""
+    if not len(scores):
+        raise AnonymizeError("permute-and-flip needs at least one candidate")
+    rng = rng if rng is not None else random.SystemRandom()
+    values = np.asarray(scores, dtype=np.float64)
+    accept = np.exp(0.5 * epsilon * (values - values.max()))
+    order = list(range(len(values)))
+    rng.shuffle(order)
+    for i in order:
+        if accept[i] >= 1.0 or rng.random() < accept[i]:
+            return i
+    return int(np.argmax(values))  # not reached: a best candidate's probability is 1
+
+
+def select(scores, epsilon: float, mechanism: str, rng=None) -> int:
+    """One private choice among the candidates by `mechanism` (MECHANISMS)."""
+    if mechanism == "permute_and_flip":
+        return permute_and_flip(scores, epsilon, rng)
+    return exponential_mechanism(scores, epsilon, rng)
+
+
 def per_step_epsilon(epsilon: float, parts: int) -> float:
     """epsilon / parts rounded down (ARX's IntervalArithmeticDouble lower bound), so that `parts`
     draws never spend more than epsilon."""
@@ -322,20 +353,25 @@ class SearchResult:
     epsilon_step: float = 0.0  # each draw of the walk
     publish: str = "select"
     epsilon_final: float = 0.0  # the final choice of 'select'; 0 otherwise
+    mechanism: str = "exponential"
 
 
 def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: int, metric: str,
                           epsilon_search: float, steps: int, publish: str = "select", rng=None,
-                          select_share: float = 0.5) -> SearchResult:
+                          select_share: float = 0.5, mechanism: str = "exponential") -> SearchResult:
     """ARX's walk from the top (module docstring); `hist` holds the sampled rows, `n_total` the
     rows of the whole input. Never more than `steps` draws of the walk (and, with 'select', one
-    more). `select_share`: the share of epsilon_search of the final choice of 'select'."""
+    more). `select_share`: the share of epsilon_search of the final choice of 'select' (1: the
+    walk spends nothing, a data-independent random walk). `mechanism`: how every draw (the walk's
+    and the final choice) is made, MECHANISMS."""
     if publish not in PUBLISH:
         raise AnonymizeError(f"unknown publish choice '{publish}' (known: {', '.join(PUBLISH)})")
+    if mechanism not in MECHANISMS:
+        raise AnonymizeError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)})")
     if steps < 0 or epsilon_search < 0:
         raise AnonymizeError("search_steps and epsilon_search must not be negative")
-    if not 0 < select_share < 1:
-        raise AnonymizeError("select_share must lie between 0 and 1")
+    if not 0 < select_share <= 1:
+        raise AnonymizeError("select_share must lie in (0, 1]")
     rng = rng if rng is not None else random.SystemRandom()
     scorer = Scorer(space, hist, n_total, k, metric)  # an unknown metric fails before any work
     scores: dict[tuple[int, ...], float] = {}
@@ -366,19 +402,19 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         if not candidates:
             break
         keys = list(candidates)
-        pivot = keys[exponential_mechanism([candidates[c] for c in keys], epsilon_step, rng)]
+        pivot = keys[select([candidates[c] for c in keys], epsilon_step, mechanism, rng)]
         pivots.append(pivot)
         taken += 1
-    return SearchResult(_published(pivots, scores, publish, final, rng), pivots, scores, taken,
-                        epsilon_step, publish, final)
+    return SearchResult(_published(pivots, scores, publish, final, rng, mechanism), pivots, scores, taken,
+                        epsilon_step, publish, final, mechanism)
 
 
-def _published(pivots, scores, publish: str, epsilon_final: float, rng) -> tuple[int, ...]:
+def _published(pivots, scores, publish: str, epsilon_final: float, rng, mechanism: str) -> tuple[int, ...]:
     if publish == "last":
         return pivots[-1]
     if publish == "select":
         scored = list(scores)  # the pivots and their predecessors, in the order first scored
-        return scored[exponential_mechanism([scores[p] for p in scored], epsilon_final, rng)]
+        return scored[select([scores[p] for p in scored], epsilon_final, mechanism, rng)]
     best = pivots[0]  # ARX's trackOptimum: better score, ties to the lower level
     for p in pivots[1:]:
         if scores[p] > scores[best] or (scores[p] == scores[best] and sum(p) < sum(best)):
