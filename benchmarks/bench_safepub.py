@@ -77,14 +77,16 @@ def sample_histogram(data: Data, beta: float, rng: np.random.Generator) -> tuple
 
 def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int, choice: str) -> dict:
     """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')
-    and its mechanism ('select:0.9:pf': permute-and-flip for every draw; default exponential)."""
+    and its mechanism ('select:0.9:pf': permute-and-flip for every draw; 'select:0.5:rb': the
+    exponential mechanism range-bounded, safepub_search.score_range; default ARX's exponential)."""
     publish, share, mechanism = (choice.split(":") + ["", ""])[:3]
     rng = np.random.default_rng(secrets.randbits(128))
     started = time.perf_counter()
     chosen, hist, member = sample_histogram(data, beta, rng)
     result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish,
                                       select_share=float(share or 0.5),  # 0.5: the module's default
-                                      mechanism="permute_and_flip" if mechanism == "pf" else "exponential")
+                                      mechanism="permute_and_flip" if mechanism == "pf" else "exponential",
+                                      range_bounded=mechanism == "rb")
     group, sizes = ss.node_groups(data.space, hist, result.levels)
     kept_rows = chosen[(sizes[group] >= k)[member]]
     seconds = time.perf_counter() - started

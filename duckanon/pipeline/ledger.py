@@ -50,7 +50,7 @@ LEDGER_COMMENT = 'duckanon privacy ledger {"format": 1}'
 COLUMNS = {
     "source_schema": "VARCHAR", "source_name": "VARCHAR", "epsilon": "DOUBLE", "delta": "DOUBLE",
     "statement": "VARCHAR", "target_database": "VARCHAR", "target_schema": "VARCHAR", "target_name": "VARCHAR",
-    "release": "VARCHAR", "spent_at": "TIMESTAMP", "duckanon_version": "VARCHAR",
+    "release": "VARCHAR", "spent_at": "TIMESTAMP", "duckanon_version": "VARCHAR", "last_check": "VARCHAR",
 }
 
 
@@ -222,9 +222,22 @@ def spent(backend: Backend, database: str, schema: str, name: str) -> tuple[Spen
     return total, unreadable
 
 
-def record(backend: Backend, plan: Plan, found: Account, release: str) -> None:
-    """The release's row, inside its transaction (the ledger created there when it is the first)."""
+def record(backend: Backend, plan: Plan, release: str) -> Account:
+    """The release's row, inside its transaction (the ledger created there when it is the first),
+    after the budget is checked again on the transaction's own snapshot (a release of the same
+    source may have committed since `account`). Every row of the ledger then gets this release in
+    `last_check`: two private releases of one database writing at the same moment update the same
+    rows, so DuckDB lets one commit and aborts the other with a write conflict (nothing written;
+    run it again), and neither can spend past a budget the other's spend already reached (the
+    first spends of a new ledger conflict on creating it). Returns the account as recorded."""
     backend = registry_backend(backend)
+    found = state(backend, plan)
+    refusal = found.refusal()
+    if refusal is not None:
+        verb = "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE"
+        raise AnonymizeError(f"{verb} refused: {refusal}; nothing was written")
+    if not found.records:
+        return found
     table = ledger_table(found.database)
     if ledger_kind(backend, found.database) is None:
         backend.execute(exp.Create(this=exp.Schema(this=table.copy(), expressions=[
@@ -238,8 +251,11 @@ def record(backend: Backend, plan: Plan, found: Account, release: str) -> None:
         "target_database": None if target_catalog.lower() == found.database.lower() else target_catalog,
         "target_schema": target_schema, "target_name": target_name, "release": release,
         "spent_at": datetime.now(timezone.utc).replace(tzinfo=None), "duckanon_version": __version__,
+        "last_check": release,
     }
     insert = exp.insert(exp.select(*[exp.cast(exp.Placeholder(), exp.DataType.build(kind, dialect="duckdb"))
                                      for kind in COLUMNS.values()]),
                         exp.Schema(this=table.copy(), expressions=[quoted_identifier(c) for c in COLUMNS]))
     backend.execute(insert, [values[c] for c in COLUMNS])
+    backend.execute(exp.update(table.copy(), {"last_check": exp.Placeholder()}), [release])
+    return found

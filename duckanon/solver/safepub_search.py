@@ -174,6 +174,38 @@ def sensitivity(metric: str, k: int, n_total: int, m: int) -> Fraction:
     raise AnonymizeError(f"unknown score function '{metric}' (known: {', '.join(SCORES)})")
 
 
+# The score functions whose change under one record added or removed is bounded in a RANGE of width
+# w = k / max(k - 1, 1) sensitivities (score_range), not just in [-1, 1] (width 2)
+RANGE_BOUNDED = ("loss", "precision")
+
+
+def score_range(metric: str, k: int) -> Fraction:
+    """w: every node's score (already divided by the sensitivity) moves within an interval of
+    width at most w between two neighbouring inputs, the same interval for all nodes of one pair.
+    The exponential mechanism with weights exp(epsilon * s / w) is then epsilon-DP: for an output
+    r, with d_r = s'(r) - s(r) in [a, b] and b - a <= w,
+        P(r | D) / P(r | D') = exp(-epsilon d_r / w) * Z(D') / Z(D)
+                             <= exp(-epsilon a / w) * exp(epsilon b / w) <= e^epsilon,
+    and the inverse likewise (McSherry & Talwar's factor 2 is the case [a, b] = [-1, 1]; their
+    monotone case, [0, 1], gives 1; Durfee & Rogers 2019 call such scores range-bounded).
+
+    Loss and precision (N the input's rows, d the QIs, Delta = d * max(k - 1, 1)): the neighbour
+    D' has one row x more, so N' = N + 1, and the sample S' is S (x not sampled) or S + x. The raw
+    score is -(d * out + sum over kept rows of c(row)), out = N - kept, with c(row) in (0, d]
+    (loss: the shares sum_j leaves/domain; precision: sum_j level_j / height_j, in [0, d]).
+      * x not sampled: out + 1 at every node: the raw score moves by -d everywhere;
+      * x sampled, at a node where its class has fewer than k - 1 sampled rows: out + 1: -d;
+      * its class had k - 1: kept + k, out - (k - 1): +d (k - 1) - (the k rows' c) in [-d, d (k - 1)];
+      * its class had k or more: kept + 1, out unchanged: -c(x) in [-d, 0].
+    Every move lies in [-d, d (k - 1)] (k >= 2; k = 1: [-d, 0]): a width of d * max(k, 1), in
+    sensitivities w = k / max(k - 1, 1) (at most 2: the factor 2 drops to w, about 1 for large k).
+    Removing x is the same pair read backwards (the same width). The other score functions are
+    not analysed here: they keep the factor 2 (w = 2), which ARX uses for all of them."""
+    if metric in RANGE_BOUNDED:
+        return Fraction(max(k, 1), max(k - 1, 1))
+    return Fraction(2)
+
+
 def _squares(counts: np.ndarray) -> int:
     """The sum of squares of non-negative counts, exactly (Python integers past int64's range)."""
     counts = np.asarray(counts, dtype=np.int64)
@@ -354,11 +386,13 @@ class SearchResult:
     publish: str = "select"
     epsilon_final: float = 0.0  # the final choice of 'select'; 0 otherwise
     mechanism: str = "exponential"
+    sharpen: float = 1.0  # the draws weigh exp(epsilon * sharpen * s / 2): 2 / score_range when range-bounded
 
 
 def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: int, metric: str,
                           epsilon_search: float, steps: int, publish: str = "select", rng=None,
-                          select_share: float = 0.5, mechanism: str = "exponential") -> SearchResult:
+                          select_share: float = 0.5, mechanism: str = "exponential",
+                          range_bounded: bool = False) -> SearchResult:
     """ARX's walk from the top (module docstring); `hist` holds the sampled rows, `n_total` the
     rows of the whole input. Never more than `steps` draws of the walk (and, with 'select', one
     more). `select_share`: the share of epsilon_search of the final choice of 'select' (1: the
@@ -389,6 +423,16 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         while final + walk > epsilon_search:  # rounding never spends more than the budget
             walk = math.nextafter(walk, 0.0)
     epsilon_step = per_step_epsilon(walk, steps)
+    # the draws take epsilon * 2 / w (exponential_mechanism weighs exp(epsilon * s / 2)); the
+    # privacy spent is epsilon_step and final, as recorded
+    sharpen = 1.0
+    if range_bounded:
+        if mechanism != "exponential":
+            raise AnonymizeError("range_bounded applies to the exponential mechanism only")
+        exact = Fraction(2) / score_range(metric, k)
+        sharpen = float(exact)
+        while Fraction(sharpen) > exact:  # rounded down, never up
+            sharpen = math.nextafter(sharpen, 0.0)
     pivot = space.heights
     scored(pivot)
     pivots = [pivot]
@@ -402,11 +446,11 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         if not candidates:
             break
         keys = list(candidates)
-        pivot = keys[select([candidates[c] for c in keys], epsilon_step, mechanism, rng)]
+        pivot = keys[select([candidates[c] for c in keys], epsilon_step * sharpen, mechanism, rng)]
         pivots.append(pivot)
         taken += 1
-    return SearchResult(_published(pivots, scores, publish, final, rng, mechanism), pivots, scores, taken,
-                        epsilon_step, publish, final, mechanism)
+    return SearchResult(_published(pivots, scores, publish, final * sharpen, rng, mechanism), pivots, scores, taken,
+                        epsilon_step, publish, final, mechanism, sharpen)
 
 
 def _published(pivots, scores, publish: str, epsilon_final: float, rng, mechanism: str) -> tuple[int, ...]:

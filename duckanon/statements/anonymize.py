@@ -80,8 +80,7 @@ def _release(backend: Backend, plan: Plan, started: float, listener, recording: 
     solution.notes.update(loss_notes(plan.qi, problem.histogram, solution, problem.domains))
     summary = summarize(problem.histogram, solution, started, plan)
     if spend is not None:  # the spend is recorded in the release's transaction, or says why not
-        if spend.records:
-            ledger.record(backend, plan, spend, recording.release_id)
+        spend = ledger.record(backend, plan, recording.release_id)
         summary = _with_ledger(summary, spend.details(recorded=spend.records))
     # before anything is committed; the classes are checked only where the source was read
     # twice and could have changed in between (a stable or copied source cannot)

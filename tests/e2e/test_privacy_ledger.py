@@ -69,7 +69,7 @@ def test_budget_refuses_in_one_line_before_any_row_is_read_and_changes_nothing(c
     # a source whose reading fails: the refusal comes first, so no row was read
     con.execute("CREATE VIEW v AS SELECT a, b FROM t WHERE CASE WHEN a >= 0 THEN error('a row was read') END")
     con.execute(f"INSERT INTO {LEDGER} SELECT 'main', 'v', 2.0, 0.0, 'ANONYMIZE', NULL, 'main', 'x', 'r', "
-                "now()::TIMESTAMP, 'by hand'")
+                "now()::TIMESTAMP, 'by hand', NULL")
     with pytest.raises(AnonymizeError, match="^ANONYMIZE refused: budget \\(2, 0.0001\\) of memory.main.v"):
         con.execute(f"ANONYMIZE v INTO out3 WITH ({PRIVATE}, budget = (2, 1e-4))")
     # without a budget the same statement reads the view, fails, and records nothing
@@ -102,6 +102,31 @@ def test_refresh_and_each_call_of_the_function_are_spends(con):
     assert [(row[4], row[2]) for row in _ledger(con)] == [("ANONYMIZE", 0.5), ("REFRESH", 0.5)] + [("ANONYMIZE", 0.25)] * 2
 
 
+def test_releases_at_the_same_moment_cannot_spend_past_the_budget(con):
+    """Three cursors publish from one source at once, with room in the budget for one: every
+    release updates the ledger's rows in its transaction, so DuckDB commits one and aborts the
+    others (without that, each checked the total before the others' spends and all committed)."""
+    import threading
+
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
+    outcomes = []
+
+    def publish(i):
+        cursor = con.cursor()
+        try:
+            cursor.execute(f"ANONYMIZE t INTO out{i} WITH ({PRIVATE}, budget = (1, 0.5))")
+            outcomes.append("published")
+        except AnonymizeError as error:
+            outcomes.append(str(error).split(":")[0])
+    threads = [threading.Thread(target=publish, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("published") <= 1
+    assert con.execute(f"SELECT sum(epsilon) FROM {LEDGER}").fetchone()[0] <= 1
+
+
 def test_other_schemas_and_attached_databases_keep_their_own_totals(con, tmp_path):
     con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
     con.execute("CREATE SCHEMA s2")
@@ -132,8 +157,8 @@ def test_rows_edited_by_hand_are_read_as_data(con):
     con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
     # a name that would be SQL if pasted, and an epsilon set by hand: both plain values
     con.execute(f"INSERT INTO {LEDGER} VALUES ('main', 't''; DROP TABLE t; --', 9, 0, 'x', NULL, 'main', 'x', 'r', "
-                "now()::TIMESTAMP, 'by hand'), ('MAIN', 'T', 1.5, 0, 'x''); DROP TABLE t; --', NULL, 'main', 'x', "
-                "'r', now()::TIMESTAMP, 'by hand')")
+                "now()::TIMESTAMP, 'by hand', NULL), ('MAIN', 'T', 1.5, 0, 'x''); DROP TABLE t; --', NULL, 'main', 'x', "
+                "'r', now()::TIMESTAMP, 'by hand', NULL)")
     shown = _spent(con.execute(f"ANONYMIZE t INTO out2 WITH ({PRIVATE})").fetchone())
     assert shown["spent_before"] == {"epsilon": 2.0, "delta": 1e-5, "releases": 2}
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 3000
