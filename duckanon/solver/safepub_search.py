@@ -29,6 +29,17 @@ caller passes another source (tests only). Like ARX's, it samples from doubles: 
 is the exact one up to floating-point rounding (ARX bounds the resulting excess of epsilon by
 about log((1 + n 2^-51)^2) for n candidates).
 
+Range-bounded weights (`range_bounded=True`, what ANONYMIZE uses): ARX's factor 2 in
+exp(eps * s / 2) covers scores that may move anywhere in [-1, 1] sensitivities between neighbours.
+Loss's and precision's move less: within one interval of width w = k / (k - 1) (score_range's
+docstring has the proof, tests/solver/test_safepub_search.py checks it by enumeration), so every
+draw weighs exp(eps * s / w) at the same epsilon: the same privacy, about twice as sharp for the k
+that SafePub derives (w = 1.014 at k = 74). The scores are not monotone (adding a row raises some
+nodes' scores and lowers others'), so the factor cannot drop to 1. Permute-and-flip
+(permute_and_flip; McKenna & Sheldon 2020) is here for the benchmarks: with ARX's factor 2 it was
+no better than the exponential mechanism in bench_safepub.py's runs, and its privacy with
+range-bounded weights is not proven here, so ANONYMIZE does not use it.
+
 The walk (ARX's): the top node is the first pivot; at each of `steps` steps the pivot's
 predecessors (one level lower in one QI) not yet candidates join the candidates, the pivot
 leaves them, and the exponential mechanism with epsilon_search / steps (rounded down) picks the

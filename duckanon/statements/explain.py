@@ -17,6 +17,7 @@ from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
 from duckanon.solver.lattice_metrics import metric_of
+from duckanon.solver.differential_privacy import SELECT_SHARE
 from duckanon.sql.options import SWEEPABLE
 
 
@@ -170,6 +171,10 @@ def ledger_item(backend: Backend, plan) -> str:
     return said
 
 
+def _share(share: float) -> str:
+    return f"{round(100 * share)}%"
+
+
 def privacy_items(statement) -> list[tuple[str, str]]:
     """Differential privacy's derived parameters, known from the statement alone (bound before the
     dry run reads any row)."""
@@ -180,8 +185,8 @@ def privacy_items(statement) -> list[tuple[str, str]]:
                                      "removed (ARX's parameter calculation; epsilon_anonymization = "
                                      f"{statement.dp_epsilon_anonymization!r})"),
             ("generalization", f"searched: SafePub's search spends epsilon_search = {statement.epsilon_search:g} over "
-                               f"{statement.search_steps} steps by {statement.metric} (half on the walk, half on the final choice "
-                               "among the nodes it scored)"
+                               f"{statement.search_steps} steps by {statement.metric} ({_share(1 - SELECT_SHARE)} on the walk, "
+                               f"{_share(SELECT_SHARE)} on the final choice among the nodes it scored)"
              if statement.epsilon_search else
              "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
              if statement.levels else "none: the classes as they are"),

@@ -201,8 +201,11 @@ def test_budget_is_split_over_the_draws():
     assert select.levels in select.scores  # a pivot or a predecessor of one
     third = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.3, 7, "select", random.Random(0), 1 / 3)
     assert third.epsilon_final + 7 * third.epsilon_step <= 0.3
-    with pytest.raises(AnonymizeError, match="select_share must lie between 0 and 1"):
-        ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", select_share=1.0)
+    # share 1: the walk spends nothing (a data-independent random walk), the final choice all
+    whole = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0), 1.0)
+    assert (whole.epsilon_final, whole.epsilon_step) == (1.0, 0.0)
+    with pytest.raises(AnonymizeError, match=r"select_share must lie in \(0, 1\]"):
+        ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", select_share=1.5)
 
 
 def test_best_pivot_is_arxs_choice():
@@ -351,3 +354,17 @@ def test_range_bounded_select_frequencies_on_neighbours_stay_within_e_epsilon():
         assert math.exp(-0.5 * epsilon) <= exact[0][node] / exact[1][node] <= math.exp(0.5 * epsilon)
         assert freq[0][node] <= math.exp(epsilon) * freq[1][node] + 0.03
         assert freq[1][node] <= math.exp(epsilon) * freq[0][node] + 0.03
+
+
+def test_permute_and_flip_is_uniform_at_zero_and_the_best_at_a_large_epsilon():
+    """Permute-and-flip (bench_safepub.py's 'pf' choices): at epsilon 0 every candidate is accepted
+    when first seen, so the random order alone decides (uniform); at a large epsilon only the best
+    is ever accepted; its acceptance probabilities are exp(epsilon (s - s_max) / 2)."""
+    rng = random.Random(5)
+    scores = [-3.0, -1.0, -2.0]
+    got = [ss.permute_and_flip(scores, 0.0, rng) for _ in range(3000)]
+    assert all(abs(got.count(i) / 3000 - 1 / 3) < 0.04 for i in range(3))
+    assert {ss.permute_and_flip(scores, 200.0, rng) for _ in range(200)} == {1}
+    # two candidates, the worse one 2 below: it wins only when first and accepted, 1/2 x e^-1
+    got = [ss.permute_and_flip([0.0, -2.0], 1.0, rng) for _ in range(6000)]
+    assert abs(got.count(1) / 6000 - 0.5 * math.exp(-1.0)) < 0.02
