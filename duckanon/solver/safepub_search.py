@@ -75,7 +75,11 @@ covers that. So duckanon does not publish the best pivot. It publishes:
     for the search over 100 steps the median Loss of 'select' was below the last pivot's in 4 of
     6 cases (a share of 0.9 did better on CUP, no better on Adult); with ARX's test setting
     (epsilon 2, half of it for 10 steps) a share of 0.9 was the worst of the three and 0.5 within
-    0.02 of 'last': 0.5 is the default that held up in both.
+    0.02 of 'last': 0.5 is the module's default that held up in both with ARX's weights. With
+    range-bounded weights (ANONYMIZE's: differential_privacy.searched_levels) a share of 0.9 or
+    1 was measured better than 0.5 on Adult at epsilon 1 and 2 with 100 steps (BENCHMARKS.md,
+    "Utility at equal privacy"), and ANONYMIZE uses 0.9; ARX's 10-step setting was not measured
+    with them.
 `publish = 'best_pivot'` reproduces ARX's choice for comparisons (benchmarks/bench_safepub.py)
 and is outside the accounting: the statement layer must not offer it.
 """
