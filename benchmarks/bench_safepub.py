@@ -138,16 +138,28 @@ def compile_arx() -> str:
 
 def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float,
              delta: float) -> list[dict]:
+    """`runs` runs of ARX's SafePub. ARX's exponential mechanism sometimes throws ("Encountered a
+    value with insufficient precision", DataDependentEDDPAlgorithm.toDouble: seen on CUP at
+    epsilon 2), ending its JVM: the runs printed before it count, the JVM is started again for
+    the rest, and the throws are counted (`arx_failures` on the first record) up to `runs` of them."""
     out_dir = Path(tempfile.mkdtemp(prefix="arx_dp_out_"))
-    args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
-            f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",
-            f"repeat={runs}", f"out={out_dir}/run"]
-    done = subprocess.run(["java", "-Xmx8g", "-cp", classpath, "ArxDp", *args], capture_output=True, text=True)
-    records = [json.loads(x[len("RUN "):]) for x in done.stdout.splitlines() if x.startswith("RUN ")]
-    if not records:
-        raise RuntimeError((done.stderr or done.stdout)[-800:])
+    records, failures = [], 0
+    while len(records) < runs:
+        args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
+                f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",
+                f"repeat={runs - len(records)}", f"out={out_dir}/batch{failures}_run"]
+        done = subprocess.run(["java", "-Xmx8g", "-cp", classpath, "ArxDp", *args], capture_output=True, text=True)
+        got = [json.loads(x[len("RUN "):]) for x in done.stdout.splitlines() if x.startswith("RUN ")]
+        for r in got:
+            r["path"] = out_dir / f"batch{failures}_run{r['run']}.csv"
+        records += got
+        if done.returncode != 0:
+            failures += 1
+            if failures >= runs:
+                raise RuntimeError((done.stderr or done.stdout)[-800:])
+    records[0]["arx_failures"] = failures
     for r in records:
-        path = out_dir / f"run{r['run']}.csv"
+        path = r.pop("path")
         header, rows = arxloss.read_csv_rows(str(path))
         r["loss"] = arxloss.loss(rows, header, data.qis, data.oracle, len(data.rows))["loss_geo"]
         r["seconds"] = r.pop("ms") / 1e3
