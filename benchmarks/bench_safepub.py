@@ -11,7 +11,7 @@ node with classes below k removed. Both outputs are scored by ONE oracle, the si
 harness's arxloss.loss (ARX's Loss; rows not published count as suppressed) over all N rows.
 
     ARXSIDE_WORK=/tmp/arxside-l40 python benchmarks/bench_safepub.py [--runs 10] [--steps 100]
-        [--only adult] [--publish last,select,select:0.9,best_pivot,anonymize] [--epsilons 0.5,1,2]
+        [--only adult] [--publish last,select,select:0.9,select:0.9:pf,best_pivot,anonymize] [--epsilons 0.5,1,2]
         [--search-share 0.1] [--delta 1e-6] [--out bench_safepub]
 
 `anonymize` runs the whole private ANONYMIZE statement instead (the data set loaded into DuckDB as
@@ -76,13 +76,17 @@ def sample_histogram(data: Data, beta: float, rng: np.random.Generator) -> tuple
 
 
 def duck_run(data: Data, k: int, beta: float, epsilon_search: float, steps: int, choice: str) -> dict:
-    """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')."""
-    publish, _, share = choice.partition(":")
+    """One run; `choice` is a publish choice, 'select' optionally with its share ('select:0.9')
+    and its mechanism ('select:0.9:pf': permute-and-flip for every draw; 'select:0.5:rb': the
+    exponential mechanism range-bounded, safepub_search.score_range; default ARX's exponential)."""
+    publish, share, mechanism = (choice.split(":") + ["", ""])[:3]
     rng = np.random.default_rng(secrets.randbits(128))
     started = time.perf_counter()
     chosen, hist, member = sample_histogram(data, beta, rng)
     result = ss.data_dependent_search(data.space, hist, len(data.rows), k, "loss", epsilon_search, steps, publish,
-                                      select_share=float(share or 0.5))  # 0.5: the module's default
+                                      select_share=float(share or 0.5),  # 0.5: the module's default
+                                      mechanism="permute_and_flip" if mechanism == "pf" else "exponential",
+                                      range_bounded=mechanism == "rb")
     group, sizes = ss.node_groups(data.space, hist, result.levels)
     kept_rows = chosen[(sizes[group] >= k)[member]]
     seconds = time.perf_counter() - started
@@ -134,16 +138,28 @@ def compile_arx() -> str:
 
 def arx_runs(classpath: str, data: Data, epsilon: float, steps: int, runs: int, share: float,
              delta: float) -> list[dict]:
+    """`runs` runs of ARX's SafePub. ARX's exponential mechanism sometimes throws ("Encountered a
+    value with insufficient precision", DataDependentEDDPAlgorithm.toDouble: seen on CUP at
+    epsilon 2), ending its JVM: the runs printed before it count, the JVM is started again for
+    the rest, and the throws are counted (`arx_failures` on the first record) up to `runs` of them."""
     out_dir = Path(tempfile.mkdtemp(prefix="arx_dp_out_"))
-    args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
-            f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",
-            f"repeat={runs}", f"out={out_dir}/run"]
-    done = subprocess.run(["java", "-Xmx8g", "-cp", classpath, "ArxDp", *args], capture_output=True, text=True)
-    records = [json.loads(x[len("RUN "):]) for x in done.stdout.splitlines() if x.startswith("RUN ")]
-    if not records:
-        raise RuntimeError((done.stderr or done.stdout)[-800:])
+    records, failures = [], 0
+    while len(records) < runs:
+        args = [f"data={data.csv}", f"hier={data.hier}", f"qis={','.join(data.qis)}", "metric=loss",
+                f"epsilon={epsilon}", f"delta={delta}", f"budget={share * epsilon}", f"steps={steps}",
+                f"repeat={runs - len(records)}", f"out={out_dir}/batch{failures}_run"]
+        done = subprocess.run(["java", "-Xmx8g", "-cp", classpath, "ArxDp", *args], capture_output=True, text=True)
+        got = [json.loads(x[len("RUN "):]) for x in done.stdout.splitlines() if x.startswith("RUN ")]
+        for r in got:
+            r["path"] = out_dir / f"batch{failures}_run{r['run']}.csv"
+        records += got
+        if done.returncode != 0:
+            failures += 1
+            if failures >= runs:
+                raise RuntimeError((done.stderr or done.stdout)[-800:])
+    records[0]["arx_failures"] = failures
     for r in records:
-        path = out_dir / f"run{r['run']}.csv"
+        path = r.pop("path")
         header, rows = arxloss.read_csv_rows(str(path))
         r["loss"] = arxloss.loss(rows, header, data.qis, data.oracle, len(data.rows))["loss_geo"]
         r["seconds"] = r.pop("ms") / 1e3

@@ -17,7 +17,7 @@ RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "entropy_estimator", "t_d
                       "k_map", "delta_presence", "average_risk", "highest_risk", "population_uniqueness",
                       "sample_uniqueness", "beta_likeness", "beta_variant", "delta_disclosure", "population_size", "estimator",
                       "significance", "weights", "epsilon", "delta", "epsilon_search", "search_steps", "levels",
-                      "dp_k", "dp_beta", "gs_factor")
+                      "budget", "dp_k", "dp_beta", "gs_factor")
 GENERALIZATION_PARAMETERS = ("hierarchies", "suppression_limit", "metric")
 
 
@@ -170,6 +170,9 @@ def _private_summary(summary: dict) -> None:
         summary.pop(name, None)
     for name in PRIVATE_OMITTED_DETAILS:
         summary["details"].pop(name, None)
+    # the ledger's totals tell how often the source was released, not what this release holds:
+    # they stay in the result row and the registry (pipeline/ledger.py), off the published comment
+    summary["details"].get("differential_privacy", {}).pop("ledger", None)
 
 
 def describe_target(backend: Backend, plan: Plan, summary: Summary, release: str | None = None) -> None:

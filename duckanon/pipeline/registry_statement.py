@@ -82,7 +82,8 @@ _NUMBERS = ("k", "l", "t", "c", "seed", "time_limit", "suppression_limit", "k_ma
 _TEXTS = ("report", "spark_master", "sa_hierarchy", "mask_key", "engine", "materialize", "method", "l_variant",
           "entropy_estimator",
           "metric", "t_distance", "beta_variant", "estimator", "population_weight")
-_SHAPED = ("patterns", "sa_order", "hierarchies", "delta_presence", "population", "weights", "mask", "levels")
+_SHAPED = ("patterns", "sa_order", "hierarchies", "delta_presence", "population", "weights", "mask", "levels",
+           "budget")
 OPTION_NAMES = _NAME_LISTS + _NUMBERS + _TEXTS + _SHAPED
 
 
@@ -117,8 +118,8 @@ def statement_data(plan: Plan, database: str, given: list[str]) -> dict:
             value = parts
         elif name == "mask":
             value = {column: str(rule) for column, rule in statement.mask.items()}
-        elif name == "delta_presence":
-            value = list(statement.delta_presence)
+        elif name in ("delta_presence", "budget"):
+            value = list(getattr(statement, name))
         else:
             value = getattr(statement, name)
         options.append([name, value])
@@ -172,7 +173,7 @@ def _option_expression(name: str, value) -> exp.Expr:
         convert = _number_literal if name in ("weights", "levels") else (lambda item, what: exp.Literal.string(checked_text(item, what)))
         return exp.Tuple(expressions=[exp.EQ(this=exp.column(checked_text(column, name), quoted=True),
                                              expression=convert(item, name)) for column, item in value.items()])
-    if name == "delta_presence":
+    if name in ("delta_presence", "budget"):
         if not isinstance(value, list) or len(value) != 2:
             raise Corrupt(name)
         return exp.Tuple(expressions=[_number_literal(item, name) for item in value])

@@ -29,6 +29,17 @@ caller passes another source (tests only). Like ARX's, it samples from doubles: 
 is the exact one up to floating-point rounding (ARX bounds the resulting excess of epsilon by
 about log((1 + n 2^-51)^2) for n candidates).
 
+Range-bounded weights (`range_bounded=True`, what ANONYMIZE uses): ARX's factor 2 in
+exp(eps * s / 2) covers scores that may move anywhere in [-1, 1] sensitivities between neighbours.
+Loss's and precision's move less: within one interval of width w = k / (k - 1) (score_range's
+docstring has the proof, tests/solver/test_safepub_search.py checks it by enumeration), so every
+draw weighs exp(eps * s / w) at the same epsilon: the same privacy, about twice as sharp for the k
+that SafePub derives (w = 1.014 at k = 74). The scores are not monotone (adding a row raises some
+nodes' scores and lowers others'), so the factor cannot drop to 1. Permute-and-flip
+(permute_and_flip; McKenna & Sheldon 2020) is here for the benchmarks: with ARX's factor 2 it was
+no better than the exponential mechanism in bench_safepub.py's runs, and its privacy with
+range-bounded weights is not proven here, so ANONYMIZE does not use it.
+
 The walk (ARX's): the top node is the first pivot; at each of `steps` steps the pivot's
 predecessors (one level lower in one QI) not yet candidates join the candidates, the pivot
 leaves them, and the exponential mechanism with epsilon_search / steps (rounded down) picks the
@@ -64,7 +75,11 @@ covers that. So duckanon does not publish the best pivot. It publishes:
     for the search over 100 steps the median Loss of 'select' was below the last pivot's in 4 of
     6 cases (a share of 0.9 did better on CUP, no better on Adult); with ARX's test setting
     (epsilon 2, half of it for 10 steps) a share of 0.9 was the worst of the three and 0.5 within
-    0.02 of 'last': 0.5 is the default that held up in both.
+    0.02 of 'last': 0.5 is the module's default that held up in both with ARX's weights. With
+    range-bounded weights (ANONYMIZE's: differential_privacy.searched_levels) a share of 0.9 or
+    1 was measured better than 0.5 on Adult at epsilon 1 and 2 with 100 steps (BENCHMARKS.md,
+    "Utility at equal privacy"), and ANONYMIZE uses 0.9; ARX's 10-step setting was not measured
+    with them.
 `publish = 'best_pivot'` reproduces ARX's choice for comparisons (benchmarks/bench_safepub.py)
 and is outside the accounting: the statement layer must not offer it.
 """
@@ -83,6 +98,7 @@ from duckanon.solver.histogram import Histogram
 
 SCORES = ("loss", "precision", "discernibility", "aecs", "entropy")
 PUBLISH = ("last", "select", "best_pivot")
+MECHANISMS = ("exponential", "permute_and_flip")
 
 
 @dataclass(frozen=True)
@@ -171,6 +187,38 @@ def sensitivity(metric: str, k: int, n_total: int, m: int) -> Fraction:
     if metric == "aecs":
         return Fraction(1)
     raise AnonymizeError(f"unknown score function '{metric}' (known: {', '.join(SCORES)})")
+
+
+# The score functions whose change under one record added or removed is bounded in a RANGE of width
+# w = k / max(k - 1, 1) sensitivities (score_range), not just in [-1, 1] (width 2)
+RANGE_BOUNDED = ("loss", "precision")
+
+
+def score_range(metric: str, k: int) -> Fraction:
+    """w: every node's score (already divided by the sensitivity) moves within an interval of
+    width at most w between two neighbouring inputs, the same interval for all nodes of one pair.
+    The exponential mechanism with weights exp(epsilon * s / w) is then epsilon-DP: for an output
+    r, with d_r = s'(r) - s(r) in [a, b] and b - a <= w,
+        P(r | D) / P(r | D') = exp(-epsilon d_r / w) * Z(D') / Z(D)
+                             <= exp(-epsilon a / w) * exp(epsilon b / w) <= e^epsilon,
+    and the inverse likewise (McSherry & Talwar's factor 2 is the case [a, b] = [-1, 1]; their
+    monotone case, [0, 1], gives 1; Durfee & Rogers 2019 call such scores range-bounded).
+
+    Loss and precision (N the input's rows, d the QIs, Delta = d * max(k - 1, 1)): the neighbour
+    D' has one row x more, so N' = N + 1, and the sample S' is S (x not sampled) or S + x. The raw
+    score is -(d * out + sum over kept rows of c(row)), out = N - kept, with c(row) in (0, d]
+    (loss: the shares sum_j leaves/domain; precision: sum_j level_j / height_j, in [0, d]).
+      * x not sampled: out + 1 at every node: the raw score moves by -d everywhere;
+      * x sampled, at a node where its class has fewer than k - 1 sampled rows: out + 1: -d;
+      * its class had k - 1: kept + k, out - (k - 1): +d (k - 1) - (the k rows' c) in [-d, d (k - 1)];
+      * its class had k or more: kept + 1, out unchanged: -c(x) in [-d, 0].
+    Every move lies in [-d, d (k - 1)] (k >= 2; k = 1: [-d, 0]): a width of d * max(k, 1), in
+    sensitivities w = k / max(k - 1, 1) (at most 2: the factor 2 drops to w, about 1 for large k).
+    Removing x is the same pair read backwards (the same width). The other score functions are
+    not analysed here: they keep the factor 2 (w = 2), which ARX uses for all of them."""
+    if metric in RANGE_BOUNDED:
+        return Fraction(max(k, 1), max(k - 1, 1))
+    return Fraction(2)
 
 
 def _squares(counts: np.ndarray) -> int:
@@ -297,6 +345,36 @@ def exponential_mechanism(scores, epsilon: float, rng=None) -> int:
     return min(int(np.searchsorted(cumulative, u, side="right")), len(cumulative) - 1)
 
 
+def permute_and_flip(scores, epsilon: float, rng=None) -> int:
+    """The index drawn by permute-and-flip (McKenna & Sheldon, "Permute-and-Flip: A new mechanism
+    for differentially private selection", NeurIPS 2020): the candidates in a uniformly random
+    order, each accepted with probability exp(epsilon * (s_i - s_max) / 2) (s the scores already
+    divided by their sensitivity), the first accepted returned. It is epsilon-differentially
+    private under exactly the exponential mechanism's condition (scores of sensitivity 1 after the
+    division) and its expected score is never below the exponential mechanism's at the same
+    epsilon (their Theorems 1 and 2). It ends: a best candidate is accepted with probability 1, so
+    at most one pass over the candidates is made. `rng` has `.random()` and `.shuffle()`
+    (default: the operating system's cryptographic source)."""
+    if not len(scores):
+        raise AnonymizeError("permute-and-flip needs at least one candidate")
+    rng = rng if rng is not None else random.SystemRandom()
+    values = np.asarray(scores, dtype=np.float64)
+    accept = np.exp(0.5 * epsilon * (values - values.max()))
+    order = list(range(len(values)))
+    rng.shuffle(order)
+    for i in order:
+        if accept[i] >= 1.0 or rng.random() < accept[i]:
+            return i
+    return int(np.argmax(values))  # not reached: a best candidate's probability is 1
+
+
+def select(scores, epsilon: float, mechanism: str, rng=None) -> int:
+    """One private choice among the candidates by `mechanism` (MECHANISMS)."""
+    if mechanism == "permute_and_flip":
+        return permute_and_flip(scores, epsilon, rng)
+    return exponential_mechanism(scores, epsilon, rng)
+
+
 def per_step_epsilon(epsilon: float, parts: int) -> float:
     """epsilon / parts rounded down (ARX's IntervalArithmeticDouble lower bound), so that `parts`
     draws never spend more than epsilon."""
@@ -322,20 +400,27 @@ class SearchResult:
     epsilon_step: float = 0.0  # each draw of the walk
     publish: str = "select"
     epsilon_final: float = 0.0  # the final choice of 'select'; 0 otherwise
+    mechanism: str = "exponential"
+    sharpen: float = 1.0  # the draws weigh exp(epsilon * sharpen * s / 2): 2 / score_range when range-bounded
 
 
 def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: int, metric: str,
                           epsilon_search: float, steps: int, publish: str = "select", rng=None,
-                          select_share: float = 0.5) -> SearchResult:
+                          select_share: float = 0.5, mechanism: str = "exponential",
+                          range_bounded: bool = False) -> SearchResult:
     """ARX's walk from the top (module docstring); `hist` holds the sampled rows, `n_total` the
     rows of the whole input. Never more than `steps` draws of the walk (and, with 'select', one
-    more). `select_share`: the share of epsilon_search of the final choice of 'select'."""
+    more). `select_share`: the share of epsilon_search of the final choice of 'select' (1: the
+    walk spends nothing, a data-independent random walk). `mechanism`: how every draw (the walk's
+    and the final choice) is made, MECHANISMS."""
     if publish not in PUBLISH:
         raise AnonymizeError(f"unknown publish choice '{publish}' (known: {', '.join(PUBLISH)})")
+    if mechanism not in MECHANISMS:
+        raise AnonymizeError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)})")
     if steps < 0 or epsilon_search < 0:
         raise AnonymizeError("search_steps and epsilon_search must not be negative")
-    if not 0 < select_share < 1:
-        raise AnonymizeError("select_share must lie between 0 and 1")
+    if not 0 < select_share <= 1:
+        raise AnonymizeError("select_share must lie in (0, 1]")
     rng = rng if rng is not None else random.SystemRandom()
     scorer = Scorer(space, hist, n_total, k, metric)  # an unknown metric fails before any work
     scores: dict[tuple[int, ...], float] = {}
@@ -353,6 +438,16 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         while final + walk > epsilon_search:  # rounding never spends more than the budget
             walk = math.nextafter(walk, 0.0)
     epsilon_step = per_step_epsilon(walk, steps)
+    # the draws take epsilon * 2 / w (exponential_mechanism weighs exp(epsilon * s / 2)); the
+    # privacy spent is epsilon_step and final, as recorded
+    sharpen = 1.0
+    if range_bounded:
+        if mechanism != "exponential":
+            raise AnonymizeError("range_bounded applies to the exponential mechanism only")
+        exact = Fraction(2) / score_range(metric, k)
+        sharpen = float(exact)
+        while Fraction(sharpen) > exact:  # rounded down, never up
+            sharpen = math.nextafter(sharpen, 0.0)
     pivot = space.heights
     scored(pivot)
     pivots = [pivot]
@@ -366,19 +461,19 @@ def data_dependent_search(space: ScoreSpace, hist: Histogram, n_total: int, k: i
         if not candidates:
             break
         keys = list(candidates)
-        pivot = keys[exponential_mechanism([candidates[c] for c in keys], epsilon_step, rng)]
+        pivot = keys[select([candidates[c] for c in keys], epsilon_step * sharpen, mechanism, rng)]
         pivots.append(pivot)
         taken += 1
-    return SearchResult(_published(pivots, scores, publish, final, rng), pivots, scores, taken,
-                        epsilon_step, publish, final)
+    return SearchResult(_published(pivots, scores, publish, final * sharpen, rng, mechanism), pivots, scores, taken,
+                        epsilon_step, publish, final, mechanism, sharpen)
 
 
-def _published(pivots, scores, publish: str, epsilon_final: float, rng) -> tuple[int, ...]:
+def _published(pivots, scores, publish: str, epsilon_final: float, rng, mechanism: str) -> tuple[int, ...]:
     if publish == "last":
         return pivots[-1]
     if publish == "select":
         scored = list(scores)  # the pivots and their predecessors, in the order first scored
-        return scored[exponential_mechanism([scores[p] for p in scored], epsilon_final, rng)]
+        return scored[select([scores[p] for p in scored], epsilon_final, mechanism, rng)]
     best = pivots[0]  # ARX's trackOptimum: better score, ties to the lower level
     for p in pivots[1:]:
         if scores[p] > scores[best] or (scores[p] == scores[best] and sum(p) < sum(best)):

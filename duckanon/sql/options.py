@@ -266,6 +266,19 @@ def _delta(value: exp.Expr) -> float:
     return number
 
 
+def _budget(value: exp.Expr) -> tuple[float, float]:
+    """`(epsilon_total, delta_total)`: what the privacy ledger may hold for the source after this
+    release (pipeline/ledger.py); epsilon_total in (0, inf), delta_total in [0, 1)."""
+    items = value.expressions if isinstance(value, (exp.Tuple, exp.Array)) else []
+    if len(items) != 2:
+        raise AnonymizeError("option budget must be (epsilon_total, delta_total), e.g. budget = (3, 1e-5)")
+    epsilon_total, delta_total = (_number(item, "budget") for item in items)
+    if not (math.isfinite(epsilon_total) and epsilon_total > 0 and 0 <= delta_total < 1):
+        raise AnonymizeError(f"option budget needs epsilon_total > 0 and 0 <= delta_total < 1, got "
+                             f"({_shown(epsilon_total)}, {_shown(delta_total)})")
+    return epsilon_total, delta_total
+
+
 def _levels(value: exp.Expr) -> dict:
     """`(age = 2, zipcode = 1)`: the hierarchy level each QI is published at."""
     return _assignments(value, "levels", lambda item: not item.this.table,
@@ -378,7 +391,7 @@ MODEL_OPTIONS = ("k", "l", "t", "k_map", "delta_presence", "average_risk", "high
                  "sample_uniqueness",
                  "beta_likeness", "delta_disclosure", "epsilon")
 # the options of differential privacy; every other model is refused beside it
-PRIVACY_OPTIONS = ("epsilon", "delta", "epsilon_search", "search_steps", "levels")
+PRIVACY_OPTIONS = ("epsilon", "delta", "epsilon_search", "search_steps", "levels", "budget")
 
 ANONYMIZE_OPTIONS = {
     "k": lambda v: _integer(v, "k", 1),
@@ -430,6 +443,7 @@ ANONYMIZE_OPTIONS = {
     "epsilon_search": lambda v: _epsilon(v, "epsilon_search"),
     "search_steps": lambda v: _integer(v, "search_steps", 1),
     "levels": _levels,
+    "budget": _budget,
 }
 
 

@@ -23,7 +23,8 @@ def check_privacy(statement, seen: set):
     `seen`: the options written (the binder draws a seed for every statement; only a written one
     is refused)."""
     if statement.epsilon is None:
-        stray = next((name for name in ("delta", "epsilon_search", "search_steps", "levels") if name in seen), None)
+        stray = next((name for name in ("delta", "epsilon_search", "search_steps", "levels", "budget")
+                      if name in seen), None)
         if stray:
             raise AnonymizeError(f"option {stray} applies to differential privacy: add epsilon = <budget>")
         return statement

@@ -87,6 +87,8 @@ class AnonymizeStatement:
     epsilon_search: float | None = None
     search_steps: int | None = None
     levels: dict | None = None  # QI -> hierarchy level: the generalization fixed before the data is seen
+    # (epsilon_total, delta_total): the most the source's privacy ledger may hold after this release
+    budget: tuple[float, float] | None = None
     dp_k: int | None = None
     dp_beta: float | None = None
     dp_epsilon_anonymization: float | None = None

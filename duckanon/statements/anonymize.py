@@ -19,7 +19,7 @@ from duckanon.pipeline.histogram import snapshot_source
 from duckanon.pipeline.loss import loss_notes
 from duckanon.pipeline.materialize import check_published_rows, materialize, read_twice
 from duckanon.pipeline.plan import Plan
-from duckanon.pipeline import registry
+from duckanon.pipeline import ledger, registry
 from duckanon.pipeline.population import check_release
 from duckanon.pipeline.problem import build_problem, solve_problem, statement_context
 from duckanon.pipeline.provenance import describe_target
@@ -34,11 +34,13 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
     the entry goes, registry.Recording), before and after the commit; REFRESH passes its own,
     ANONYMIZE the default."""
     pending = None  # the report rendered before the commit, placed after it
+    # a private release's spend, checked against its budget before anything is read or written
+    spend = ledger.account(backend, plan) if plan.statement.epsilon is not None else None
     recording = recording or registry.Recording(backend, plan)
     recording.begin(backend, plan)
     try:
         with work(backend) as statement_work:
-            summary, pending = _release(backend, plan, started, listener, recording)
+            summary, pending = _release(backend, plan, started, listener, recording, spend)
             recording.before_commit(backend)  # an entry kept in another database says a release is pending
             statement_work.commit()
         recording.after_commit(backend, statement_work.own_transaction)
@@ -58,7 +60,8 @@ def publish(backend: Backend, plan: Plan, started: float, listener=None,
     return summary
 
 
-def _release(backend: Backend, plan: Plan, started: float, listener, recording: registry.Recording):
+def _release(backend: Backend, plan: Plan, started: float, listener, recording: registry.Recording,
+             spend: ledger.Account | None = None):
     """The steps of one release inside its transaction, up to the commit: the summary row and the
     report rendered to a temporary file (None without one)."""
     statement = plan.statement
@@ -76,6 +79,9 @@ def _release(backend: Backend, plan: Plan, started: float, listener, recording: 
                                                      scratch_name)
     solution.notes.update(loss_notes(plan.qi, problem.histogram, solution, problem.domains))
     summary = summarize(problem.histogram, solution, started, plan)
+    if spend is not None:  # the spend is recorded in the release's transaction, or says why not
+        spend = ledger.record(backend, plan, recording.release_id)
+        summary = _with_ledger(summary, spend.details(recorded=spend.records))
     # before anything is committed; the classes are checked only where the source was read
     # twice and could have changed in between (a stable or copied source cannot)
     check_published_rows(backend, problem.plan, problem.facts, summary.published_rows,
@@ -106,6 +112,12 @@ def _failure(backend: Backend, plan: Plan, error: BaseException, statement_work)
     if _is_ctrl_c(error):  # DuckDB reports SIGINT during a query as RuntimeError
         return KeyboardInterrupt(f"{verb} interrupted; nothing was written")
     return error
+
+
+def _with_ledger(summary: Summary, shown: dict) -> Summary:
+    details = json.loads(summary.details)
+    details.setdefault("differential_privacy", {})["ledger"] = shown
+    return replace(summary, details=json.dumps(details, default=str, sort_keys=True))
 
 
 def _say_unrecorded(summary: Summary, note: str) -> Summary:

@@ -11,11 +11,13 @@ from sqlglot import exp
 
 from duckanon import methods
 from duckanon.backends import Backend, work
+from duckanon.pipeline import ledger
 from duckanon.pipeline.columns import scratch_name
 from duckanon.pipeline.plan import bind
 from duckanon.pipeline.problem import Problem, build_problem, solve_problem, statement_context
 from duckanon.pipeline.result import Table
 from duckanon.solver.lattice_metrics import metric_of
+from duckanon.solver.differential_privacy import SELECT_SHARE
 from duckanon.sql.options import SWEEPABLE
 
 
@@ -143,9 +145,34 @@ def _private_plan(backend: Backend, statement) -> Table:
     plan = bind(backend, statement)
     items = [("source", plan.source.sql()), ("target (not written)", plan.target.sql()),
              ("quasi-identifiers", ", ".join(plan.qi)), *privacy_items(statement),
+             ("privacy ledger", ledger_item(backend, plan)),
              ("column roles", "; ".join(f"{column}: {role}" for column, role in plan.roles().items())),
              ("dropped columns (not published)", ", ".join(plan.dropped) or "none")]
     return Table([("item", "VARCHAR"), ("value", "VARCHAR")], items)
+
+
+def ledger_item(backend: Backend, plan) -> str:
+    """What the source's privacy ledger holds, and would hold after this statement (EXPLAIN reads
+    it and records nothing; pipeline/ledger.py)."""
+    found = ledger.state(backend, plan)
+    refusal = found.refusal()
+    if found.before is None:
+        said = f"total spent on {found.source} unknown: {found.unknown}"
+    else:
+        before, after = found.before, found.after
+        said = (f"spent on {found.source} before: epsilon {float(before.epsilon)!r}, delta {float(before.delta)!r} over "
+                f"{before.releases} private releases; after this statement: epsilon {float(after.epsilon)!r}, delta "
+                f"{float(after.delta)!r} (sequential composition)")
+        if found.why_not is not None:
+            said += f"; not recorded: {found.why_not}"
+    if found.budget is not None:
+        said += f"; budget ({found.budget[0]:g}, {found.budget[1]:g}): " + (
+            f"ANONYMIZE would be refused ({refusal})" if refusal else "within it")
+    return said
+
+
+def _share(share: float) -> str:
+    return f"{round(100 * share)}%"
 
 
 def privacy_items(statement) -> list[tuple[str, str]]:
@@ -158,8 +185,8 @@ def privacy_items(statement) -> list[tuple[str, str]]:
                                      "removed (ARX's parameter calculation; epsilon_anonymization = "
                                      f"{statement.dp_epsilon_anonymization!r})"),
             ("generalization", f"searched: SafePub's search spends epsilon_search = {statement.epsilon_search:g} over "
-                               f"{statement.search_steps} steps by {statement.metric} (half on the walk, half on the final choice "
-                               "among the nodes it scored)"
+                               f"{statement.search_steps} steps by {statement.metric} ({_share(1 - SELECT_SHARE)} on the walk, "
+                               f"{_share(SELECT_SHARE)} on the final choice among the nodes it scored)"
              if statement.epsilon_search else
              "fixed: " + ", ".join(f"{name} = {level}" for name, level in statement.levels.items())
              if statement.levels else "none: the classes as they are"),

@@ -60,7 +60,7 @@ def test_explain_shows_k_and_beta(con):
                                 "qi = (a, b), hierarchies = (a = 'intervals(2)', b = 'intervals(3)'), "
                                 "metric = 'loss')").fetchall())
     assert searched["generalization"] == ("searched: SafePub's search spends epsilon_search = 0.1 over 100 steps by "
-                                          "loss (half on the walk, half on the final choice among the nodes it scored)")
+                                          "loss (10% on the walk, 90% on the final choice among the nodes it scored)")
     assert "k = 59" in searched["differential privacy"]
 
 
@@ -152,7 +152,8 @@ def test_search_picks_the_levels_with_its_own_budget(con):
     assert private["epsilon_anonymization"] == float.fromhex("0x1.cccccccccccccp-1")
     assert private["search_steps"] == 3 and private["search_steps_taken"] <= 3
     assert private["search_publishes"] == "select: the final choice among every node the walk scored"
-    assert private["epsilon_final_choice"] == 0.1 * 0.5 and private["epsilon_step"] <= 0.05 / 3
+    assert private["epsilon_final_choice"] == 0.1 * 0.9 and private["epsilon_step"] <= (0.1 - 0.1 * 0.9) / 3
+    assert private["score_range"] == 59 / 58  # loss's range-bounded weights at k = 59
     assert list(private["levels"].values()) == details["levels"]
     assert con.execute("SELECT count(*) FROM out").fetchone()[0] == private["published_rows"]
 

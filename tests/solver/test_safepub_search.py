@@ -201,8 +201,11 @@ def test_budget_is_split_over_the_draws():
     assert select.levels in select.scores  # a pivot or a predecessor of one
     third = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 0.3, 7, "select", random.Random(0), 1 / 3)
     assert third.epsilon_final + 7 * third.epsilon_step <= 0.3
-    with pytest.raises(AnonymizeError, match="select_share must lie between 0 and 1"):
-        ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", select_share=1.0)
+    # share 1: the walk spends nothing (a data-independent random walk), the final choice all
+    whole = ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", random.Random(0), 1.0)
+    assert (whole.epsilon_final, whole.epsilon_step) == (1.0, 0.0)
+    with pytest.raises(AnonymizeError, match=r"select_share must lie in \(0, 1\]"):
+        ss.data_dependent_search(space, hist, TOY_N, 2, "loss", 1.0, 4, "select", select_share=1.5)
 
 
 def test_best_pivot_is_arxs_choice():
@@ -286,3 +289,82 @@ def test_bound_hierarchies_give_the_same_scores(adult):
         for node in nodes:
             assert ss.score(metric, bound, problem.histogram, n, 62, node) == \
                 pytest.approx(ss.score(metric, space, hist, n, 62, node), rel=1e-15), (metric, node)
+
+
+def _all_nodes(heights):
+    import itertools
+    return list(itertools.product(*(range(h + 1) for h in heights)))
+
+
+def _neighbour_moves(metric: str, k: int, seed: int) -> list[list[float]]:
+    """Per neighbour pair of a random small input (two QIs of 4 and 3 values, hierarchies of 3
+    and 2 levels), the raw score move of every node, in units of the sensitivity: the input with
+    one row more, (a) that row not sampled, (b) sampled."""
+    rng = np.random.default_rng(seed)
+    space = ss.ScoreSpace.from_rows([[["a", "ab", "*"], ["b", "ab", "*"], ["c", "cd", "*"], ["d", "cd", "*"]],
+                                     [["x", "*"], ["y", "*"], ["z", "*"]]], [list("abcd"), list("xyz")])
+    nodes = _all_nodes(space.heights)
+    codes = np.array([[i, j] for i in range(4) for j in range(3)])
+    moves = []
+    for _ in range(30):
+        counts = rng.integers(0, 2 * k + 1, size=len(codes))
+        n = int(counts.sum()) + int(rng.integers(0, 10))  # some rows unsampled
+        x = int(rng.integers(len(codes)))
+        plus = counts.copy()
+        plus[x] += 1
+        before = ss.Scorer(space, Histogram(codes, counts.reshape(-1, 1)), n, k, metric)
+        for after in (ss.Scorer(space, Histogram(codes, counts.reshape(-1, 1)), n + 1, k, metric),
+                      ss.Scorer(space, Histogram(codes, plus.reshape(-1, 1)), n + 1, k, metric)):
+            moves.append([float((after.raw(v) - before.raw(v)) / before.sensitivity) for v in nodes])
+    return moves
+
+
+@pytest.mark.parametrize("metric", ss.RANGE_BOUNDED)
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_score_moves_lie_in_a_range_of_width_w(metric, k):
+    """score_range's claim checked by enumeration, independently of its proof: between an input and
+    its neighbour (one row more, sampled or not) every node's score moves within one interval of
+    width w = k / max(k - 1, 1) sensitivities; and the moves are not one-signed (the scores are
+    not monotone: the factor 2 cannot drop to 1)."""
+    w = float(ss.score_range(metric, k))
+    widest, mixed = 0.0, False
+    for move in _neighbour_moves(metric, k, seed=k):
+        widest = max(widest, max(move) - min(move))
+        mixed |= min(move) < 0 < max(move)
+    assert widest <= w + 1e-12
+    assert mixed or k == 1
+
+
+def test_range_bounded_select_frequencies_on_neighbours_stay_within_e_epsilon():
+    """The range-bounded final choice (weights exp(epsilon * s / w), k = 3 by loss: w = 3/2) on D
+    and D' (one row more, sampled): its exact probabilities within e^epsilon_search of each other,
+    and 8,000 draws of it each (seeded) within e^epsilon with a margin for the draws."""
+    epsilon, draws, k = 1.0, 8000, 3
+    freq, exact = [], []
+    for i, case in enumerate((chain_case({"a": 2, "b": 1}, 3), chain_case({"a": 3, "b": 1}, 4))):
+        rng = random.Random(200 + i)
+        result = ss.data_dependent_search(*case, k, "loss", epsilon, 1, "select", rng, range_bounded=True)
+        assert result.pivots == [(1,), (0,)] and result.sharpen == 2 / 1.5
+        nodes = list(result.scores)
+        scores = [result.scores[v] for v in nodes]
+        got = [nodes[ss.exponential_mechanism(scores, result.epsilon_final * result.sharpen, rng)] for _ in range(draws)]
+        freq.append({node: got.count(node) / draws for node in nodes})
+        exact.append(dict(zip(nodes, ss.exponential_probabilities(scores, result.epsilon_final * result.sharpen))))
+    for node in ((0,), (1,)):
+        assert math.exp(-0.5 * epsilon) <= exact[0][node] / exact[1][node] <= math.exp(0.5 * epsilon)
+        assert freq[0][node] <= math.exp(epsilon) * freq[1][node] + 0.03
+        assert freq[1][node] <= math.exp(epsilon) * freq[0][node] + 0.03
+
+
+def test_permute_and_flip_is_uniform_at_zero_and_the_best_at_a_large_epsilon():
+    """Permute-and-flip (bench_safepub.py's 'pf' choices): at epsilon 0 every candidate is accepted
+    when first seen, so the random order alone decides (uniform); at a large epsilon only the best
+    is ever accepted; its acceptance probabilities are exp(epsilon (s - s_max) / 2)."""
+    rng = random.Random(5)
+    scores = [-3.0, -1.0, -2.0]
+    got = [ss.permute_and_flip(scores, 0.0, rng) for _ in range(3000)]
+    assert all(abs(got.count(i) / 3000 - 1 / 3) < 0.04 for i in range(3))
+    assert {ss.permute_and_flip(scores, 200.0, rng) for _ in range(200)} == {1}
+    # two candidates, the worse one 2 below: it wins only when first and accepted, 1/2 x e^-1
+    got = [ss.permute_and_flip([0.0, -2.0], 1.0, rng) for _ in range(6000)]
+    assert abs(got.count(1) / 6000 - 0.5 * math.exp(-1.0)) < 0.02
