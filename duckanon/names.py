@@ -36,3 +36,6 @@ def shown_name(table: TableName) -> str:
 # duckanon's publication registry in every database it records in (pipeline/registry_entry.py):
 # never a target, whoever made a table of that name
 REGISTRY_TABLE = "duckanon_publications"
+# and its privacy ledger (pipeline/ledger.py), likewise never a target: a release into it replaced
+# the ledger and every spend it held (the ledger attack's B1)
+LEDGER_TABLE = "duckanon_privacy_ledger"

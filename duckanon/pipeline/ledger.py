@@ -40,12 +40,12 @@ from sqlglot import exp
 from duckanon._version import __version__
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
-from duckanon.names import TableName, shown_name
+from duckanon.names import LEDGER_TABLE, TableName, shown_name
 from duckanon.pipeline.plan import Plan
 from duckanon.pipeline.registry_state import registry_backend
 from duckanon.pipeline.registry_statement import quoted_identifier, table_of
 
-LEDGER = "duckanon_privacy_ledger"
+LEDGER = LEDGER_TABLE
 LEDGER_COMMENT = 'duckanon privacy ledger {"format": 1}'
 COLUMNS = {
     "source_schema": "VARCHAR", "source_name": "VARCHAR", "epsilon": "DOUBLE", "delta": "DOUBLE",
@@ -83,6 +83,16 @@ class Spent:
 
     def shown(self) -> dict:
         return {"epsilon": float(self.epsilon), "delta": float(self.delta), "releases": self.releases}
+
+
+def _total(exact: Fraction, bound: float) -> str:
+    """A total as the refusal shows it: the nearest double, and where that double is not above the
+    budget but the exact sum of the stored spends is (0.3 + 0.2 + 0.1 against 0.6), says so, so the
+    line does not read as refusing a total equal to its budget."""
+    shown = repr(float(exact))
+    if exact > Fraction(bound) and float(exact) <= bound:
+        return f"{shown}, above {bound!r} in the exact sum of the spends as stored"
+    return shown
 
 
 NOTHING = Spent(Fraction(0), Fraction(0), 0)
@@ -125,7 +135,7 @@ class Account:
             return (f"budget ({epsilon_total:g}, {delta_total:g}) of {self.source} would be exceeded: "
                     f"{self.before.releases} private releases spent (epsilon {float(self.before.epsilon)!r}, delta "
                     f"{float(self.before.delta)!r}), this statement would bring the total to (epsilon "
-                    f"{float(after.epsilon)!r}, delta {float(after.delta)!r})")
+                    f"{_total(after.epsilon, epsilon_total)}, delta {_total(after.delta, delta_total)})")
         return None
 
     def details(self, recorded: bool) -> dict:
@@ -178,11 +188,23 @@ def state(backend: Backend, plan: Plan) -> Account:
         why = f"the ledger cannot be read ({str(error).splitlines()[0][:200]})"
         return Account(database=None, parts=None, before=None, why_not=why, unknown=why, **base)
     unknown = None
-    if unreadable:
+    if kind == "ours" and _holds_no_row(backend, database):
+        # duckanon never leaves its ledger empty: the first release creates it with its own row,
+        # in one transaction. Empty, it was emptied or made by hand, and it would not serialize two
+        # releases either (each updates every row: none, so two first spends would both commit).
+        before, unknown = None, (f"{shown_name(TableName(ledger_table(database)))} holds no row, and duckanon "
+                                 "never leaves it empty: its rows were deleted by hand, or the table was made by "
+                                 "hand; drop it to start a new ledger")
+    elif unreadable:
         before, unknown = None, (f"{unreadable} row(s) of {shown_name(TableName(ledger_table(database)))} for this "
                                  "source hold no spend: epsilon or delta missing, negative or not finite; mend or "
                                  "delete them")
     return Account(database=database, parts=where, before=before, why_not=why_not, unknown=unknown, **base)
+
+
+def _holds_no_row(backend: Backend, database: str) -> bool:
+    query = exp.select(exp.Count(this=exp.Star())).from_(ledger_table(database))
+    return backend.rows(query)[0][0] == 0
 
 
 def _why_not(backend: Backend, plan: Plan, database_name: str) -> str | None:

@@ -11,7 +11,7 @@ from sqlglot import exp
 from duckanon import hierarchy
 from duckanon.backends.base import Backend, BackendError, UnknownTable, full_key
 from duckanon.errors import AnonymizeError
-from duckanon.names import REGISTRY_TABLE, TableName, shown_name
+from duckanon.names import LEDGER_TABLE, REGISTRY_TABLE, TableName, shown_name
 from duckanon.sql.statement import AnonymizeStatement
 
 
@@ -117,6 +117,9 @@ def _refuse_bookkeeping_target(backend: Backend, target: TableName) -> None:
     entry lost), and into a view release's table of counts broke that view (the DP attack)."""
     if target.name.lower() == REGISTRY_TABLE:
         raise AnonymizeError(f"the target {shown_name(target)} is the name of duckanon's publication registry: "
+                             "choose another name with INTO")
+    if target.name.lower() == LEDGER_TABLE:
+        raise AnonymizeError(f"the target {shown_name(target)} is the name of duckanon's privacy ledger: "
                              "choose another name with INTO")
     if is_counts_of(backend.catalog_entry(target), None):
         raise AnonymizeError(f"the target {shown_name(target)} holds the rows of a view published with "

@@ -127,6 +127,54 @@ def test_releases_at_the_same_moment_cannot_spend_past_the_budget(con):
     assert con.execute(f"SELECT sum(epsilon) FROM {LEDGER}").fetchone()[0] <= 1
 
 
+@pytest.mark.parametrize("into", [LEDGER, '"DUCKANON_PRIVACY_LEDGER"', f"memory.main.{LEDGER}",
+                                  f"{LEDGER} WITH (materialize = 'view', k = 2, qi = (a, b))"])
+def test_a_release_into_the_ledgers_name_is_refused_and_the_ledger_stands(con, into):
+    """The ledger attack's B1: ANONYMIZE ... INTO duckanon_privacy_ledger replaced the ledger with the
+    release, and every spend with it; it is duckanon's bookkeeping, like the registry."""
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
+    rows, before = _ledger(con), _state(con)
+    statement = f"ANONYMIZE t INTO {into}" if " WITH " in into else f"ANONYMIZE t INTO {into} WITH (k = 2, qi = (a, b))"
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute(statement)
+    assert str(raised.value) == (f"the target memory.main.{LEDGER} is the name of duckanon's privacy ledger: choose "
+                                 "another name with INTO")
+    assert _ledger(con) == rows and _state(con) == before
+
+
+def test_a_ledger_emptied_by_hand_leaves_a_budget_unchecked(con):
+    """The ledger attack's B2: two first spends into an empty ledger both committed past a budget
+    (each release updates every row, and there was none to conflict on). duckanon never leaves its
+    ledger empty, so an empty one has lost its rows: a budget is refused; without one, the release
+    is recorded and the ledger serializes the next ones again."""
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
+    con.execute(f"DELETE FROM {LEDGER}")
+    before = _state(con)
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t INTO out1 WITH ({PRIVATE}, budget = (5, 1e-3))")
+    assert str(raised.value) == (
+        "ANONYMIZE refused: option budget cannot be checked: the total spent on memory.main.t is unknown "
+        f"(memory.main.{LEDGER} holds no row, and duckanon never leaves it empty: its rows were deleted by hand, or "
+        "the table was made by hand; drop it to start a new ledger); nothing was read or written")
+    assert _state(con) == before
+    con.execute(f"ANONYMIZE t INTO out1 WITH ({PRIVATE})")
+    con.execute(f"ANONYMIZE t INTO out2 WITH ({PRIVATE}, budget = (5, 1e-3))")
+    assert [row[5] for row in _ledger(con)] == ["out1", "out2"]
+
+
+def test_a_total_that_rounds_to_the_budget_says_it_is_above_it(con):
+    """The ledger attack's B6: 0.3 + 0.2 + 0.1 is above 0.6 in the exact sum of the doubles but
+    prints as 0.6; the refusal says why rather than refusing a total shown equal to its budget."""
+    for i, epsilon in enumerate((0.3, 0.2)):
+        con.execute(f"ANONYMIZE t INTO out{i} WITH (epsilon = {epsilon}, delta = 1e-5, qi = (a, b))")
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute("ANONYMIZE t INTO out2 WITH (epsilon = 0.1, delta = 1e-5, qi = (a, b), budget = (0.6, 1e-3))")
+    assert str(raised.value) == (
+        "ANONYMIZE refused: budget (0.6, 0.001) of memory.main.t would be exceeded: 2 private releases spent "
+        "(epsilon 0.5, delta 2e-05), this statement would bring the total to (epsilon 0.6, above 0.6 in the exact "
+        "sum of the spends as stored, delta 3.0000000000000004e-05); nothing was read or written")
+
+
 def test_other_schemas_and_attached_databases_keep_their_own_totals(con, tmp_path):
     con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
     con.execute("CREATE SCHEMA s2")
