@@ -39,7 +39,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
         if _runs_spark(item):
             item.add_marker(pytest.mark.spark)
-            item.add_marker(pytest.mark.xdist_group("spark"))  # one worker, one JVM (pyproject's addopts)
         test = item.nodeid.split("tests/")[-1]
         if test.split("::")[0] in SOLVER_RESULTS_E2E:
             item.add_marker(pytest.mark.solver_results)
