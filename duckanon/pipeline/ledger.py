@@ -151,15 +151,18 @@ class Account:
         return shown
 
 
+def _verb(plan: Plan) -> str:
+    """The statement a spend comes from, as messages and the ledger's rows name it."""
+    return "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE"
+
+
 def account(backend: Backend, plan: Plan) -> Account:
     """The ledger's state for a private statement, read before the source is; raises the budget's
     refusal in one line."""
-    statement = plan.statement
     found = state(backend, plan)
     refusal = found.refusal()
     if refusal is not None:
-        verb = "REFRESH" if statement.previous_release is not None else "ANONYMIZE"
-        raise AnonymizeError(f"{verb} refused: {refusal}; nothing was read or written")
+        raise AnonymizeError(f"{_verb(plan)} refused: {refusal}; nothing was read or written")
     return found
 
 
@@ -256,8 +259,7 @@ def record(backend: Backend, plan: Plan, release: str) -> Account:
     found = state(backend, plan)
     refusal = found.refusal()
     if refusal is not None:
-        verb = "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE"
-        raise AnonymizeError(f"{verb} refused: {refusal}; nothing was written")
+        raise AnonymizeError(f"{_verb(plan)} refused: {refusal}; nothing was written")
     if not found.records:
         return found
     table = ledger_table(found.database)
@@ -269,7 +271,7 @@ def record(backend: Backend, plan: Plan, release: str) -> Account:
     target_catalog, target_schema, target_name = (part.name for part in plan.target.table.parts)
     values = {
         "source_schema": found.parts[0], "source_name": found.parts[1], "epsilon": float(found.epsilon),
-        "delta": float(found.delta), "statement": "REFRESH" if plan.statement.previous_release is not None else "ANONYMIZE",
+        "delta": float(found.delta), "statement": _verb(plan),
         "target_database": None if target_catalog.lower() == found.database.lower() else target_catalog,
         "target_schema": target_schema, "target_name": target_name, "release": release,
         "spent_at": datetime.now(timezone.utc).replace(tzinfo=None), "duckanon_version": __version__,
