@@ -326,12 +326,13 @@ def _cell_suppression(problem: Instance, context: SolveContext) -> Solution:
                 return solution
             return _better(solution, best_heuristic(hist, request, patterns, context, weights), weights)
     too_costly = patterns is None and _enumeration_too_costly(hist, context)  # (with patterns: one GROUP BY per pattern)
-    first = None if too_costly else _exact_first(problem, context)
-    if first is not None and first.solution.optimal:
-        return first.solution
+    model = _AutoModel(problem)
+    first = None if too_costly else _exact_first(problem, context, model)
+    if first is not None and first.optimal:
+        return first
     best = best_heuristic(hist, request, patterns, context, weights)
-    solution = _prove(problem, best, too_costly, context, first)
-    return solution if first is None else _better(solution, first.solution, weights)
+    solution = _prove(problem, best, too_costly, context, first, model)
+    return solution if first is None else _better(solution, first, weights)
 
 
 # `auto` runs `simplex` on 2-anonymity alone (no other model, no patterns, no time_limit: it is not
@@ -348,7 +349,7 @@ def _simplex_first(problem: Instance, context: SolveContext) -> bool:
 
 
 def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveContext,
-           first: _First | None) -> Solution:
+           first: Solution | None, model: _AutoModel) -> Solution:
     """The portfolio's `best`, improved on or proven by exact under AUTO_MILP_BUDGET. After an
     unproven exact-first, on the model it built, and only when the portfolio found fewer stars
     than it did: then HiGHS looks for fewer than the portfolio's (else exact-first's answer and
@@ -360,8 +361,8 @@ def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveCo
         return best
     if request.k_anonymity and _within(best.cost(weights), _k_bound(problem)):
         return best  # already proven optimal
-    if first is not None and _proven_bound(first.solution, weights) is not None \
-            and _within(best.cost(weights), _proven_bound(first.solution, weights)):
+    if first is not None and _proven_bound(first, weights) is not None \
+            and _within(best.cost(weights), _proven_bound(first, weights)):
         return best  # exact-first's bound proves it (_better carries the bound over)
     if too_costly:
         best.notes["exact_skipped"] = "too many candidate patterns (many quasi-identifiers)"
@@ -373,8 +374,7 @@ def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveCo
         return best
     deadline = None if left is None else time.perf_counter() + left  # the statement's deadline
     try:
-        model = first.model if first is not None and first.model is not None else \
-            prepare(hist, request, patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS, deadline=deadline, weights=weights)
+        built = model.build(deadline)
     except ExactTooLarge as error:
         best.notes["exact_skipped"] = str(error)
         return best
@@ -384,22 +384,22 @@ def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveCo
         return best
     except AnonymizeError:  # a model exact does not support
         return best
-    if model.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
-        best.notes["exact_skipped"] = f"{model.n_int_vars} integer variables"
+    if built.n_int_vars > AUTO_EXACT_MAX_INT_VARS:
+        best.notes["exact_skipped"] = f"{built.n_int_vars} integer variables"
         return best
-    if first is not None and first.model is not None and first.solution.cost(weights) <= best.cost(weights):
-        proven = first.solution  # exact-first's MILP already found as good
+    if first is not None and model.solved_first and first.cost(weights) <= best.cost(weights):
+        proven = first  # exact-first's MILP already found as good
     else:
-        proven = solve_model(model, incumbent=best, patterns=patterns, deadline=deadline,
+        proven = solve_model(built, incumbent=best, patterns=patterns, deadline=deadline,
                              max_grace=None if left is None else AUTO_MILP_GRACE, context=context,
                              budget=AUTO_MILP_BUDGET)
     if proven.optimal or proven.cost(weights) < best.cost(weights):
         return proven
     # not proven and no better: keep the heuristic, with exact's proven bound (with user
     # patterns that bound is on pattern stars, not on the heuristic's published stars)
-    if proven.lower_bound is not None and not model.pattern_guided:
+    if proven.lower_bound is not None and not built.pattern_guided:
         best.lower_bound = proven.lower_bound
-    if proven.notes.get("weighted_lower_bound") is not None and not model.pattern_guided:
+    if proven.notes.get("weighted_lower_bound") is not None and not built.pattern_guided:
         best.notes["weighted_lower_bound"] = proven.notes["weighted_lower_bound"]
     message = str(proven.notes.get("milp_message", ""))
     best.notes["exact"] = "time limit reached" if "time limit" in message.lower() else message
@@ -416,18 +416,39 @@ def _prove(problem: Instance, best: Solution, too_costly: bool, context: SolveCo
 AUTO_EXACT_FIRST_SHARE = 0.5
 
 
-@dataclass
-class _First:
-    """What exact-first found: its solution (optimal when proven) and the model it built (None
-    when its incumbent needed no MILP)."""
-    solution: Solution
-    model: ExactModel | None
+class _AutoModel:
+    """exact's model of one `auto` run, built at most once: exact-first and _prove ask for the same
+    one (no patterns: exact-first runs only without them; prepare's model does not depend on
+    max_pairs, which only refuses), and on 100 classes x 30 columns it was built twice. A refusal
+    (ExactTooLarge, a model exact does not support) is kept too; a timeout is not, since _prove's
+    deadline is later than exact-first's share. `solved_first`: exact-first ran its MILP on it."""
+
+    def __init__(self, problem: Instance):
+        self.problem = problem
+        self.solved_first = False
+        self._built: ExactModel | AnonymizeError | None = None
+
+    def build(self, deadline: float | None) -> ExactModel:
+        if self._built is None:
+            problem = self.problem
+            try:
+                self._built = prepare(problem.hist, problem.request, problem.patterns, max_pairs=AUTO_EXACT_MAX_INT_VARS,
+                                      deadline=deadline, weights=_stars(problem))
+            except ExactTimeout:
+                raise
+            except AnonymizeError as error:
+                self._built = error
+        if isinstance(self._built, AnonymizeError):
+            raise self._built
+        return self._built
 
 
-def _exact_first(problem: Instance, context: SolveContext) -> _First | None:
+def _exact_first(problem: Instance, context: SolveContext, model: _AutoModel) -> Solution | None:
     """On a small input (AUTO_EXACT_FIRST_SHARE's comment), exact under AUTO_MILP_BUDGET with
     the portfolio's starts (best_heuristic without its searches) as incumbent; that incumbent
-    alone when it has no stars or meets the k-anonymity bound. None when it does not apply."""
+    alone when it has no stars or meets the k-anonymity bound (then marked optimal). None when it
+    does not apply, or when the model has more integer variables than AUTO_MILP_BUDGET's MILP
+    takes (`model` keeps it for _prove)."""
     hist, request = problem.hist, problem.request
     left = context.seconds_left()
     if problem.patterns is not None or not row_search(hist) or request.not_milp_encodable is not None \
@@ -440,20 +461,20 @@ def _exact_first(problem: Instance, context: SolveContext) -> _First | None:
     start = best_heuristic(hist, request, None, inner, weights, improve=False)
     if start.stars == 0 or (request.k_anonymity and _within(start.cost(weights), _k_bound(problem))):
         start.optimal = True
-        return _First(start, None)
+        return start
     budget = AUTO_MILP_BUDGET.max_int_vars
     try:
-        model = prepare(hist, request, None, max_pairs=budget, deadline=deadline, weights=weights)
+        built = model.build(deadline)
     except ExactTimeout:
         context.cut("exact model")
         return None
     except AnonymizeError:  # too large (ExactTooLarge), or a model exact does not support
         return None
-    if budget is not None and model.n_int_vars > budget:
+    if budget is not None and built.n_int_vars > budget:
         return None
-    solution = solve_model(model, incumbent=start, deadline=deadline,
-                           max_grace=None if left is None else AUTO_MILP_GRACE, context=inner, budget=AUTO_MILP_BUDGET)
-    return _First(solution, model)
+    model.solved_first = True
+    return solve_model(built, incumbent=start, deadline=deadline,
+                       max_grace=None if left is None else AUTO_MILP_GRACE, context=inner, budget=AUTO_MILP_BUDGET)
 
 
 def _proven_bound(solution: Solution, weights):

@@ -309,6 +309,18 @@ def _enumerate_by_star_sets(work, active, star_masks, all_mode, k_need, deadline
             yield mask, active[order[starts[g] : ends[g]]], int(rows[g]), group_sa[g]
 
 
+def _distinct_rows(rows: np.ndarray) -> np.ndarray:
+    """np.unique(rows, axis=0): the distinct rows in lexicographic order, through group_keys's
+    few packed int64 keys (np.unique's sort of m-field records took 90% of the closure's time
+    on 100 classes x 30 columns)."""
+    if len(rows) == 0:
+        return rows
+    ids = group_keys(rows)
+    first = np.empty(int(ids.max()) + 1, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    return rows[first]
+
+
 def _enumerate_closed(work, active, k_need, deadline=None):
     """Closed vectors by meet closure of the class vectors, breadth first (meet(S + c) =
     meet(meet(S), c), so this reaches the meet of every set of classes)."""
@@ -326,7 +338,7 @@ def _enumerate_closed(work, active, k_need, deadline=None):
             _check_deadline(deadline)
             block = frontier[start : start + chunk]
             meets = np.where(codes[None, :, :] == block[:, None, :], codes[None, :, :], STAR).reshape(-1, m)
-            for row in np.unique(meets, axis=0):
+            for row in _distinct_rows(meets):
                 key = row.tobytes()
                 if key not in seen:
                     seen.add(key)

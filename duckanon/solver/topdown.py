@@ -95,10 +95,19 @@ def topdown(hist: Histogram, models, roots: list[np.ndarray] | None = None,
     return solution_from_class_groups(hist, classes, labels, hist.sizes, "topdown")
 
 
+class SplitTally:
+    """The column splits (_split calls) topdown_groups has made, for a caller that bounds its work
+    by them (local.pair_rebuild: a count, not a clock, so the release does not depend on load)."""
+
+    def __init__(self):
+        self.splits = 0
+
+
 def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = None,
-                   context: SolveContext = UNBOUNDED, weights=None) -> list[np.ndarray]:
+                   context: SolveContext = UNBOUNDED, weights=None, tally: SplitTally | None = None) -> list[np.ndarray]:
     """The groups (class ids) `topdown` publishes, without building the Solution (for callers
-    that refine a few classes of a large histogram many times, as local search does)."""
+    that refine a few classes of a large histogram many times, as local search does). `tally`,
+    when given, counts the column splits made."""
     models = Request.of(models)
     min_size = models.min_group_size
     groups: list[np.ndarray] = []
@@ -116,6 +125,8 @@ def topdown_groups(hist: Histogram, models, roots: list[np.ndarray] | None = Non
             groups.append(members)
             continue
         best = None
+        if tally is not None:
+            tally.splits += len(starred)
         for column in starred:
             parts, remainder, rows = _split(hist, members, column, models, group_sa)
             if weights is not None:
