@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from duckanon.errors import AnonymizeError
 from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.histogram import Histogram
 from duckanon.solver.lattice import Lattice
@@ -371,8 +372,13 @@ GENSUP_LIMITS = (0.2, 1.0)
 CellSuppression = Callable[[Histogram, SolveContext], Solution]
 
 
+class GensupCannotWin(AnonymizeError):
+    """gensup_solution with `beat`: no node's loss bound is below it, so no cell suppression ran."""
+
+
 def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05, metric="entropy", *,
-                    suppress: CellSuppression, context: SolveContext = UNBOUNDED, weights=None) -> Solution:
+                    suppress: CellSuppression, context: SolveContext = UNBOUNDED, weights=None,
+                    beat: float | None = None) -> Solution:
     """Generalize, then suppress cells (Xiao, Yi & Tao, Section 5.6): for a few suppression
     limits, the optimal lattice node that needs at most that share of rows removed; then, instead
     of removing the violating rows, `suppress` (the best cell-suppression heuristic) runs on the
@@ -385,7 +391,9 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
     Limits that reach the same node share one cell suppression, and a node is suppressed only
     when `gensup_loss_bound` says it could beat the best loss found: nodes are tried in
     increasing bound. `weights`: ARX's attribute weights per QI, in the lattice's metric and the
-    loss (`suppress` is expected to weigh its stars by them too)."""
+    loss (`suppress` is expected to weigh its stars by them too). `beat` (auto with hierarchies: the
+    lowest loss of the candidates before it): when every node's bound is at least that, gensup
+    cannot publish less and no cell suppression runs (GensupCannotWin: its bound, never a loss)."""
     started = time.perf_counter()
     lattice = lattice_of(hist, hierarchies, models, 0.0, metric, cell_suppression_after=True, weights=weights)
     limits = sorted({suppression_limit, *GENSUP_LIMITS})
@@ -408,6 +416,9 @@ def gensup_solution(hist: Histogram, hierarchies, models, suppression_limit=0.05
         first_limit.setdefault(optimum[limit].node.levels, limit)
     bounds = {levels: gensup_loss_bound(hist, optimum[limit].node, models, costs, weights)
               for levels, limit in first_limit.items()}
+    if beat is not None and min(bounds.values()) >= beat:
+        raise GensupCannotWin(f"not run: its loss would be at least {min(bounds.values()):.4g}, not below the best "
+                              f"candidate's {beat:.4g}")
     best = None
     for levels in sorted(first_limit, key=lambda levels: (bounds[levels], first_limit[levels])):
         limit = first_limit[levels]

@@ -9,7 +9,7 @@ import pytest
 from duckanon.pipeline.problem import prepare
 from duckanon.solver import Instance, Request, _solve
 from duckanon.solver.context import UNBOUNDED
-from duckanon.solver.generalize import (GENSUP_LIMITS, _gensup_at, generalization_loss, gensup_loss_bound,
+from duckanon.solver.generalize import (GENSUP_LIMITS, GensupCannotWin, _gensup_at, generalization_loss, gensup_loss_bound,
                                         gensup_solution, lattice_of, loss_row_costs)
 
 from support.checks import check_published
@@ -99,3 +99,32 @@ def test_gensup_inside_auto_suppresses_cells_without_simplex(adult):
     assert "gensup's cell suppression without simplex" in chosen.notes["choice"]
     rows = np.bincount(chosen.part_group, weights=chosen.part_count)
     assert rows.sum() == hist.n_rows and (rows[rows > 0] >= 2).all()  # every group of 2 rows or more
+
+
+def test_gensup_runs_no_cell_suppression_when_its_bound_cannot_beat_the_best_so_far(adult_third):
+    """`beat` (auto with hierarchies passes the lowest loss before gensup): at or below the
+    smallest bound of gensup's nodes nothing is cell-suppressed and the refusal states that bound;
+    above it, gensup publishes exactly what it publishes without `beat`."""
+    problem = problem_for(adult_third, CASES[0])
+    hist, hierarchies, request = problem.histogram, problem.domains.hierarchies, Request.of(problem.models)
+    limit = problem.domains.suppression_limit
+    costs = loss_row_costs(hist, hierarchies)
+    bounds = [gensup_loss_bound(hist, lattice_of(hist, hierarchies, request, each, "loss",
+                                                 cell_suppression_after=True).search().node, request, costs)
+              for each in sorted({limit, *GENSUP_LIMITS})]
+    lowest = min(bounds)
+    ran = []
+
+    def counted(rolled, context):
+        ran.append(1)
+        return suppression(request)(rolled, context)
+
+    with pytest.raises(GensupCannotWin) as refused:
+        gensup_solution(hist, hierarchies, request, limit, "loss", suppress=counted, beat=lowest)
+    assert str(refused.value) == (f"not run: its loss would be at least {lowest:.4g}, not below the best "
+                                  f"candidate's {lowest:.4g}")
+    assert ran == []
+    alone = gensup_solution(hist, hierarchies, request, limit, "loss", suppress=suppression(request))
+    beaten = gensup_solution(hist, hierarchies, request, limit, "loss", suppress=counted, beat=lowest * (1 + 1e-9))
+    assert ran and (beaten.notes["loss"], beaten.notes["levels"]) == (alone.notes["loss"], alone.notes["levels"])
+    assert alone.notes["loss"] >= lowest
