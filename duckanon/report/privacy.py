@@ -63,7 +63,8 @@ def _spent(spent: dict | None, unknown: str | None) -> str:
 
 
 def _left(budget: dict, after: dict | None) -> str:
-    """What the budget leaves after this release, exactly (Fractions of the doubles), as floats."""
+    """What the budget leaves after this release: the budget minus the total shown, exactly (Fractions
+    of the doubles), then one float."""
     if after is None:
         return "unknown (the total spent is unknown)"
     parts = []
