@@ -218,3 +218,20 @@ def test_a_hierarchy_whose_top_label_names_a_smaller_group_below_is_refused_what
                                                  r"of its values at level 1: "):
             con.execute(f"ANONYMIZE {source} INTO out WITH (epsilon = 1, delta = 1e-5, qi = (a, b), "
                         "hierarchies = (a = 'table(hb)'), levels = (a = 1, b = 0))")
+
+
+def test_a_hierarchy_file_and_the_search_go_to_the_root_too(con, tmp_path):
+    path = tmp_path / "a.csv"
+    path.write_text("0;low;*\n1;low;*\n2;high;*\n3;high;*\n")
+    con.execute("INSERT INTO t2 SELECT 'y' || (i % 300), i % 3 FROM range(1200) r(i)")  # 300 values the file lacks
+    with pytest.raises(AnonymizeError, match=r"^301 values of column a are missing from hierarchy "):
+        con.execute(f"ANONYMIZE t2 INTO out WITH (k = 2, qi = (a, b), method = 'lattice', hierarchies = (a = '{path}'))")
+    con.execute(f"ANONYMIZE t2 INTO out WITH (epsilon = 1, delta = 1e-5, qi = (a, b), hierarchies = (a = '{path}'), "
+                "levels = (a = 1, b = 0))")
+    assert {a for (a,) in con.execute("SELECT DISTINCT a FROM out").fetchall()} == {"low", "high", "*"}
+    result = _result(con, f"ANONYMIZE t2 INTO searched WITH (epsilon = 1, epsilon_search = 0.2, delta = 1e-5, "
+                          f"qi = (a, b), hierarchies = (a = '{path}', b = 'intervals(2)'), metric = 'entropy')")
+    assert json.loads(result["details"])["differential_privacy"]["uncovered_values"] == UNCOVERED_RULE
+    assert con.execute("SELECT count(*) FROM searched WHERE a LIKE 'y%' OR a = 'zzz'").fetchone()[0] == 0 or \
+        json.loads(result["details"])["differential_privacy"]["levels"]["a"] == 0
+    assert [row[0] for row in _ledger_rows(con, "t2")] == ["ANONYMIZE", "ANONYMIZE"]
