@@ -92,11 +92,18 @@ class Hierarchy:
     masks_whole_values_as_star = False  # prefix: values masked whole read '*', '**', ...
     height: int | None = None  # known before binding except for `prefix()` without a width
 
-    def bind(self, values: Sequence, column: str | None = None, source: str | None = None) -> BoundHierarchy:
+    def bind(self, values: Sequence, column: str | None = None, source: str | None = None,
+             uncovered: str = "refuse") -> BoundHierarchy:
         """Code `values` (the distinct values of `column`, read from the table `source`). A value
         the hierarchy does not cover is an error that counts them and gives the SQL that lists
-        them (from `source`, or `<table>` when it is not given), never a value itself."""
+        them (from `source`, or `<table>` when it is not given), never a value itself.
+
+        `uncovered = "root"` (differential privacy): nothing that depends on which values occur
+        refuses; a value the hierarchy lacks or cannot place is put in its root group instead
+        (`_bind_to_root`), and the only refusals are the hierarchy's own, whatever the values."""
         values = list(values)
+        if uncovered == "root":
+            return self._bind_to_root(values, column)
         try:
             codes, label_makers = self._code_levels(values, column)
         except MissingValues as missing:
@@ -110,6 +117,92 @@ class Hierarchy:
         if self._texts_may_repeat(values):
             self._check_labels_name_one_group(bound, column)
         return bound
+
+    # -- differential privacy: a binding whose refusals do not depend on the values -------------
+
+    def _placeable(self, values: list) -> np.ndarray:
+        """Per value, whether the hierarchy places it (has a row for it, can compute its levels);
+        the rest go to the root under differential privacy. Decided value by value, so whether one
+        value is placed never depends on the others."""
+        return np.ones(len(values), dtype=bool)
+
+    def _root_label(self) -> str:
+        """The text of the hierarchy's top level (its root)."""
+        return STAR
+
+    def _whole_from(self) -> int | None:
+        """The lowest level at which the whole hierarchy is one group (whatever the values), or None
+        where only the top is (a builder's groups are made of the column's values)."""
+        return None
+
+    def _refuse_root_below_top(self) -> None:
+        """Refuse, from the hierarchy alone, a root text that names a group of only some values
+        below the top: a value put in the root there would share its text (no such hierarchy
+        binds under differential privacy, whatever the values)."""
+
+    def _bind_to_root(self, values: list, column: str | None) -> BoundHierarchy:
+        """Differential privacy's binding: a value the hierarchy lacks (no row, NULL without a NULL
+        row, a text spelled as the hierarchy spells NULL, a category not listed) or cannot place (a
+        non-finite number or one too large for intervals, an infinite date or a text that is no
+        date for dates) is generalized to the root at every level above 0: at a level where the
+        whole hierarchy is one group it joins that group, below it it is a group of its own labelled
+        as the top. Level 0 is every value itself, as always. The refusals left are the
+        hierarchy's own (its rows, its builder's arguments, the column's type), so whether the
+        statement is refused never depends on which values the source holds, and the cross-level
+        check of `bind` (one text per group over every level, which a local recoding needs) is not
+        run: a private release publishes one level per column, and at one level every group has a
+        text of its own (the root's included: `_refuse_root_below_top`)."""
+        self._refuse_root_below_top()
+        n = len(values)
+        placeable = np.asarray(self._placeable(values), dtype=bool).reshape(-1)
+        matrix_codes, makers = None, None
+        if placeable.all():
+            matrix_codes, makers = self._code_levels(values, column)
+        else:
+            placed = [v for v, ok in zip(values, placeable.tolist()) if ok]
+            height = self.height
+            placed_codes, placed_makers = self._code_levels(placed, column) if placed else (None, None)
+            if placed_codes is not None:
+                height = len(placed_codes)
+            whole_from = self._whole_from() or height
+            root = self._root_label()
+            matrix_codes, makers = [], []
+            for h in range(1, height + 1):
+                labels = list(placed_makers[h - 1]()) if placed_makers is not None else []
+                if h >= whole_from:
+                    if not labels:
+                        labels = [self._whole_label(h)]
+                    code = 0  # the one group of the level: every placed value is in it
+                else:
+                    code = len(labels)
+                    labels.append(root)
+                level = np.full(n, code, dtype=np.int64)
+                if placed_codes is not None:
+                    level[placeable] = placed_codes[h - 1]
+                matrix_codes.append(level)
+                makers.append(lambda labels=labels: labels)
+        matrix = np.empty((n, len(matrix_codes) + 1), dtype=np.int64)
+        matrix[:, 0] = np.arange(n)
+        for h, level_codes in enumerate(matrix_codes, start=1):
+            matrix[:, h] = level_codes
+        return BoundHierarchy(values, matrix, makers, column, self._domain_to_root(values, placeable, matrix))
+
+    def _whole_label(self, level: int) -> str:
+        """The text of the one group at `level` (at or above `_whole_from`)."""
+        return self._root_label()
+
+    def _domain_to_root(self, values: list, placeable: np.ndarray, matrix: np.ndarray):
+        """`_domain_of` for `_bind_to_root`: a root group stands for the whole hierarchy (its loss
+        is a suppressed cell's, 1), whatever values fell into it."""
+        if placeable.all():
+            return self._domain_of(values)
+        n = len(values)
+        leaves = [np.ones(n, dtype=np.int64)]
+        for h in range(1, matrix.shape[1]):
+            sizes = np.bincount(matrix[:, h]).astype(np.int64)
+            sizes[matrix[~placeable, h][0]] = n
+            leaves.append(sizes)
+        return n, leaves
 
     def _texts_may_repeat(self, values: list) -> bool:
         """Whether two groups of these values could get one text (a builder whose labels cannot

@@ -113,6 +113,17 @@ class _Ordered(BuiltHierarchy):
             (positions // size, lambda ks, s=size: [self._block_label(k, s) for k in ks.tolist()]) for size in self.sizes
         ]
 
+    def _placeable(self, values):
+        position = self.position
+        return np.array([v is None or str(v) in position for v in values], dtype=bool)
+
+    def _refuse_root_below_top(self):
+        for size in self.sizes:
+            if any(self._block_label(k, size) == STAR for k in range(-(-len(self.order) // size))):
+                raise AnonymizeError(
+                    f"hierarchy {self.name} labels a group below the top '*': under differential privacy a value "
+                    "it lacks is published as '*', which would name two groups there; give that category another name")
+
     def _listing(self, missing, column, source):
         listed = literals(self.order)
         if listed is None:

@@ -66,6 +66,20 @@ class _Intervals(BuiltHierarchy):
         self.height = len(widths) + 1
         self.name = f"intervals({', '.join(map(str, widths))})"
 
+    def _placeable(self, values):
+        """A number intervals can number exactly (finite, within int64 for integer widths, below
+        2^53 widths otherwise); anything else that is no number is placed, and refused by type."""
+        first = self.widths[0]
+
+        def placed(v) -> bool:
+            if isinstance(v, bool) or not isinstance(v, (int, float, Decimal, np.number)):
+                return True
+            if isinstance(v, (int, np.integer)) and isinstance(first, int):
+                return -2 ** 63 <= int(v) <= 2 ** 63 - 1
+            number = float(v)
+            return bool(np.isfinite(number)) and abs(number) / first < EXACT_INTEGERS
+        return np.array([placed(v) for v in values], dtype=bool)
+
     def _keys(self, values, column):
         numbers = np.asarray(values)
         if numbers.dtype.kind not in "iuf" or numbers.dtype.kind == "b":
@@ -135,6 +149,19 @@ class Dates(BuiltHierarchy):
         # a date's text (2024-03-05) is none of a month's, quarter's, year's or decade's; an ISO
         # string may be shorter ('2024-03' reads as a date) and spell another value's month
         return any(isinstance(v, str) for v in values)
+
+    def _placeable(self, values):
+        """A date that has a day (not infinity or -infinity, which DuckDB hands over as the extreme
+        dates: those, a real 9999-12-31 too, are not placed) or a text that reads as one."""
+        def placed(v) -> bool:
+            if isinstance(v, datetime):
+                return v.replace(tzinfo=None) not in (datetime.max, datetime.min)
+            if isinstance(v, date):
+                return v not in (date.max, date.min)
+            if isinstance(v, str):
+                return _is_iso_date(v) and not np.isnat(np.datetime64(v, "D"))
+            return True  # NULL is placed; another type is refused by type
+        return np.array([placed(v) for v in values], dtype=bool)
 
     def _keys(self, values, column):
         # numpy would read an integer as days since 1970: accept dates and ISO strings only

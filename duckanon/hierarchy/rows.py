@@ -174,6 +174,45 @@ class TableHierarchy(Hierarchy):
                                      f"value (as {what})")
         return index
 
+    # differential privacy (Hierarchy._bind_to_root): the hierarchy's own root and whole groups
+
+    def _placeable(self, values):
+        if any(isinstance(v, datetime) for v in values):
+            self._instant_index()  # two rows of one instant are refused whatever the values' spellings
+        return np.array([row is not None for row in self._rows_of(values)], dtype=bool)
+
+    def _root_label(self):
+        return self._group_labels[-1][0]
+
+    def _whole_from(self):
+        return next(h for h in range(1, self.height + 1) if len(self._group_labels[h]) == 1)
+
+    def _whole_label(self, level):
+        return self._group_labels[level][0]
+
+    def _refuse_root_below_top(self):
+        root = self._root_label()
+        for h in range(1, self._whole_from()):
+            if root in self._group_labels[h]:
+                raise AnonymizeError(
+                    f"hierarchy {self.name} gives its top label to a group of only some of its values at level {h}: "
+                    "under differential privacy a value the hierarchy lacks is published as the top label, which "
+                    "would name two groups there; give that group a label of its own")
+
+    def _domain_to_root(self, values, placeable, matrix):
+        if placeable.all():
+            return self._domain_of(values)
+        rows = np.asarray([row for row in self._rows_of(values) if row is not None], dtype=np.int64)
+        whole_from = self._whole_from()
+        leaves = [np.ones(len(values), dtype=np.int64)]
+        for h in range(1, self.height + 1):
+            present = np.unique(self._group_codes[rows, h]) if len(rows) else np.zeros(0, dtype=np.int64)
+            sizes = np.bincount(self._group_codes[:, h])[present]
+            if h < whole_from or not len(present):  # the root's own group: the whole hierarchy
+                sizes = np.append(sizes, len(self._rows))
+            leaves.append(sizes.astype(np.int64))
+        return len(self._rows), leaves
+
     def _domain_of(self, values):
         rows = np.asarray(self._rows_of(values), dtype=np.int64)  # every value is covered once coded
         leaves = [np.ones(len(rows), dtype=np.int64)]

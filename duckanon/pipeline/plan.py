@@ -162,6 +162,14 @@ def _hierarchy_specs(statement: AnonymizeStatement, qi: list[str]) -> dict[int, 
                 raise AnonymizeError(f"hierarchies names column {name}, which is not a quasi-identifier")
     by_column = hierarchy_specs(specs, qi)
     parsed = {j: hierarchy.read_spec(by_column[column], column) for j, column in enumerate(qi) if column in by_column}
+    if statement.epsilon is not None and statement.levels and not statement.epsilon_search:
+        for j, spec in parsed.items():
+            if spec.built is not None and spec.built.height is None:
+                # whether a level given exists would depend on the longest value (a refusal that
+                # read the data, which epsilon does not cover)
+                raise AnonymizeError(f"the hierarchy of {qi[j]} ({spec.built.name}) takes its height from the data, "
+                                     "so whether option levels' level exists would depend on the rows: give it a "
+                                     "fixed height (e.g. prefix(5))")
     if statement.epsilon_search:
         for j, spec in parsed.items():
             if spec.built is not None and spec.built.height is None:
@@ -223,11 +231,27 @@ def bind(backend: Backend, statement: AnonymizeStatement) -> Plan:
     counts = counts_table(backend, statement, target) if statement.materialize == "view" else None
     population, population_qi, population_weight = (
         _population(backend, statement, qi, target) if statement.population is not None else (None, [], None))
+    hierarchies = _hierarchies(backend, specs, qi)
+    if statement.epsilon is not None and statement.levels:
+        _check_private_levels(statement, qi, hierarchies)
     return Plan(statement, source, target, columns, qi, roles.sensitives[0] if roles.sensitives else None, roles.keep,
                 patterns, sa_hierarchy_rows, counts=counts, population=population, population_qi=population_qi,
                 population_weight=population_weight, sensitives=roles.sensitives, identifiers=roles.identifiers,
-                masks=roles.masks, hierarchies=_hierarchies(backend, specs, qi), hierarchy_tables=tables,
+                masks=roles.masks, hierarchies=hierarchies, hierarchy_tables=tables,
                 weights=weights)
+
+
+def _check_private_levels(statement: AnonymizeStatement, qi: list[str], hierarchies: tuple | None) -> None:
+    """A private statement's levels against its hierarchies' heights, before any row is read (every
+    height is the hierarchy's own: a height from the data is refused above), so that whether a
+    level is refused never depends on the rows; the same words as after the read."""
+    given = {name.lower(): level for name, level in statement.levels.items()}
+    for j, name in enumerate(qi):
+        parsed = hierarchies[j] if hierarchies is not None else None
+        height = 1 if parsed is None else parsed.height  # without a hierarchy: the value or '*'
+        level = given.get(name.lower())
+        if level is not None and height is not None and level > height:
+            raise AnonymizeError(f"option levels: the hierarchy of {name} has levels 0 to {height}, got {level}")
 
 
 @dataclass(frozen=True)

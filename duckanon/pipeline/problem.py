@@ -161,8 +161,9 @@ def column_domains(backend: Backend, plan: Plan, cells: Cells, population: Popul
     hierarchies = None
     if methods.spec(statement.method).takes_hierarchies or statement.recodes or population is not None:
         given = plan.hierarchies or (None,) * len(plan.qi)
-        for j, parsed in enumerate(given):
-            _refuse_infinite_dates(backend, plan, cells, j, parsed, values[j])
+        if statement.epsilon is None:  # differential privacy puts infinite dates in the root (_bound)
+            for j, parsed in enumerate(given):
+                _refuse_infinite_dates(backend, plan, cells, j, parsed, values[j])
         hierarchies = [FlatHierarchy(len(values[j])) if given[j] is None  # the value or '*' (the whole column)
                        else _bound(plan, j, given[j], values[j], population) for j in range(len(plan.qi))]
     return Domains(values, numeric, hierarchies, statement.suppression_limit,
@@ -190,7 +191,10 @@ def _bound(plan: Plan, j: int, parsed, values: list, population: PopulationClass
     table's, and said so."""
     column = plan.qi[j]
     if population is None:
-        return parsed.bind(values, column=column, source=plan.source_shown)
+        # differential privacy: a value the hierarchy lacks goes to its root, never refused (whether
+        # the source holds one must not decide whether the statement is refused: docs/models.md)
+        uncovered = "root" if plan.statement.epsilon is not None else "refuse"
+        return parsed.bind(values, column=column, source=plan.source_shown, uncovered=uncovered)
     return bind_with_population(parsed, values, len(values) - len(population.extra_values[j]), plan, j)
 
 
@@ -446,7 +450,17 @@ def _private_solution(problem: Problem, models: list) -> Solution:
         "published_rows": problem.histogram.n_rows - solution.removed_rows,
         "levels": dict(zip(problem.plan.qi, chosen["levels"])) if "levels" in chosen else None,
         **chosen.get("search", {})}
+    if problem.plan.hierarchies is not None:  # the rule, never whether it applied (that is the data's)
+        solution.notes["differential_privacy"]["uncovered_values"] = UNCOVERED_RULE
     return solution
+
+
+# details.differential_privacy.uncovered_values of a private release with hierarchies: the same
+# text whatever the source holds (how many values it applied to is a function of the rows)
+UNCOVERED_RULE = ("a value a hierarchy lacks or cannot place (no row for it, NULL without a NULL row, a category "
+                  "not listed, a number intervals cannot number, an infinite date or a text that is no date) is "
+                  "published as the hierarchy's top label at every level above 0 instead of being refused; this "
+                  "release does not say whether the source holds such a value")
 
 
 def _fixed_levels(plan: Plan, hierarchies) -> tuple[int, ...]:

@@ -233,3 +233,56 @@ def test_budget_refusals(con, options, message):
     with pytest.raises(AnonymizeError) as raised:
         con.execute(f"ANONYMIZE t INTO out WITH ({options})")
     assert str(raised.value).split(" (at line")[0] == message
+
+
+def _ledger_section(page: str) -> str:
+    """The text of the report's ledger part, tags dropped (html_table's cells one per line)."""
+    import html
+    import re
+    start = page.index("<h3>Privacy ledger</h3>")
+    end = page.index("<h2>", start)
+    return html.unescape(re.sub(r"(\s*<[^>]+>\s*)+", " | ", page[start:end]))
+
+
+def test_the_report_shows_the_ledger_of_the_release(con, tmp_path):
+    pytest.importorskip("matplotlib")
+    for target in ("p1", "p2"):
+        con.execute(f"ANONYMIZE t INTO {target} WITH ({PRIVATE})")
+    path = tmp_path / "release.html"
+    con.execute(f"ANONYMIZE t INTO p3 WITH (epsilon = 0.125, delta = 1e-5, qi = (a, b), budget = (2, 1e-4), "
+                f"report = '{path}')")
+    text = _ledger_section(path.read_text())
+    assert "| source | memory.main.t |" in text
+    assert "| spent before this release | epsilon 1.0, delta 2e-05 over 2 private releases |" in text
+    assert ("| spent after this release | epsilon 1.125, delta 3.0000000000000004e-05 over 3 private releases |"
+            in text)
+    assert "| budget | epsilon 2.0, delta 0.0001 |" in text
+    # what is left: the budget minus the total shown, exactly, then one float
+    left = float(Fraction(1e-4) - Fraction(3.0000000000000004e-05))
+    assert left == 6.999999999999999e-05
+    assert f"| left of the budget after this release | epsilon 0.875, delta {left!r} |" in text
+    assert "| this release's spend | recorded in the privacy ledger, in the release's transaction |" in text
+    assert ("the releases of one source are (the sum of their epsilons, the sum of their deltas)-differentially "
+            "private") in text
+    assert "A view over the source, a copy of it, another table holding the same people" in text
+
+
+def test_the_report_says_why_a_spend_was_not_recorded(con, tmp_path):
+    pytest.importorskip("matplotlib")
+    con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
+    path = tmp_path / "release.html"
+    con.execute(f"ANONYMIZE t INTO other.main.out WITH ({PRIVATE}, report = '{path}')")
+    text = _ledger_section(path.read_text())
+    assert "| budget | none given |" in text and "left of the budget" not in text
+    assert ("| this release's spend | not recorded: the target is in another database than the source, and DuckDB "
+            "commits one database per transaction: publish into the source's database to record the spend with the "
+            "release |") in text
+    assert "This release's spend is not in the ledger" in text
+
+
+def test_a_release_without_epsilon_has_no_ledger_section(con, tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "plain.html"
+    con.execute(f"ANONYMIZE t INTO plain WITH (k = 2, qi = (a, b), report = '{path}')")
+    page = path.read_text()
+    assert "Privacy ledger" not in page and "<h2>Differential privacy</h2>" not in page

@@ -494,3 +494,49 @@ def test_several_top_labels_get_a_star_above_them():
     bound = H.from_rows([["a", "X", "R1"], ["b", "X", "R1"], ["c", "Y", "R2"]]).bind(["a", "b", "c"], column="z")
     assert bound.height == 3 and bound.rows() == [["a", "X", "R1", "*"], ["b", "X", "R1", "*"], ["c", "Y", "R2", "*"]]
     assert H.from_rows([["a", "X", "*"], ["b", "Y", "*"]]).bind(["a", "b"]).height == 2  # one top: as given
+
+
+# -- differential privacy's binding: values a hierarchy lacks go to its root (issue 37) ---------
+
+
+def test_a_value_the_rows_lack_goes_to_the_root_above_level_0():
+    h = H.from_rows([["a", "A", "*"], ["b", "A", "*"], ["c", "C", "*"]])
+    bound = h.bind(["a", "z", None, "c"], column="x", uncovered="root")
+    assert bound.codes.tolist() == [[0, 0, 0], [1, 2, 0], [2, 2, 0], [3, 1, 0]]
+    assert bound.labels == [["a", "z", None, "c"], ["A", "C", "*"], ["*"]]
+    # the root stands for the whole hierarchy: a suppressed cell's loss
+    assert bound.loss(1).tolist() == [0.5, 0.0, 1.0] and bound.domain_size == 3
+    # the same values without the root rule: refused, counted, never quoted
+    with pytest.raises(AnonymizeError, match=r"^2 values of column x are missing from hierarchy rows$"):
+        h.bind(["a", "z", None, "c"], column="x")
+
+
+def test_where_the_whole_hierarchy_is_one_group_the_root_joins_it():
+    h = H.from_rows([["a", "X", "all", "*"], ["b", "Y", "all", "*"]])
+    bound = h.bind(["a", "z"], uncovered="root")
+    assert bound.codes.tolist() == [[0, 0, 0, 0], [1, 1, 0, 0]]
+    assert bound.labels == [["a", "z"], ["X", "*"], ["all"], ["*"]]
+    # every value lacking: each level's one group
+    assert h.bind(["q"], uncovered="root").labels == [["q"], ["*"], ["all"], ["*"]]
+
+
+def test_builders_put_what_they_cannot_place_in_the_root():
+    bound = H.intervals(10).bind([1, float("nan"), 25, None, float("inf")], uncovered="root")
+    assert bound.labels[1] == ["[0, 10)", "[20, 30)", None, "*"] and bound.codes[:, 1].tolist() == [0, 3, 1, 2, 3]
+    days = H.dates(["year"]).bind([datetime.date(2020, 1, 1), datetime.date.max, None, datetime.date.min],
+                                uncovered="root")
+    assert days.labels[1] == ["2020", None, "*"] and days.codes[:, 1].tolist() == [0, 2, 1, 2]
+    texts = H.dates(["year"]).bind(["2021-05-01", "soon", "NaT"], uncovered="root")
+    assert texts.labels[1] == ["2021", "*"] and texts.codes[:, 1].tolist() == [0, 1, 1]
+    listed = H.ordered_groups(["x", "y", "z"], [2]).bind(["x", "q", "z"], uncovered="root")
+    assert listed.labels[1] == ["x..y", "z", "*"] and listed.codes[:, 1].tolist() == [0, 2, 1]
+
+
+def test_the_root_check_reads_the_hierarchy_alone():
+    partial = H.from_rows([["a", "*", "*"], ["b", "B", "*"]])
+    for values in (["a", "b"], ["b"], []):  # refused whatever the values, never only when 'a' is bound
+        with pytest.raises(AnonymizeError, match=r"^hierarchy rows gives its top label to a group of only some of its "
+                                                 r"values at level 1: "):
+            partial.bind(values, uncovered="root")
+    with pytest.raises(AnonymizeError, match=r"^hierarchy ordered\(3 categories; 1\) labels a group below the top "):
+        H.ordered_groups(["*", "y", "z"], [1]).bind(["y"], uncovered="root")
