@@ -23,6 +23,8 @@ from duckanon.pipeline.codes import create_coded, dense_code as _dense_code, nar
 from duckanon.pipeline.plan import Plan
 from duckanon.solver.heuristics import segments_alone as heuristic_segments_alone
 from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.recode import recoding_memory_bound
+from duckanon.solver.refine import refine_memory_bound
 from duckanon.solver.segments import SEGMENT_BLOCK
 from duckanon.names import TableName
 
@@ -310,6 +312,22 @@ def _count_cells(backend: Backend, plan: Plan, table: str) -> CellCounts:
     return CellCounts(int(n_cells), int(n_sa), int(largest_code))
 
 
+def _method_bytes(plan: Plan, n_classes: int, counts: CellCounts) -> int:
+    """What the method the statement runs holds beyond the histogram's words, where that grows
+    with more than the classes and columns: with hierarchies, `mondrian`'s and `auto`'s local
+    recoding (solver/recode.py's bound: its packing, cache and codes per level; a `prefix`
+    without a width counts as 32 levels, its height being the longest value's length); `mondrian`
+    without them, its refinement's counts per value (solver/refine.py)."""
+    method, m, n_sa = plan.statement.method, len(plan.qi), counts.sa_values
+    if plan.hierarchies is not None and method in ("mondrian", "auto"):
+        levels = 1 + max((h.height if h.height is not None else 32 for h in plan.hierarchies if h is not None),
+                         default=0)
+        return recoding_memory_bound(n_classes, m, n_sa, levels)
+    if method == "mondrian":
+        return refine_memory_bound(n_classes, m, counts.largest_code)
+    return 0
+
+
 def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None, counts: CellCounts) -> None:
     """Refuse before anything big reaches Python: the classes, cells and SA values are counted
     inside the engine (DuckDB spills to disk under its own memory_limit) and the estimate is
@@ -319,12 +337,14 @@ def _check_memory(backend: Backend, plan: Plan, table: str, budget: int | None, 
     m, n_cells, n_sa = len(plan.qi), counts.cells, counts.sa_values
     compact = segments_alone(plan, n_cells)
     code_bytes = np.dtype(counts.code_type[0]).itemsize if compact else 8
-    need = solver_memory_estimate(n_cells, n_cells, m, n_sa, code_bytes)  # classes <= cells: an upper bound first
+    # classes <= cells: an upper bound first
+    need = solver_memory_estimate(n_cells, n_cells, m, n_sa, code_bytes) + _method_bytes(plan, n_cells, counts)
+    n_classes = n_cells
     if need > budget:  # only then the exact count of classes (one more pass over the cells)
         cells = exp.to_table(table, quoted=True)
         distinct = exp.select(*[qcol(code_alias(j)) for j in range(m)]).distinct().from_(cells)
         n_classes = backend.one(exp.select(exp.func("count", exp.Star())).from_(distinct.subquery()))[0] if m else 1
-        need = solver_memory_estimate(n_classes, n_cells, m, n_sa, code_bytes)
+        need = solver_memory_estimate(n_classes, n_cells, m, n_sa, code_bytes) + _method_bytes(plan, n_classes, counts)
     if need > budget:
         values = f" x {n_sa:,} sensitive values" if plan.sensitive else ""
         raise HistogramTooLarge(

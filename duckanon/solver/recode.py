@@ -30,7 +30,8 @@ where the merge costs least and the group still satisfies the models (the whole 
 The start of lowest loss is handed to the top-down specialization of hierarchical.py: a group
 published at a coarse node is split further wherever its parts stay valid.
 
-Work is bounded by counts (rounds, nodes), never by a clock. Measured on Adult 9 QIs, k = 100, 5%
+Work is bounded by counts (rounds, RECODE_EVALUATIONS node evaluations per share, the packing's
+PACK_NODES and PACK_BYTES), never by a clock (a time_limit stops the rounds at its deadline too). Measured on Adult 9 QIs, k = 100, 5%
 (ARX's best local recoding 0.186; the top-down splits alone 0.242): the rounds 0.198 at a share
 of 5%, 0.216 at 20%; a fixed charge per row left instead of the share (0.35-1.0 of a row at the
 top labels) 0.217-0.222; the packing over the rounds' 320 nodes 0.183. Adult 8 QIs, k = 100: the
@@ -50,10 +51,38 @@ SHARES = (0.05, 0.2)
 MAX_ROUNDS = 400
 # A key is compacted (to its rank) before its space would pass this many codes.
 KEY_SPACE = 1 << 62
-# The class codes NodeGroups keeps (4 bytes each): 64 MiB.
-MAX_CACHED_CODES = 1 << 24
+# The bytes of node groups NodeGroups keeps (each node's class codes, 4 bytes a class, and its
+# groups' losses, 8 bytes a group): 64 MiB.
+MAX_CACHED_BYTES = 1 << 26
 # Keys are ranked by a table of their space up to this size (or 4 per key), by sorting above.
 DENSE_SPACE = 1 << 14
+# Node evaluations per share's rounds: a descent costs up to (QIs x the sum of the heights)
+# evaluations, so on a wide table the rounds grew without bound (1,000 rows x 40 QIs: 164,922
+# evaluations, 33 s). The harness's Adult and CUP cases make at most 8,821 for both shares together.
+RECODE_EVALUATIONS = 12_000
+# The packing's candidate nodes: at most PACK_NODES, and at most PACK_BYTES of its arrays (per node
+# and class the box, 4 bytes, twice while they are stacked; per box its size, cost and node, 8 bytes
+# each, and its SA counts): 128,773 nodes x 500 classes took 250 MB. The harness's cases use at
+# most 1,299 nodes (CUP, 63,441 classes: 660 MB stacked).
+PACK_NODES = 2_000
+PACK_BYTES = 1 << 30
+
+
+def packing_bytes(n_classes: int, n_sa: int, k_only: bool) -> tuple[int, int]:
+    """(per node, per box) bytes of the packing's arrays."""
+    return 8 * n_classes, 24 + (0 if k_only else 8 * n_sa)
+
+
+def recoding_memory_bound(n_classes: int, m: int, n_sa: int, levels: int) -> int:
+    """An upper bound on the bytes the recoding of this module and the top-down splits hold
+    beyond the histogram (the memory estimate's term, pipeline/histogram.py): the packing's
+    arrays, NodeGroups' cache and its codes per column and level (8 bytes each), and the
+    HierarchicalRecoding searches' codes (one per start and the splits', 8 bytes per class,
+    column and level at most)."""
+    node, box = packing_bytes(n_classes, n_sa, False)
+    packing = min(PACK_BYTES, PACK_NODES * (node + box * n_classes))
+    codes = 8 * n_classes * m * levels
+    return packing + MAX_CACHED_BYTES + codes + (len(SHARES) + 2) * codes
 
 
 def _ranks(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
@@ -73,7 +102,7 @@ class NodeGroups:
     """Per node of the lattice, every class's group over the whole histogram (dense ids in key
     order) and each group's weighted loss per row, computed once and shared by the rounds of
     every share and the packing: a descent's nodes recur from round to round, and the packing
-    takes the nodes the rounds tried. Holds at most MAX_CACHED_CODES class codes (then computes
+    takes the nodes the rounds tried. Holds at most MAX_CACHED_BYTES of them (then computes
     again): the answers are the same either way."""
 
     def __init__(self, search):
@@ -120,9 +149,10 @@ class NodeGroups:
         codes = search.codes[first][:, self.columns, levels]
         per_row = search.loss_of[search.loss_at[self.columns, levels] + codes] @ self.weights
         found = (inverse, count, per_row)
-        if self._held + len(inverse) <= MAX_CACHED_CODES:
+        size = inverse.nbytes + per_row.nbytes
+        if self._held + size <= MAX_CACHED_BYTES:
             self._cache[node] = found
-            self._held += len(inverse)
+            self._held += size
         return found
 
 
@@ -134,6 +164,7 @@ class SubsetRecoding:
         self.share = share
         self.quota = 0.0  # the rows a round must publish at least
         self.seen: dict = {}  # the nodes evaluated, in order (candidates of the packing)
+        self.evaluations = 0  # (bounded by RECODE_EVALUATIONS)
         self.m = search.m
         self.heights = np.array(search.heights, dtype=np.int64)
         self.nodes = NodeGroups(search) if nodes is None else nodes
@@ -141,6 +172,7 @@ class SubsetRecoding:
     def evaluate(self, members: np.ndarray, levels: np.ndarray) -> tuple[float, np.ndarray]:
         """The node's score on `members` and which members it publishes."""
         search = self.search
+        self.evaluations += 1
         self.seen.setdefault(tuple(levels.tolist()), None)
         groups_of, count, per_row = self.nodes.at(levels)
         inverse = groups_of[members]
@@ -163,12 +195,17 @@ class SubsetRecoding:
             return np.inf, published
         return float(group_sizes[held] @ per_row[held]) / rows if rows else np.inf, published
 
-    def best_node(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The greedy descent's best node for `members` (module docstring) and what it publishes."""
+    def spent(self, context: SolveContext) -> bool:
+        """Whether the rounds must stop: RECODE_EVALUATIONS made, or the context's deadline."""
+        return self.evaluations >= RECODE_EVALUATIONS or context.expired()
+
+    def best_node(self, members: np.ndarray, context: SolveContext = UNBOUNDED) -> tuple[np.ndarray, np.ndarray]:
+        """The greedy descent's best node for `members` (module docstring) and what it publishes;
+        the best seen so far once the rounds are spent (checked before each step)."""
         levels = self.heights.copy()
         best_score, best_published = self.evaluate(members, levels)
         best_levels = levels.copy()
-        while (levels > 0).any():
+        while (levels > 0).any() and not self.spent(context):
             step = None
             for j in np.flatnonzero(levels > 0):
                 child = levels.copy()
@@ -191,10 +228,12 @@ class SubsetRecoding:
         left = np.arange(search.hist.n_classes)
         groups = []
         for _ in range(MAX_ROUNDS):
-            if not len(left) or context.expired():
+            if not len(left) or self.spent(context):
+                if context.expired():
+                    context.cut("mondrian recoding rounds")
                 break
             self.quota = self.share * float(search.sizes[left].sum())
-            levels, published = self.best_node(left)
+            levels, published = self.best_node(left, context)
             if not published.any():
                 break
             inverse = self.nodes.at(levels)[0][left[published]]
@@ -289,7 +328,11 @@ def subset_starts(new_search, context: SolveContext = UNBOUNDED):
     if context.expired():
         return
     search = new_search()
-    packing = BoxPacking(search, list(dict.fromkeys([*seen, tuple(search.heights)])), nodes)
+    top = tuple(search.heights)
+    candidates = list(dict.fromkeys([*seen, top]))  # (in the order evaluated: the top first)
+    if len(candidates) > PACK_NODES:
+        candidates = list(dict.fromkeys([top, *candidates]))[:PACK_NODES]
+    packing = BoxPacking(search, candidates, nodes)
     groups, left = packing.pack()
     yield (f"the groups of the {len(packing.nodes)} nodes those rounds tried that satisfy the models, the cheapest "
            "per row first", search, *packing.recoding.place_leftover(groups, left, search.budget))
@@ -306,8 +349,13 @@ class BoxPacking:
         self.recoding = SubsetRecoding(search, 0.0, groups)
         self.nodes, box_of, sizes, sa, costs = [], [], [], [], []
         start = 0
+        per_node, per_box = packing_bytes(search.hist.n_classes, search.sa.shape[1], search.k_only)
+        used = 0
         for levels in (np.array(node, dtype=np.int64) for node in nodes):
             inverse, count, cost = self.recoding.nodes.at(levels)
+            if self.nodes and used + per_node + per_box * count > PACK_BYTES:
+                break  # (the nodes in the order evaluated: the top first)
+            used += per_node + per_box * count
             node_sizes = np.bincount(inverse, weights=search.sizes, minlength=count)
             node_sa = np.zeros((count, search.sa.shape[1])) if search.k_only else \
                 np.stack([np.bincount(inverse, weights=search.sa[:, s], minlength=count)

@@ -30,6 +30,19 @@ from duckanon.solver.models import all_satisfied
 REFINE_CELLS = 2e7  # groups x classes, at most
 REFINE_PASSES = 10
 CHUNK_CELLS = 4e6  # groups x classes x columns per vectorized chunk
+# The per-column counts of classes per group and value (8 bytes each, (groups + classes) x values),
+# at most: above, the groups are left as Mondrian made them (3,000 classes x 40 QIs of 100 values
+# held 192 MB of them, which the memory estimate did not count)
+REFINE_COUNT_BYTES = 1 << 28
+
+
+def refine_memory_bound(n_classes: int, m: int, largest_code: int) -> int:
+    """An upper bound on the bytes refine_groups holds (the memory estimate's term for
+    `mondrian` without hierarchies, pipeline/histogram.py): its counts (at most
+    REFINE_COUNT_BYTES; groups <= classes, values per column <= largest_code + 1) and about five
+    float arrays of one chunk."""
+    counts = min(REFINE_COUNT_BYTES, 8 * 2 * n_classes * m * (largest_code + 1))
+    return counts + 5 * 8 * int(min(CHUNK_CELLS, n_classes * n_classes * max(m, 1)))
 
 
 class _Groups:
@@ -108,6 +121,9 @@ def refine_groups(hist: Histogram, group_of: np.ndarray, models, numeric: list[b
     group_of = np.unique(group_of, return_inverse=True)[1].ravel().astype(np.int64)
     n_groups = int(group_of.max()) + 1
     if n_groups < 2 or n_groups * n_classes > REFINE_CELLS:
+        return group_of
+    values = sum(int(hist.codes[:, j].max()) + 1 for j in range(hist.m))
+    if 8 * (n_groups + n_classes) * values > REFINE_COUNT_BYTES:
         return group_of
     numeric = list(numeric) if numeric is not None else [False] * hist.m
     state = _Groups(hist, group_of, numeric)

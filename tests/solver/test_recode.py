@@ -19,7 +19,12 @@ import pytest
 from duckanon.pipeline.problem import prepare
 from duckanon.solver.hierarchical import HierarchicalRecoding, _total_loss, hierarchical_solution
 from duckanon.solver.partition import SHOW_VALUE
+import duckanon
+from duckanon.solver import recode
+from duckanon.solver.context import UNBOUNDED, SolveContext
+from duckanon.solver.models import KAnonymity
 from duckanon.solver.recode import SHARES, iterative_start
+from duckanon.solver.request import Request
 
 from support.data import SHARED
 
@@ -156,3 +161,53 @@ def test_same_input_same_release(adult):
     for name in ("part_class", "part_sa", "part_group", "part_count", "dropped"):
         assert np.array_equal(getattr(first, name), getattr(second, name))
     assert first.notes == second.notes
+
+
+def _wide(rows: int, m: int):
+    """`rows` random rows over `m` columns of 16 values, each under intervals(2, 4, 8) (levels of
+    2, 4, 8 values and the top): the histogram and the bound hierarchies, as the statement makes them."""
+    con = duckanon.connect()
+    cols = ", ".join(f"(hash(i * {j + 7} + {j}) % 16)::INT AS q{j}" for j in range(m))
+    con.duckdb.execute(f"CREATE TABLE w AS SELECT {cols} FROM range({rows}) r(i)")
+    problem = prepare(con, f"ANONYMIZE w WITH (k = 3, qi = ({', '.join(f'q{j}' for j in range(m))}), "
+                           "method = 'mondrian', hierarchies = 'intervals(2, 4, 8)')")
+    return problem.histogram, problem.domains.hierarchies
+
+
+def test_the_rounds_and_the_packing_are_bounded_by_counts_on_a_wide_table(monkeypatch):
+    """40 QIs: a descent costs up to 40 x 160 evaluations, and the rounds grew without bound
+    (1,000 rows: 164,922 evaluations, 33 s). Each share's rounds stop at RECODE_EVALUATIONS (a
+    descent step's children at most beyond it) and the packing takes at most PACK_NODES nodes;
+    every start is still a valid partition of the classes."""
+    hist, hierarchies = _wide(400, 40)
+    made = []
+    real = recode.SubsetRecoding.rounds
+
+    def rounds(self, context=UNBOUNDED):
+        out = real(self, context)
+        made.append(self.evaluations)
+        return out
+
+    monkeypatch.setattr(recode.SubsetRecoding, "rounds", rounds)
+    packed = []
+    real_pack = recode.BoxPacking.__init__
+    monkeypatch.setattr(recode.BoxPacking, "__init__",
+                        lambda self, search, nodes, groups=None: (packed.append(len(nodes)), real_pack(self, search, nodes, groups))[1])
+    models = Request.of([KAnonymity(3)])
+    starts = list(recode.subset_starts(lambda: HierarchicalRecoding(hist, hierarchies, models), UNBOUNDED))
+    # (the 5% share's rounds reach the bound; the 20% share's publish every class before it)
+    assert len(made) == 2 and max(made) >= recode.RECODE_EVALUATIONS and max(made) <= recode.RECODE_EVALUATIONS + 40
+    assert packed and packed[0] <= recode.PACK_NODES
+    for _, _, groups, removed in starts:
+        members = np.sort(np.concatenate([g.members for g in groups + removed]))
+        assert members.tolist() == list(range(hist.n_classes))
+        assert all(g.size >= 3 for g in groups)
+
+
+def test_the_rounds_stop_at_the_deadline_and_say_so():
+    hist, hierarchies = _wide(200, 40)
+    context = SolveContext(deadline=0.0)  # already past
+    recoding = recode.SubsetRecoding(HierarchicalRecoding(hist, hierarchies, Request.of([KAnonymity(3)])), 0.05)
+    groups, left = recoding.rounds(context)
+    assert groups == [] and len(left) == hist.n_classes and recoding.evaluations == 0
+    assert "mondrian recoding rounds" in context.cuts
