@@ -82,3 +82,61 @@ def test_without_epsilon_a_label_covering_every_source_value_stays_a_star(tmp_pa
     assert json.loads(row["details"])["levels"] == [1]
     assert (row["published_rows"], row["stars"], row["suppressed_rows"]) == (3000, 3000, 3000)
     assert json.loads(row["details"])["whole_domain_cells"] == 3000
+
+
+# -- B03: intervals() labelled a large DOUBLE with an interval that excluded it ------------------
+
+def _interval_bounds(label: str):
+    from decimal import Decimal
+    lo, hi = label.strip("[)").split(", ")
+    return Decimal(lo), Decimal(hi)
+
+
+@pytest.mark.parametrize("private", [True, False])
+@pytest.mark.parametrize("value, width, label", [
+    ("1e15", "5", "[1000000000000000, 1000000000000005)"),
+    ("6e14", "3", "[600000000000000, 600000000000003)"),
+    ("0.7", "0.1", "[0.7, 0.8)"), ("0.3", "0.1", "[0.3, 0.4)"), ("2.3", "0.1", "[2.3, 2.4)"),
+    ("1e12", "5", "[1000000000000, 1000000000005)"),
+    ("2.9999999995", "1", "[2, 3)"), ("-0.3", "0.1", "[-0.3, -0.2)"), ("123456789012.3", "0.1",
+                                                                        "[123456789012.3, 123456789012.4)"),
+])
+def test_an_interval_label_contains_its_value(private, value, width, label):
+    con = duckanon.connect()
+    con.execute(f"CREATE TABLE t AS SELECT 'x' AS a, {value}::DOUBLE AS b FROM range(400) r(i)")
+    options = "epsilon=2, delta=1e-5, levels=(a=0, b=1)" if private else "k=2, method='lattice'"
+    con.execute(f"ANONYMIZE t WITH ({options}, qi=(a, b), hierarchies=(a='prefix(1)', b='intervals({width})'))")
+    assert [r[0] for r in con.execute("SELECT DISTINCT b FROM t_anon").fetchall()] == [label]
+
+
+def test_a_sweep_of_doubles_is_labelled_by_intervals_that_contain_them():
+    from decimal import Decimal
+
+    import numpy as np
+
+    from duckanon.hierarchy import intervals
+
+    rng = np.random.default_rng(7)
+    every = sorted({float(v) for v in np.concatenate([
+        [round(x, int(d)) for x, d in zip(rng.uniform(-1e3, 1e3, 300), rng.integers(0, 6, 300))],  # short decimals
+        rng.uniform(-1e15, 1e15, 300).round(), 10.0 ** np.arange(-3, 15),
+        np.arange(-30, 31) * 0.1, np.arange(0, 50) * 3.0 ** 30])})
+    for widths in ((5,), (0.1, 0.5, 1), (3,), (0.25, 1.0), (7, 70)):
+        values = [v for v in every if abs(v) / widths[0] < 2.0 ** 53]  # else refused: row 'too large'
+        bound = intervals(*widths).bind(values, "b")
+        for level, width in enumerate(widths, start=1):
+            labels = bound.labels[level]
+            for v, code in zip(values, bound.codes[:, level].tolist()):
+                lo, hi = _interval_bounds(labels[code])
+                assert lo <= Decimal(repr(v)) < hi and hi - lo == Decimal(repr(width)), (v, widths, labels[code])
+
+
+def test_a_width_not_an_exact_multiple_of_the_previous_is_refused():
+    from duckanon.errors import AnonymizeError
+    from duckanon.hierarchy import intervals
+
+    intervals(0.1, 0.3, 0.9)  # exact multiples as written
+    with pytest.raises(AnonymizeError) as refused:
+        intervals(0.1, 0.30000000001)
+    assert str(refused.value) == ("intervals: each width must be a larger multiple of the previous one, "
+                                  "got 0.1 then 0.30000000001")
