@@ -140,3 +140,35 @@ def test_a_width_not_an_exact_multiple_of_the_previous_is_refused():
         intervals(0.1, 0.30000000001)
     assert str(refused.value) == ("intervals: each width must be a larger multiple of the previous one, "
                                   "got 0.1 then 0.30000000001")
+
+
+# -- B07: a top label equal to a leaf value published the lacking values under that value's name --
+
+@pytest.mark.parametrize("with_lacking", [True, False])
+def test_a_top_label_equal_to_a_leaf_is_refused_whatever_the_values(tmp_path, with_lacking):
+    from duckanon.errors import AnonymizeError
+
+    h = _hierarchy(tmp_path, "Ann;AB;Ann\nBob;AB;Ann\nCy;C;Ann\n")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT CASE i % 4 WHEN 0 THEN 'Ann' WHEN 1 THEN 'Bob' WHEN 2 THEN 'Cy' "
+                "ELSE 'Dan' END AS a, 1 AS b FROM range(3000) r(i)")
+    if not with_lacking:
+        con.execute("DELETE FROM t WHERE a = 'Dan'")
+    with pytest.raises(AnonymizeError) as refused:
+        con.execute(f"ANONYMIZE t WITH (epsilon=2, delta=1e-5, levels=(a=1, b=0), qi=(a, b), "
+                    f"hierarchies=(a='{h}', b='intervals(5)'))")
+    assert str(refused.value) == (
+        f"hierarchy {h} gives its top label to one of its values (line 1): under differential privacy a value the "
+        "hierarchy lacks is published as the top label, which would read as that value; give the top a label of "
+        "its own")
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 't_anon'").fetchone()[0] == 0
+
+
+def test_an_ordered_category_spelled_as_the_top_is_refused_under_epsilon():
+    from duckanon.errors import AnonymizeError
+    from duckanon.hierarchy import ordered_groups
+
+    for values in (["y"], ["y", "zzz"]):
+        with pytest.raises(AnonymizeError) as refused:
+            ordered_groups(["x", "*", "y", "z"], [2]).bind(values, uncovered="root")
+        assert str(refused.value).startswith("hierarchy ordered(4 categories; 2) labels a group below the top '*': ")
