@@ -172,3 +172,35 @@ def test_an_ordered_category_spelled_as_the_top_is_refused_under_epsilon():
         with pytest.raises(AnonymizeError) as refused:
             ordered_groups(["x", "*", "y", "z"], [2]).bind(values, uncovered="root")
         assert str(refused.value).startswith("hierarchy ordered(4 categories; 2) labels a group below the top '*': ")
+
+
+# -- B05: an engine error while reading a view quoted a source value ------------------------------
+
+@pytest.mark.parametrize("options", ["epsilon=1, delta=1e-5, qi=(b)", "k=2, qi=(b)"])
+@pytest.mark.parametrize("view, others, message", [
+    ("SELECT json_extract(a, '$.x')::VARCHAR AS b FROM t", '{"x": 1}',
+     "ANONYMIZE failed: Invalid Input Error: a value is not valid JSON (the value is not shown)"),
+    ("SELECT regexp_matches('x', a) AS b FROM t", "x",
+     "ANONYMIZE failed: Invalid Input Error: a function refused a value as its input (the value is not shown)"),
+    ("SELECT CAST(a AS INT) AS b FROM t", "1",
+     "ANONYMIZE failed: Conversion Error: a value could not be converted to INT32 (the value is not shown)"),
+])
+def test_an_engine_error_reading_a_view_does_not_quote_the_value(options, view, others, message):
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT CASE WHEN i = 5 THEN 'patient-Jane-Doe-HIV(' ELSE ? END AS a "
+                "FROM range(3000) r(i)", [others])
+    con.execute("CREATE VIEW v AS " + view)
+    with pytest.raises(duckanon.AnonymizeError) as caught:
+        con.execute(f"ANONYMIZE v WITH ({options})")
+    assert str(caught.value) == message
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'v_anon'").fetchone()[0] == 0
+
+
+def test_duckanons_own_macro_messages_keep_their_text():
+    import duckdb
+
+    from duckanon.backends.duckdb import _translated
+
+    with pytest.raises(duckdb.Error) as caught:
+        duckdb.connect().execute("SELECT error('duckanon: table t has no column named B')")
+    assert str(_translated(caught.value)) == "Invalid Input Error: duckanon: table t has no column named B"
