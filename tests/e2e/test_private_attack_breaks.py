@@ -204,3 +204,49 @@ def test_duckanons_own_macro_messages_keep_their_text():
     with pytest.raises(duckdb.Error) as caught:
         duckdb.connect().execute("SELECT error('duckanon: table t has no column named B')")
     assert str(_translated(caught.value)) == "Invalid Input Error: duckanon: table t has no column named B"
+
+
+# -- B02: the report of a private release printed the original's exact risk figures and profile ---
+
+def _report_text(path) -> str:
+    html = re.sub(r"<style.*?</style>", "", path.read_text(), flags=re.S)
+    html = re.sub(r"<img[^>]*>", "", html)  # the plots (their pixels are of the published table)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_a_private_report_leaves_the_originals_figures_out(tmp_path):
+    pytest.importorskip("matplotlib")
+    h = _hierarchy(tmp_path, "Ann;AB;*\nBob;AB;*\nCy;C;*\n")
+    texts = []
+    for extra in (None, "INSERT INTO t VALUES ('Dan', DATE '2020-03-03')"):
+        con = duckanon.connect()
+        con.execute(BASE)
+        if extra:
+            con.execute(extra)
+        report = tmp_path / "r.html"
+        con.execute(f"ANONYMIZE t WITH (epsilon=1, delta=1e-5, qi=(a, d), hierarchies=(a='{h}', "
+                    f"d='dates(month, year)'), levels=(a=1, d=1), report='{report}')")
+        text = _report_text(report)
+        published = con.execute("SELECT count(*) FROM t_anon").fetchone()[0]
+        classes = con.execute("SELECT count(*) FROM (SELECT DISTINCT a, d FROM t_anon)").fetchone()[0]
+        # the source's counts (3,000 or 3,001 rows, 300 or 301 classes) appear nowhere
+        assert "3,000" not in text and "3,001" not in text and "3000" not in text and "3001" not in text
+        assert "A differentially private release: the original table's figures" in text.replace("&#x27;", "'")
+        # the risk table has one column, the published table's
+        assert re.search(r"measure published highest_risk [\d.]+ average_risk", text)
+        assert f"classes {classes} rows {published:,}" in text
+        assert "HIPAA" not in text or "profile of the original's columns is left out" in text.replace("&#x27;", "'")
+        texts.append(re.sub(r"[\d.,]+", "#", text))
+    # the two reports differ in published figures only (and the release's id and time)
+    assert texts[0].replace("#", "") != "" and len(texts[0]) > 1000
+
+
+def test_a_non_private_report_still_compares_with_the_original(tmp_path):
+    pytest.importorskip("matplotlib")
+    con = duckanon.connect()
+    con.execute(BASE)
+    report = tmp_path / "r.html"
+    con.execute(f"ANONYMIZE t WITH (k=2, qi=(a, d), report='{report}')")
+    text = _report_text(report)
+    assert re.search(r"measure original published highest_risk", text)
+    assert "3,000" in text
