@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal, localcontext
 from collections.abc import Callable, Sequence
@@ -161,7 +163,7 @@ class Dates(BuiltHierarchy):
             if isinstance(v, date):
                 return v not in (date.max, date.min)
             if isinstance(v, str):
-                return _is_iso_date(v) and not np.isnat(np.datetime64(v, "D"))
+                return _is_iso_date(v) and not np.isnat(_day(v))
             return True  # NULL is placed; another type is refused by type
         return np.array([placed(v) for v in values], dtype=bool)
 
@@ -172,7 +174,8 @@ class Dates(BuiltHierarchy):
             if bad is not None:
                 raise ValueError
             # datetime.date() keeps the wall-clock date, also for time-zone-aware timestamps
-            days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
+            with _quiet_numpy():
+                days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
         except (TypeError, ValueError):
             if bad is not None:
                 raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {_values_of(column)} holds "
@@ -188,9 +191,27 @@ class Dates(BuiltHierarchy):
         return levels
 
 
+@contextmanager
+def _quiet_numpy():
+    """numpy warns (UserWarning "no explicit representation of timezones", a DeprecationWarning
+    on some versions) when it parses a text with a time zone, which is how DuckDB hands over a
+    TIMESTAMPTZ past year 9999 (Python's datetime stops there): the warning would reach stderr
+    exactly when the source holds such a value, so it is silenced around these conversions,
+    which read the date part only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="no explicit representation of timezones")
+        warnings.filterwarnings("ignore", message="parsing timezone aware datetimes is deprecated")
+        yield
+
+
+def _day(value) -> np.datetime64:
+    with _quiet_numpy():
+        return np.datetime64(value, "D")
+
+
 def _is_iso_date(value) -> bool:
     try:
-        np.datetime64(value, "D")
+        _day(value)
         return True
     except (TypeError, ValueError):
         return False

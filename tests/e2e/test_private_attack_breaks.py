@@ -250,3 +250,26 @@ def test_a_non_private_report_still_compares_with_the_original(tmp_path):
     text = _report_text(report)
     assert re.search(r"measure original published highest_risk", text)
     assert "3,000" in text
+
+
+# -- B04: numpy warnings on stderr for a TIMESTAMPTZ past year 9999 under dates(...) --------------
+
+@pytest.mark.parametrize("far", [False, True])
+def test_a_far_future_zoned_timestamp_prints_no_warning(far):
+    import subprocess
+    import sys
+
+    child = (
+        "import sys, warnings, duckanon\n"
+        "warnings.simplefilter('always')\n"
+        "con = duckanon.connect()\n"
+        "con.execute(\"CREATE TABLE t AS SELECT (DATE '2020-01-01' + (i % 300)::INT)::TIMESTAMPTZ AS d, "
+        "(i % 2)::INT AS b FROM range(3000) r(i)\")\n"
+        f"if {far}: con.execute(\"INSERT INTO t VALUES ('12000-01-01'::TIMESTAMPTZ, 1)\")\n"
+        "con.execute(\"ANONYMIZE t WITH (epsilon=1, delta=1e-5, qi=(d, b), hierarchies=(d='dates(month, year)', "
+        "b='intervals(5)'), levels=(d=1, b=0))\").fetchall()\n"
+        "print('released')\n")
+    import os
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(duckanon.__file__)))
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300, env=env)
+    assert (done.stdout, done.stderr) == ("released\n", "")
