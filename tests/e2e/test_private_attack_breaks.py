@@ -273,3 +273,30 @@ def test_a_far_future_zoned_timestamp_prints_no_warning(far):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(duckanon.__file__)))
     done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300, env=env)
     assert (done.stdout, done.stderr) == ("released\n", "")
+
+
+# -- B06: a later REPORT of a private release had no differential-privacy or ledger section -------
+
+def _section_table(text: str) -> str:
+    start = text.index("Differential privacy parameter value")
+    return text[start:text.index("What it means", start)]
+
+
+def test_a_later_report_of_a_private_release_writes_the_privacy_sections(tmp_path):
+    pytest.importorskip("matplotlib")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 50)::INT AS a FROM range(3000) r(i)")
+    at_release, later = tmp_path / "at.html", tmp_path / "later.html"
+    row = _row(con, "ANONYMIZE t WITH (epsilon=1, delta=1e-5, qi=(a), hierarchies=(a='intervals(10,20)'), "
+                    f"levels=(a=1), report='{at_release}')")
+    con.execute(f"REPORT t_anon FROM t WITH (file='{later}')").fetchall()
+    first, second = _report_text(at_release), _report_text(later)
+    dp = json.loads(row["details"])["differential_privacy"]
+    for text in (first, second):
+        assert "Privacy ledger" in text and "What it means: this table was published by an (epsilon, delta)" in text
+    # the same parameters but the rows sampled, which the comment does not record
+    expected = _section_table(first).replace(f"rows sampled {dp['sampled_rows']:,}", "rows sampled —")
+    assert _section_table(second) == expected
+    assert f"smallest class published, k {dp['k']}" in expected
+    assert "written by a later REPORT from the published table's comment" in second.replace("&#x27;", "'")
+    assert "The source's totals are not in this report" in second.replace("&#x27;", "'")
