@@ -62,8 +62,9 @@ def _without_values(error: duckdb.Error, text: str) -> str | None:
         # a function's refusal of its input quotes that input, a value of the data (json_extract:
         # `Malformed JSON at byte 0 of input: ... Input: "<value>"`, regexp_matches: `missing ):
         # <pattern>`): the kind alone; duckanon's own macros' messages (`duckanon: ...`) quote none
-        what = "a value is not valid JSON" if "JSON" in text else "a function refused a value as its input"
-        return f"{prefix}: {what} (the value is not shown)"
+        if "JSON" in text:
+            return f"{prefix}: a value is not valid JSON (the value is not shown)"
+        return f"{prefix}: an input was refused (its text is not shown: it may quote a value)"
     return None
 
 
