@@ -58,7 +58,18 @@ def _without_values(error: duckdb.Error, text: str) -> str | None:
         return f"{prefix}: a constraint was violated (the key is not shown)"
     if isinstance(error, duckdb.InvalidInputException) and "Could not parse" in text:
         return f"{prefix}: a value could not be parsed (the value is not shown)"
+    if isinstance(error, duckdb.InvalidInputException) and not _OWN_MESSAGE.match(text):
+        # a function's refusal of its input quotes that input, a value of the data (json_extract:
+        # `Malformed JSON at byte 0 of input: ... Input: "<value>"`, regexp_matches: `missing ):
+        # <pattern>`): the kind alone; duckanon's own macros' messages (`duckanon: ...`) quote none
+        if "JSON" in text:
+            return f"{prefix}: a value is not valid JSON (the value is not shown)"
+        return f"{prefix}: an input was refused (its text is not shown: it may quote a value)"
     return None
+
+
+# the messages of duckanon's SQL macros (error('duckanon: ...')), which name tables and columns only
+_OWN_MESSAGE = re.compile(r"^[^:]*: duckanon: ")
 
 
 def _translated(error: duckdb.Error) -> BackendError:

@@ -39,6 +39,10 @@ class BoundHierarchy:
         # as rows may hold values the column lacks, and ARX's loss counts them (its domain share
         # is over the hierarchy's rows); a builder's hierarchy is made of the column's values
         self._domain = domain
+        # differential privacy (`Hierarchy._bind_to_root`): the lowest level whose one group is the
+        # whole HIERARCHY, decided from the hierarchy alone; a cell counts as a star there and only
+        # there (None: a level is whole when one label covers every bound value, generalize.whole_domain)
+        self.whole_from: int | None = None
         self._label_makers = [lambda: [None if v is None else str(v) for v in values], *label_makers]
         self._labels: dict[int, list] = {}
 
@@ -185,7 +189,11 @@ class Hierarchy:
         matrix[:, 0] = np.arange(n)
         for h, level_codes in enumerate(matrix_codes, start=1):
             matrix[:, h] = level_codes
-        return BoundHierarchy(values, matrix, makers, column, self._domain_to_root(values, placeable, matrix))
+        bound = BoundHierarchy(values, matrix, makers, column, self._domain_to_root(values, placeable, matrix))
+        # whether a label covers every value of the SOURCE column tells whether the source holds a
+        # value the hierarchy lacks (it goes to the root): a star is decided from the hierarchy alone
+        bound.whole_from = min(self._whole_from() or bound.height, bound.height) if bound.height > 0 else None
+        return bound
 
     def _whole_label(self, level: int) -> str:
         """The text of the one group at `level` (at or above `_whole_from`)."""

@@ -118,7 +118,7 @@ class _Ordered(BuiltHierarchy):
         return np.array([v is None or str(v) in position for v in values], dtype=bool)
 
     def _refuse_root_below_top(self):
-        for size in self.sizes:
+        for size in [1, *self.sizes]:  # 1: the categories themselves (level 0)
             if any(self._block_label(k, size) == STAR for k in range(-(-len(self.order) // size))):
                 raise AnonymizeError(
                     f"hierarchy {self.name} labels a group below the top '*': under differential privacy a value "

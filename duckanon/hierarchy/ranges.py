@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+from contextlib import contextmanager
 from datetime import date, datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -56,8 +58,10 @@ class _Intervals(BuiltHierarchy):
             if ratio > EXACT_INTEGERS:  # its codes are integer quotients of int64 codes
                 raise AnonymizeError(f"intervals: each width may be at most 2^53 times the previous one, got {smaller} "
                                      f"then {larger}")
-            if ratio <= 1 or abs(ratio - round(ratio)) > 1e-9:
-                # An interval of the finer level would straddle two of the coarser one.
+            exact_ratio = _decimal(larger) / _decimal(smaller)
+            if ratio <= 1 or exact_ratio != exact_ratio.to_integral_value():
+                # An interval of the finer level would straddle two of the coarser one (decided on
+                # the widths as written, exactly: 0.3 is 3 times 0.1, 0.30000000001 is not).
                 raise AnonymizeError(
                     f"intervals: each width must be a larger multiple of the previous one, got {smaller} then {larger}"
                 )
@@ -109,12 +113,12 @@ class _Intervals(BuiltHierarchy):
         if exact:
             keys = numbers.astype(np.int64) // first
         else:
-            # Snap quotients within 1e-9 of a boundary onto it: 0.3 / 0.1 is 2.9999999999999996.
-            keys = np.floor(np.round(numbers / first, 9)).astype(np.int64)
+            keys = _interval_keys(values, numbers.astype(np.float64), first)
         levels = []
         for width, ratio in zip(self.widths, [1, *self.ratios]):
             keys = keys // ratio  # derived from the finer level, so the nesting is exact
-            levels.append((keys, lambda ks, w=width: [f"[{_number(k * w)}, {_number(k * w + w)})" for k in ks.tolist()]))
+            levels.append((keys, lambda ks, w=_decimal(width): [f"[{_text(k * w)}, {_text(k * w + w)})"
+                                                                for k in ks.tolist()]))
         return levels
 
 
@@ -159,7 +163,7 @@ class Dates(BuiltHierarchy):
             if isinstance(v, date):
                 return v not in (date.max, date.min)
             if isinstance(v, str):
-                return _is_iso_date(v) and not np.isnat(np.datetime64(v, "D"))
+                return _is_iso_date(v) and not np.isnat(_day(v))
             return True  # NULL is placed; another type is refused by type
         return np.array([placed(v) for v in values], dtype=bool)
 
@@ -170,7 +174,8 @@ class Dates(BuiltHierarchy):
             if bad is not None:
                 raise ValueError
             # datetime.date() keeps the wall-clock date, also for time-zone-aware timestamps
-            days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
+            with _quiet_numpy():
+                days = np.array([v.date() if isinstance(v, datetime) else v for v in values], dtype="datetime64[D]")
         except (TypeError, ValueError):
             if bad is not None:
                 raise AnonymizeError(f"dates need DATE or TIMESTAMP values; {_values_of(column)} holds "
@@ -186,9 +191,27 @@ class Dates(BuiltHierarchy):
         return levels
 
 
+@contextmanager
+def _quiet_numpy():
+    """numpy warns (UserWarning "no explicit representation of timezones", a DeprecationWarning
+    on some versions) when it parses a text with a time zone, which is how DuckDB hands over a
+    TIMESTAMPTZ past year 9999 (Python's datetime stops there): the warning would reach stderr
+    exactly when the source holds such a value, so it is silenced around these conversions,
+    which read the date part only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="no explicit representation of timezones")
+        warnings.filterwarnings("ignore", message="parsing timezone aware datetimes is deprecated")
+        yield
+
+
+def _day(value) -> np.datetime64:
+    with _quiet_numpy():
+        return np.datetime64(value, "D")
+
+
 def _is_iso_date(value) -> bool:
     try:
-        np.datetime64(value, "D")
+        _day(value)
         return True
     except (TypeError, ValueError):
         return False
@@ -199,9 +222,42 @@ def _months(days: np.ndarray) -> np.ndarray:
     return days.astype("datetime64[M]").astype(np.int64) + 1970 * 12
 
 
-def _number(x) -> str:
-    """39 for integral numbers, 2.5 otherwise; 12 significant digits hide float noise (0.1 * 3)."""
-    return str(x) if isinstance(x, int) else f"{x:.12g}"
+def _decimal(x) -> Decimal:
+    """A number as the decimal it is written as: a DOUBLE by its shortest text (0.3, not
+    0.2999999999999999889), the text DuckDB shows it by; an integer or DECIMAL as it is."""
+    if isinstance(x, Decimal):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return Decimal(int(x))
+    return Decimal(repr(float(x)))
+
+
+def _text(x: Decimal) -> str:
+    """A bound's exact decimal text, without exponent or trailing zeros: 39, 2.5, 0.3, 1000000000000005."""
+    text = format(x, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _interval_keys(values: list, numbers: np.ndarray, width) -> np.ndarray:
+    """floor(value / width) per value, exactly on the decimals the value and the width are written
+    as (`_decimal`), so a value's label [k * width, (k + 1) * width) always contains it: 0.3 at
+    width 0.1 is in [0.3, 0.4) (float division gives 2.9999999999999996), 1e15 at width 5 in
+    [1000000000000000, 1000000000000005) (numpy's rounding gave 199999999999999.97). The float
+    quotient decides every value far from a bound (its error is below 1e-15 of it, the margin
+    1e-12 of it plus 1e-9); the few near one are computed in decimal arithmetic."""
+    quotient = numbers / width
+    keys = np.floor(quotient)
+    fraction = quotient - keys
+    margin = np.abs(quotient) * 1e-12 + 1e-9
+    keys = keys.astype(np.int64)
+    doubtful = np.flatnonzero((fraction < margin) | (fraction > 1 - margin))
+    if len(doubtful):
+        w = _decimal(width)
+        with localcontext() as context:
+            context.prec = 60  # |quotient| < 2^53: its integer part and far more are exact
+            for i in doubtful.tolist():
+                keys[i] = int((_decimal(values[i]) / w).to_integral_value(rounding="ROUND_FLOOR"))
+    return keys
 
 
 def intervals(*widths: int | float) -> Hierarchy:

@@ -192,6 +192,14 @@ class TableHierarchy(Hierarchy):
 
     def _refuse_root_below_top(self):
         root = self._root_label()
+        # level 0 too: a leaf spelled as the top (Ann;AB;Ann) would publish the rows of a value
+        # the hierarchy lacks under that leaf's name (the text of another person's value)
+        leaf = next((i for i, row in enumerate(self._rows) if row[0] is not None and str(row[0]) == str(root)), None)
+        if leaf is not None:
+            raise AnonymizeError(
+                f"hierarchy {self.name} gives its top label to one of its values ({self._at(leaf)}): under "
+                "differential privacy a value the hierarchy lacks is published as the top label, which would "
+                "read as that value; give the top a label of its own")
         for h in range(1, self._whole_from()):
             if root in self._group_labels[h]:
                 raise AnonymizeError(

@@ -31,6 +31,15 @@ def release(params: dict, summary: dict, details: dict, counts: dict) -> dict:
         limit = details.get("suppression_limit")
     if params.get("epsilon") is not None:  # every class below the derived k is removed: no limit was set
         limit = None
+    if params.get("epsilon") is not None:
+        # a private release: the original's row count and how many rows were sampled or removed are
+        # exact functions of the source's rows, outside the guarantee: left out of the report
+        return {"method": method, "lattice_like": lattice_like, "generalizing": lattice_like or
+                params.get("hierarchies") is not None, "suppression_limit": None,
+                "metric": details.get("metric") or params.get("metric") if lattice_like else None,
+                "levels": details.get("levels"), "rows": None, "removed_rows": None, "private": True,
+                "published_rows": summary.get("published_rows") if summary.get("published_rows") is not None
+                else counts["published"]}
     total = summary.get("rows") if summary.get("rows") is not None else counts["original"]
     published_rows = summary.get("published_rows")
     if published_rows is None:
@@ -55,9 +64,17 @@ def ran(method: str | None) -> str | None:
     return method.split(": ")[-1] if method else method
 
 
+PRIVATE_NOTE = ("A differentially private release: the original table's figures (its row count, how many rows "
+                "were sampled or removed, its risk, class sizes, privacy measures and column profile) are left "
+                "out of this report, as they are exact functions of the original's rows, outside the "
+                "guarantee; every figure below is of the published table.")
+
+
 def removed_sentence(release: dict) -> str:
     """'473 rows (1.6%) removed, limit 2%.' and how many rows are published."""
     removed, total, kept = release["removed_rows"], release["rows"], release["published_rows"]
+    if release.get("private"):
+        return (f"The published table holds {rows_text(kept)}. {PRIVATE_NOTE}")
     limit = release["suppression_limit"]
     limit_text = f", limit {percent(limit, exact=True)}" if limit is not None else ""
     if kept > total:

@@ -161,7 +161,8 @@ def privacy_measures(db, published, original, qi, sa, with_k: bool = True) -> li
     measures = []
     for name, query, kind in queries:
         args = {"qi": qi, **({"sa": sa} if "$sa" in query else {})}
-        before, after = (db.execute(query, {"t": table, **args}).fetchone()[0] for table in (original, published))
+        before, after = (None if table is None else db.execute(query, {"t": table, **args}).fetchone()[0]
+                         for table in (original, published))  # original None: not measured (a private release)
         measures.append((name, kind, before, after))
     return measures
 

@@ -94,12 +94,18 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     details = json.loads(details) if isinstance(details, str) else dict(details or {})
     k = params.get("k")
     threshold, threshold_why = resolve_risk_threshold(risk_threshold, k)
+    # a private release: the original's figures are exact functions of its rows, outside the
+    # guarantee, and are left out (claims.PRIVATE_NOTE); only the published table is measured
+    private = params.get("epsilon") is not None
     counts = facts.row_counts(db, published, original)
-    columns = facts.column_counts(db, published, original, qi)
-    utility = facts.utility(db, published, original, qi, sa, k)
+    if private:
+        counts["original"] = None
+    columns = _private_column_counts(db, published, qi, details) if private else \
+        facts.column_counts(db, published, original, qi)
+    utility = facts.utility(db, published, original, qi, None if private else sa, k)
     release = claims.release(params, summary, details, counts)
     sensitives = list(sensitives or ([sa] if sa is not None else []))
-    checks = sections.privacy_checks(db, published, original, qi, params, sensitives)
+    checks = sections.privacy_checks(db, published, original, qi, params, sensitives, private=private)
     table = None if population is None else population_risk.PopulationTable(
         population, population_shown or population, population_weight)
     population_measured = (population_risk.measure(db, published, original, qi, params, details, counts, columns, table)
@@ -114,22 +120,41 @@ def write_report(con, published: str, original: str, qi: list[str], sa: str | No
     parts = [
         sections.header(*shown, params, summary, details, utility, release, qi, threshold, threshold_why,
                         top=top, sweep_values=swept, stars_why=stars_why),
-        sections.class_sizes(db, published, original, qi, k, shown),
-        sections.columns(qi, columns, details.get("column_loss"), details.get("loss"), whole),
+        sections.class_sizes(db, published, original, qi, k, shown, private=private),
+        # (a private release's loss divides by the domain of the source's values: left out too)
+        sections.columns(qi, columns, None if private else details.get("column_loss"),
+                         None if private else details.get("loss"), whole),
     ]
     parts[1:1] = [sections.changes(previous, summary, counts)] if previous else []
     if "differential_privacy" in details:  # what the guarantee means, right below the header
         parts.insert(1, privacy.differential_privacy(details["differential_privacy"]))
     parts += [sections.sensitive_attribute(db, published, qi, column) for column in sensitives]
     if roles:
-        parts.append(sections.roles(db, roles, profile_source or original))
-    parts.append(sections.risk(db, published, original, qi, threshold, threshold_why, shown))
+        parts.append(sections.roles(db, roles, profile_source or original, private=private))
+    parts.append(sections.risk(db, published, original, qi, threshold, threshold_why, shown, private=private))
     if population_measured is not None:
         parts.append(sections.population_risk(population_measured))
-    parts.append(sections.metrics(utility, sa, columns, release, checks, sensitives))
+    parts.append(sections.metrics(utility, sa, columns, release, checks, sensitives, private=private))
     if sweep:
         parts.append(sections.sweep(sweep, published=params.get(swept[0].removeprefix("requested_"))))
     return _page(path, shown[0], parts)
+
+
+def _private_column_counts(db, published, qi, details) -> dict[str, dict]:
+    """facts.column_counts without the original: a private release publishes each column at one
+    level (details.levels, the mechanism's output), so its generalized cells are its cells other
+    than '*' above level 0, and none at level 0 (or without hierarchies)."""
+    total = facts.row_counts(db, published, published)["published"]
+    levels = details.get("levels") or [0] * len(qi)
+    star_cells = {}
+    for c in qi:
+        column = exp.cast(exp.column(c, quoted=True), "VARCHAR").sql(dialect="duckdb")
+        star_cells[c] = facts.query_row(db, f"SELECT count(*) FILTER (WHERE {column} = '*') AS n, min({column}) "
+                                            f"FILTER (WHERE {column} <> '*') AS example FROM query_table($p)", p=published)
+    return {c: {"stars": star_cells[c]["n"],
+                "generalized": (total - star_cells[c]["n"]) if level and level > 0 else 0,
+                "example": star_cells[c]["example"] if level and level > 0 else None}
+            for c, level in zip(qi, levels)}
 
 
 def _whole_domain_columns(db, published, qi, columns, details, published_rows) -> dict[str, int]:

@@ -45,7 +45,15 @@ def differential_privacy(parameters: dict) -> str:
               "source (a REFRESH, another statement) spends its own epsilon: the budgets add up. The row counts "
               "in ANONYMIZE's result row (source rows, rows removed) are for the publisher, not part of the "
               "release.</p>"
+            + (_from_comment() if parameters.get("recorded_in_comment") else "")
             + ledger(parameters.get("ledger")))
+
+
+def _from_comment() -> str:
+    return ("<p class=\"note\">This section was written by a later REPORT from the published table's comment, "
+            "which records the release's epsilon, delta, k, beta, levels and published rows; it does not record "
+            "how many rows were sampled (a function of the source's rows), shown as —, nor the ledger's totals "
+            "(below).</p>")
 
 
 def _figure(value) -> str:

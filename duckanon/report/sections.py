@@ -15,13 +15,19 @@ from duckanon.pipeline.result import release_risks
 from duckanon.report.risk import risk_measures, smallest_safe_size
 
 
+# what a private release's report leaves out of ANONYMIZE's summary: counts of the original's rows
+PRIVATE_SUMMARY_LEFT_OUT = ("rows", "removed_rows", "lower_bound")
+
+
 def header(published, original, params, summary, details, utility, release, qi, threshold, threshold_why,
            top: str = "", stars_why: str | None = None, sweep_values: tuple | None = None) -> str:
     """The title, `top` (the verdict), what was compared, the parameters and ANONYMIZE's summary
     with `stars_why` (verdict.stars_explained) below it."""
     parts = [f"<h1>duckanon report: <code>{escape(published)}</code></h1>", top,
-             f"<p>Published table <code>{escape(published)}</code>, compared with the original table "
-             f"<code>{escape(original)}</code>. duckanon {escape(__version__)}, "
+             (f"<p>Published table <code>{escape(published)}</code>, compared with the original table "
+              f"<code>{escape(original)}</code>. " if not release.get("private") else
+              f"<p>Published table <code>{escape(published)}</code>, a differentially private release of "
+              f"<code>{escape(original)}</code>. ") + f"duckanon {escape(__version__)}, "
              f"DuckDB {escape(duckdb.__version__)}.</p>",
              f"<p class=\"removed\">{escape(claims.removed_sentence(release))}</p>"]
     rows = claims.parameter_rows(params, release, qi, threshold, threshold_why, sweep_values)
@@ -30,6 +36,9 @@ def header(published, original, params, summary, details, utility, release, qi, 
     if summary:
         summary = dict(summary)
         summary.pop("details", None)
+        if release.get("private"):  # the source's row counts: functions of its rows (claims.PRIVATE_NOTE)
+            for name in PRIVATE_SUMMARY_LEFT_OUT:
+                summary.pop(name, None)
         if summary.get("report") is None:  # not known while the report is being written
             summary.pop("report", None)
         parts += ["<h2>ANONYMIZE summary</h2>", html_table(["field", "value"], summary.items()),
@@ -55,10 +64,14 @@ def header(published, original, params, summary, details, utility, release, qi, 
     return "\n".join(part for part in parts if part)
 
 
-def class_sizes(db, published, original, qi, k, shown: tuple[str, str] | None = None) -> str:
-    """The class-size histograms of both tables; `shown`: their names on the page (published, original)."""
-    before, after = facts.size_histogram(db, original, qi), facts.size_histogram(db, published, qi)
+def class_sizes(db, published, original, qi, k, shown: tuple[str, str] | None = None, private: bool = False) -> str:
+    """The class-size histograms of both tables; `shown`: their names on the page (published,
+    original). `private`: the published table's only (differential privacy)."""
+    before = {} if private else facts.size_histogram(db, original, qi)
+    after = facts.size_histogram(db, published, qi)
     published_shown, original_shown = shown or (published, original)
+    if private:
+        original_shown = "original (left out: differential privacy)"
     return ("<h2>Equivalence classes</h2>" + figures.class_sizes(before, after, original_shown, published_shown, k)
             + f"<p class=\"note\">Classes are rows with equal values on {escape(', '.join(qi))}; "
               "a '*' is a value of its own in the published table.</p>")
@@ -133,20 +146,26 @@ def sensitive_attribute(db, published, qi, sa) -> str:
 
 
 def risk(db, published, original, qi, threshold: float, threshold_why: str,
-         shown: tuple[str, str] | None = None) -> str:
-    """Prosecutor risk before and after; `shown`: the tables' names on the page (published, original)."""
+         shown: tuple[str, str] | None = None, private: bool = False) -> str:
+    """Prosecutor risk before and after; `shown`: the tables' names on the page (published,
+    original). `private`: the published table's only (differential privacy)."""
     # anon_risk counts a record when 1 / size > threshold; it gets a threshold halfway between two
     # sizes' risks, so 1/k (not exact in floating point) puts a class of exactly k rows on the safe side.
     safe = smallest_safe_size(threshold)
-    before, after = (risk_measures(db, table, qi, threshold) for table in (original, published))
+    after = risk_measures(db, published, qi, threshold)
     measures = [("highest_risk", "highest risk"), ("average_risk", "average risk"),
                 ("records_at_risk_fraction", f"records at risk (> {format_value(threshold)})"),
                 ("uniques_fraction", "unique records")]
-    published_shown, original_shown = shown or (published, original)
-    figure = figures.risk_before_and_after(measures, before, after, original_shown, published_shown)
     keys = ["highest_risk", "average_risk", "records_at_risk", "records_at_risk_fraction",
             "uniques", "uniques_fraction", "classes", "rows"]
-    table = html_table(["measure", "original", "published"], [(k, before[k], after[k]) for k in keys])
+    if private:  # the original's risk is an exact function of its rows, outside the guarantee
+        figure = ""
+        table = html_table(["measure", "published"], [(k, after[k]) for k in keys])
+    else:
+        before = risk_measures(db, original, qi, threshold)
+        published_shown, original_shown = shown or (published, original)
+        figure = figures.risk_before_and_after(measures, before, after, original_shown, published_shown)
+        table = html_table(["measure", "original", "published"], [(k, before[k], after[k]) for k in keys])
     at_risk = after["records_at_risk"]
     smaller = f"classes of fewer than {safe} rows" if safe > 1 else "no class (every risk is at most 1)"
     return ("<h2>Re-identification risk</h2>"
@@ -192,7 +211,7 @@ UTILITY_NAMES = {"stars": "stars ('*' cells)", "suppressed_rows": "rows with a '
                  "kl_divergence": "KL divergence (original ‖ published)"}
 
 
-def privacy_checks(db, published, original, qi, params, sensitives) -> list[tuple]:
+def privacy_checks(db, published, original, qi, params, sensitives, private: bool = False) -> list[tuple]:
     """Each privacy measure on both tables beside what the statement asked for: (measure,
     requested, original, published, "met" / "NOT met" / ""); with several sensitive columns, l and
     t on each column ("frequency_l (occupation)")."""
@@ -202,18 +221,19 @@ def privacy_checks(db, published, original, qi, params, sensitives) -> list[tupl
     several = len(sensitives) > 1
     rows = []
     for position, column in enumerate(sensitives or [None]):
-        for name, kind, before, after in facts.privacy_measures(db, published, original, qi, column,
-                                                                with_k=position == 0):
+        for name, kind, before, after in facts.privacy_measures(db, published, None if private else original, qi,
+                                                                column, with_k=position == 0):
             wanted = requested.get(name)
             status = ""
             if wanted is not None and after is not None:
                 met = after >= wanted if kind == "min" else after <= wanted + 1e-12
                 status = "met" if met else "NOT met"
-            rows.append((f"{name} ({column})" if several and name != "k" else name, wanted, before, after, status))
+            rows.append((f"{name} ({column})" if several and name != "k" else name, wanted,
+                         None if private else before, after, status))
     return rows
 
 
-def metrics(utility, sa, counts, release, checks: list[tuple], sensitives=None) -> str:
+def metrics(utility, sa, counts, release, checks: list[tuple], sensitives=None, private: bool = False) -> str:
     """Utility, then the privacy checks (privacy_checks)."""
     sensitives = list(sensitives or ([sa] if sa is not None else []))
     several = len(sensitives) > 1
@@ -226,9 +246,16 @@ def metrics(utility, sa, counts, release, checks: list[tuple], sensitives=None) 
     if several:
         kl_note = (f"<p class=\"note\">KL divergence over the quasi-identifiers and {escape(sa)}, the first of the "
                    f"sensitive columns {escape(', '.join(sensitives))}.</p>")
+    if private:
+        kl_note = ("<p class=\"note\">KL divergence is not shown: it compares the published table with the "
+                   "original's rows, which a differentially private release's report leaves out.</p>")
+        checks_table = html_table(["measure", "requested", "published", ""],
+                                  [(m, wanted, after, status) for m, wanted, _, after, status in checks])
+    else:
+        checks_table = html_table(["measure", "requested", "original", "published", ""], checks)
     return ("<h2>Utility</h2>" + html_table(["measure (anon_utility)", "published"], utility_rows) + kl_note
             + "<h2>Privacy checks</h2>"
-            + html_table(["measure", "requested", "original", "published", ""], checks)
+            + checks_table
             + "<p class=\"note\">k from anon_k, l from anon_l, t from anon_t (EMD, equal and ordered "
               "ground distance), measured on the tables themselves"
             + (f"; l and t on each sensitive column's own values ({escape(', '.join(sensitives))}), as ANONYMIZE "
@@ -258,10 +285,15 @@ def changes(previous: dict, summary: dict, counts: dict) -> str:
               "before: the release it replaced, from the publication registry.</p>")
 
 
-def roles(db, roles: dict, source: str) -> str:
+def roles(db, roles: dict, source: str, private: bool = False) -> str:
     """Every source column's role, with the HIPAA Safe Harbor identifier kinds anon_profile finds
     in it, and the kinds the release still publishes (a column published as it is or as a
     quasi-identifier, not dropped nor masked)."""
+    if private:  # the profile reads the original's values, outside the guarantee
+        return ("<h2>Column roles</h2>" + html_table(["column", "role"], roles.items())
+                + "<p class=\"note\">The HIPAA Safe Harbor profile of the original's columns is left out: it "
+                  "reads the original's values, which a differentially private release's report does not "
+                  "show.</p>")
     found = {row["column_name"]: row["hipaa"] or [] for row in facts.query_rows(
         db, "SELECT column_name, hipaa FROM anon_profile($source)", source=source)}
     rows = [(column, role, ", ".join(found.get(column, [])) or "-") for column, role in roles.items()]

@@ -90,6 +90,8 @@ def _joined(words: list[str]) -> str:
 
 def _removed(release: dict) -> str:
     removed, total, kept = release["removed_rows"], release["rows"], release["published_rows"]
+    if release.get("private"):
+        return "the original's row count is left out (differential privacy)"
     if kept > total:
         return f"the published table has more rows ({format_value(kept)}) than the original ({format_value(total)})"
     if not removed:

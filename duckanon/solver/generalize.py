@@ -62,10 +62,17 @@ def lattice_of(hist: Histogram, hierarchies, models, suppression_limit=0.0, metr
                    domains=hierarchy_domains(hierarchies), **options)
 
 
-def whole_domain(codes: np.ndarray, level: int) -> bool:
-    """Whether level `level` (> 0) of a bound hierarchy's `codes` has one label for every value
-    of the column: a cell published there is fully masked, whatever the label's text ('*',
-    '*****', 'Any', ...), and counts as a star."""
+def whole_domain(bound, level: int) -> bool:
+    """Whether level `level` (> 0) of a bound hierarchy has one label for every value of the
+    column: a cell published there is fully masked, whatever the label's text ('*', '*****',
+    'Any', ...), and counts as a star. Under differential privacy (`bound.whole_from` set) it is
+    decided from the hierarchy alone: the levels from its lowest one-group level up (its top for a
+    builder), whatever values the source holds (a label covering every SOURCE value would tell
+    whether the source holds a value the hierarchy lacks)."""
+    whole_from = getattr(bound, "whole_from", None)
+    if whole_from is not None:
+        return level >= whole_from
+    codes = bound.codes
     return level > 0 and len(codes) > 0 and bool((codes[:, level] == codes[0, level]).all())
 
 
@@ -106,7 +113,7 @@ def lattice_solution(hist: Histogram, hierarchies, models, suppression_limit=0.0
         names = bound.labels[level]
         shown = [names[c] for c in group_code.tolist()]
         group_rep[:, j] = np.where(np.array([s == TOP for s in shown], dtype=bool), STAR, group_code)
-        masked[:, j] = whole_domain(bound.codes, level)
+        masked[:, j] = whole_domain(bound, level)
         labels.append(shown if level > 0 else None)
     parts = _whole_class_parts(hist, node.member_of)
     solution = Solution(*parts, group_rep=group_rep, method="lattice", optimal=search.optimal, group_labels=labels,
@@ -469,7 +476,7 @@ def _gensup_at(hist: Histogram, hierarchies, search, suppress: CellSuppression, 
     for j, shown in enumerate(labels):  # a label that is the top '*' counts as a star
         if shown is not None:
             group_rep[:, j] = np.where(np.array([x == TOP for x in shown], dtype=bool), STAR, group_rep[:, j])
-        masked[:, j] = whole_domain(hierarchies[j].codes, node.levels[j])  # one label for everything: a star
+        masked[:, j] = whole_domain(hierarchies[j], node.levels[j])  # one label for everything: a star
     parts = [np.asarray(a, dtype=np.int64) for a in (out_c, out_s, out_g, out_n)]
     solution = Solution(*parts, group_rep=group_rep, method="gensup", group_labels=labels, masked=masked)
     solution.notes.update({"levels": list(node.levels), "metric": search.metric,

@@ -378,7 +378,7 @@ def _labelled_solution(hist: Histogram, hierarchies, search: HierarchicalRecodin
         # one integer per (level, code), the values' own codes at level 0
         offsets = np.cumsum([0] + [int(bound.codes[:, h].max()) + 1 for h in range(bound.height + 1)])
         group_rep[:, j] = offsets[levels[:, j]] + codes
-        whole = np.array([whole_domain(bound.codes, h) for h in range(bound.height + 1)], dtype=bool)
+        whole = np.array([whole_domain(bound, h) for h in range(bound.height + 1)], dtype=bool)
         masked[:, j] = whole[levels[:, j]]
         shown = []
         for level, code in zip(levels[:, j].tolist(), codes.tolist()):

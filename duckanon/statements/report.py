@@ -78,7 +78,7 @@ def run_report(backend: Backend, statement: ReportStatement) -> Table:
     params = {name: value for name, value in chosen.items() if value is not None and name not in ("qi", "sensitive")}
     params["method"] = provenance.get("method", "unknown (not published by ANONYMIZE)")
     params.update({"qi": ", ".join(qi), "sensitive": ", ".join(sensitives)})
-    summary = provenance.get("summary")
+    summary = _with_private_section(provenance)
     try:
         with backend.translating():
             written = write_report(con, statement.published.sql(), statement.original.sql(), qi, sensitive, path,
@@ -212,3 +212,31 @@ def place_report(pending: Path, path: str) -> str:
         return str(path)
     except OSError:
         return str(pending)
+
+
+def _with_private_section(provenance: dict) -> dict | None:
+    """The release's summary as its comment recorded it; for a private release, with
+    `details.differential_privacy` rebuilt from what the comment holds (epsilon, delta, the derived
+    k and beta, the levels, the published rows; read as data), so a later REPORT writes the same
+    "Differential privacy" and "Privacy ledger" sections as the report ANONYMIZE wrote. What the
+    comment leaves out (the rows sampled, the ledger's totals: functions of the source's rows and of
+    its other releases) is said to be left out (`recorded_in_comment`)."""
+    summary = provenance.get("summary")
+    if provenance.get("epsilon") is None or not isinstance(summary, dict):
+        return summary
+    summary = dict(summary)
+    details = dict(summary.get("details") or {})
+    if "differential_privacy" not in details:
+        epsilon = provenance.get("epsilon")
+        searched = provenance.get("epsilon_search")
+        searched = 0.0 if searched is None and provenance.get("levels") is not None else searched
+        details["differential_privacy"] = {
+            "epsilon": epsilon, "delta": provenance.get("delta"), "k": provenance.get("dp_k"),
+            "beta": provenance.get("dp_beta"), "epsilon_search": searched,
+            "epsilon_anonymization": None if searched is None or not isinstance(epsilon, (int, float))
+            else epsilon - searched,
+            "search_steps": provenance.get("search_steps", 0 if searched == 0.0 else None),
+            "levels": provenance.get("levels") if isinstance(provenance.get("levels"), dict) else None,
+            "published_rows": summary.get("published_rows"), "recorded_in_comment": True}
+    summary["details"] = details
+    return summary
