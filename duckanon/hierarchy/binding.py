@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from duckanon.errors import AnonymizeError
+from duckanon.solver.histogram import first_positions
 
 # the text of a suppressed cell, and the top of every builder's hierarchy
 STAR = "*"
@@ -229,8 +230,7 @@ class Hierarchy:
         named = {STAR: (0, n, None)}  # every cell suppressed is '*', whatever its value
         for level in range(1, bound.height + 1):
             codes = bound.codes[:, level]
-            first = np.empty(bound.n_groups(level), dtype=np.int64)
-            first[codes[::-1]] = np.arange(n - 1, -1, -1)  # the last write wins: each code's first value
+            first = first_positions(codes, bound.n_groups(level))  # each code's first value
             sizes = np.bincount(codes, minlength=len(first))
             for text, start, size in zip(bound.level_labels(level), first.tolist(), sizes.tolist()):
                 if self._names_a_group(text):

@@ -106,7 +106,7 @@ from duckanon.solver.context import UNBOUNDED, SolveContext
 from duckanon.solver.dp import allowed_star_masks, user_star_masks
 from duckanon.solver.heuristics import best_heuristic
 from duckanon.solver.highs_child import run_milp as _milp  # (the name bench_exact.py times)
-from duckanon.solver.histogram import Histogram, group_keys
+from duckanon.solver.histogram import Histogram, first_positions, group_keys
 from duckanon.solver.kernel import kernelize
 from duckanon.solver.models import OrderedDistanceTCloseness, TCloseness, all_satisfied
 from duckanon.solver.partition import STAR, Solution, build_solution, solution_from_class_groups
@@ -316,9 +316,7 @@ def _distinct_rows(rows: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return rows
     ids = group_keys(rows)
-    first = np.empty(int(ids.max()) + 1, dtype=np.int64)
-    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
-    return rows[first]
+    return rows[first_positions(ids, int(ids.max()) + 1)]
 
 
 def _enumerate_closed(work, active, k_need, deadline=None):

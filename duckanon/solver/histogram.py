@@ -35,6 +35,14 @@ def lexicographic_order(codes: np.ndarray, columns=None) -> np.ndarray:
     return np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys[::-1])
 
 
+def first_positions(ids: np.ndarray, count: int) -> np.ndarray:
+    """For each id in range(count), the position of its first occurrence in `ids` (every id
+    occurs at least once): one scatter, the last write winning on the reversed array."""
+    first = np.empty(count, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)
+    return first
+
+
 def group_keys(codes: np.ndarray) -> np.ndarray:
     """Dense group ids for the rows of `codes`: equal rows, equal ids, numbered in the rows'
     lexicographic order (as np.unique(axis=0) numbers them, without its copies of the rows)."""

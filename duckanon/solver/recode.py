@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from duckanon.solver.context import UNBOUNDED, SolveContext
+from duckanon.solver.histogram import first_positions
 
 # The least share of the rows left that a round publishes; each is tried, the lowest loss kept.
 SHARES = (0.05, 0.2)
@@ -82,7 +83,8 @@ def recoding_memory_bound(n_classes: int, m: int, n_sa: int, levels: int) -> int
     node, box = packing_bytes(n_classes, n_sa, False)
     packing = min(PACK_BYTES, PACK_NODES * (node + box * n_classes))
     codes = 8 * n_classes * m * levels
-    return packing + MAX_CACHED_BYTES + codes + (len(SHARES) + 2) * codes
+    # NodeGroups' codes, and one search's per start (SHARES and the packing) and the splits'
+    return packing + MAX_CACHED_BYTES + (1 + len(SHARES) + 2) * codes
 
 
 def _ranks(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
@@ -144,8 +146,7 @@ class NodeGroups:
         search = self.search
         inverse, count = self._groups_at(levels)
         inverse = inverse.astype(np.int32 if count < 2 ** 31 else np.int64)
-        first = np.zeros(count, dtype=np.int64)
-        first[inverse[::-1]] = self.everyone[::-1]  # the first class of each group
+        first = first_positions(inverse, count)  # the first class of each group
         codes = search.codes[first][:, self.columns, levels]
         per_row = search.loss_of[search.loss_at[self.columns, levels] + codes] @ self.weights
         found = (inverse, count, per_row)
