@@ -192,6 +192,65 @@ def published_provenance(backend: Backend, table) -> dict | None:
     if not comment or not comment.startswith("duckanon {"):
         return None
     try:
-        return json.loads(comment[len("duckanon "):])
+        provenance = json.loads(comment[len("duckanon "):])
     except ValueError:
         return None
+    return provenance if _has_recorded_shape(provenance) else None
+
+
+# The comment is stored text anyone with write access may edit: what REPORT and the report read
+# from it must have the types describe_target writes, or the comment is not taken as duckanon's
+# (a level "x" would otherwise reach the report's arithmetic as a Python error). Keys not listed
+# are not read as figures; a key may be absent or null.
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(value) -> bool:
+    return type(value) is int
+
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _named(check):
+    return lambda value: isinstance(value, dict) and all(isinstance(name, str) and check(item)
+                                                         for name, item in value.items())
+
+
+def _wholes(value) -> bool:
+    return isinstance(value, list) and all(type(item) is int for item in value)
+
+
+_RECORDED_TOP = {
+    "duckanon": _text, "qi": _texts, "sensitive": _text, "sensitives": _texts, "roles": _named(_text),
+    "method": _text, "metric": _text, "release": _text, "levels": _named(_whole), "weights": _named(_number),
+    "k": _whole, "l": _number, "t": _number, "c": _number, "l_variant": _text, "t_distance": _text,
+    "epsilon": _number, "delta": _number, "epsilon_search": _number, "search_steps": _whole, "dp_k": _whole,
+    "dp_beta": _number, "suppression_limit": _number, "gs_factor": _number, "summary": lambda value: isinstance(value, dict),
+}
+_RECORDED_SUMMARY = {
+    "published_rows": _whole, "classes": _whole, "min_class_size": _whole, "stars": _whole,
+    "suppressed_rows": _whole, "method": _text, "optimal": lambda value: isinstance(value, bool),
+    "optimal_for": _text, "details": lambda value: isinstance(value, dict),
+}
+_RECORDED_DETAILS = {
+    "loss": _number, "column_loss": _named(_number), "levels": _wholes, "metric": _text,
+    "whole_domain_cells": _whole, "suppression_limit": _number, "gs_factor": _number,
+}
+
+
+def _has_recorded_shape(provenance) -> bool:
+    def fits(record, shapes) -> bool:
+        return isinstance(record, dict) and all(record.get(key) is None or check(record[key])
+                                                for key, check in shapes.items())
+    if not fits(provenance, _RECORDED_TOP):
+        return False
+    summary = provenance.get("summary")
+    return summary is None or (fits(summary, _RECORDED_SUMMARY)
+                               and (summary.get("details") is None or fits(summary["details"], _RECORDED_DETAILS)))

@@ -24,7 +24,9 @@ def differential_privacy(parameters: dict) -> str:
             ("rows sampled", format_value(parameters.get("sampled_rows"))),
             ("rows published", format_value(parameters.get("published_rows")))]
     levels = parameters.get("levels")
-    rows.append(("generalization (fixed before the data was read)",
+    searched = isinstance(parameters.get("epsilon_search"), (int, float)) and parameters["epsilon_search"] > 0
+    rows.append(("generalization (chosen by the private search)" if searched
+                 else "generalization (fixed before the data was read)",
                  ", ".join(f"{name} = {level}" for name, level in levels.items()) if levels else "none"))
     factor = math.exp(epsilon) if isinstance(epsilon, (int, float)) else None
     return ("<h2>Differential privacy</h2>"
@@ -32,7 +34,7 @@ def differential_privacy(parameters: dict) -> str:
             + "<p>What it means: this table was published by an (epsilon, delta)-differentially private "
               "algorithm (SafePub, as ARX implements it). Every row of the source was kept with probability "
               f"{escape(format_value(beta))}, independently, by a draw nobody can repeat; the rows kept were "
-              f"generalized as fixed above, and every group of fewer than {escape(format_value(k))} rows was "
+              f"generalized as shown above{_chosen_how(searched)}, and every group of fewer than {escape(format_value(k))} rows was "
               "removed. Whether or not any one person's row was in the source, the probability of any "
               f"outcome of this release changes by a factor of at most e^epsilon = "
               f"{escape(format_value(factor))}, except with probability {escape(format_value(delta))}. So "
@@ -47,6 +49,11 @@ def differential_privacy(parameters: dict) -> str:
               "release.</p>"
             + (_from_comment() if parameters.get("recorded_in_comment") else "")
             + ledger(parameters.get("ledger")))
+
+
+def _chosen_how(searched: bool) -> str:
+    return (" (levels that a differentially private search over the sampled rows chose, spending "
+            "epsilon_search of the budget)" if searched else "")
 
 
 def _from_comment() -> str:

@@ -23,6 +23,7 @@ from duckanon.pipeline.provenance import (GENERALIZATION_PARAMETERS, RELEASE_PAR
                                           release_parameters)
 from duckanon.pipeline.result import Summary, Table
 from duckanon.report import at_risk_sql_threshold, resolve_risk_threshold, write_report
+from duckanon.solver.differential_privacy import anonymization_budget
 from duckanon.sql import ReportStatement
 from duckanon.names import shown_name
 from duckanon.statements.explain import sweep_rows
@@ -233,10 +234,26 @@ def _with_private_section(provenance: dict) -> dict | None:
         details["differential_privacy"] = {
             "epsilon": epsilon, "delta": provenance.get("delta"), "k": provenance.get("dp_k"),
             "beta": provenance.get("dp_beta"), "epsilon_search": searched,
+            # the statement's own arithmetic (ARX's lower bound of epsilon - epsilon_search), not a
+            # float subtraction: 1 - 0.1 is 0.9 in floats, 0.8999999999999999 in the statement's
             "epsilon_anonymization": None if searched is None or not isinstance(epsilon, (int, float))
-            else epsilon - searched,
+            else anonymization_budget(epsilon, searched),
             "search_steps": provenance.get("search_steps", 0 if searched == 0.0 else None),
-            "levels": provenance.get("levels") if isinstance(provenance.get("levels"), dict) else None,
+            "levels": _released_levels(provenance, summary),
             "published_rows": summary.get("published_rows"), "recorded_in_comment": True}
     summary["details"] = details
     return summary
+
+
+def _released_levels(provenance: dict, summary: dict) -> dict | None:
+    """The release's levels by QI: the statement's `levels` option when it fixed them, else (a
+    search chose them) the summary's levels, a list in the order of `qi`. Read as data: a list or
+    names that do not fit are shown as none, never guessed."""
+    given = provenance.get("levels")
+    if isinstance(given, dict):
+        return given
+    chosen, qi = (summary.get("details") or {}).get("levels"), provenance.get("qi")
+    if (isinstance(chosen, list) and isinstance(qi, list) and len(chosen) == len(qi)
+            and all(isinstance(name, str) for name in qi) and all(type(level) is int for level in chosen)):
+        return dict(zip(qi, chosen))
+    return None

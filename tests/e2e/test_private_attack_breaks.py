@@ -10,6 +10,7 @@ import re
 import pytest
 
 import duckanon
+from duckanon.errors import AnonymizeError
 
 pytestmark = pytest.mark.e2e
 
@@ -300,3 +301,64 @@ def test_a_later_report_of_a_private_release_writes_the_privacy_sections(tmp_pat
     assert f"smallest class published, k {dp['k']}" in expected
     assert "written by a later REPORT from the published table's comment" in second.replace("&#x27;", "'")
     assert "The source's totals are not in this report" in second.replace("&#x27;", "'")
+
+
+def test_a_later_report_derives_the_anonymizations_epsilon_as_the_statement_did(tmp_path):
+    """With a search, epsilon_anonymization is ARX's lower bound of epsilon - epsilon_search
+    (0.8999999999999999 at 1 - 0.1), not the float subtraction (0.9): a later REPORT, which reads
+    epsilon and epsilon_search from the comment, derives it the same way."""
+    pytest.importorskip("matplotlib")
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 50)::INT AS a, (i % 7)::INT AS b FROM range(3000) r(i)")
+    at_release, later = tmp_path / "at.html", tmp_path / "later.html"
+    row = _row(con, "ANONYMIZE t WITH (epsilon=1, delta=1e-5, epsilon_search=0.1, search_steps=5, qi=(a, b), "
+                    "hierarchies=(a='intervals(10,20)', b='intervals(7)'), "
+                    f"report='{at_release}')")
+    dp = json.loads(row["details"])["differential_privacy"]
+    assert dp["epsilon_anonymization"] == 0.8999999999999999 and dp["epsilon_search"] == 0.1
+    con.execute(f"REPORT t_anon FROM t WITH (file='{later}')").fetchall()
+    expected = _section_table(_report_text(at_release)).replace(f"rows sampled {dp['sampled_rows']:,}",
+                                                                 "rows sampled —")
+    assert _section_table(_report_text(later)) == expected
+
+
+@pytest.mark.parametrize("edit", [
+    ("summary", "details", "levels", ["x'; DROP TABLE t; --", 1]),
+    ("summary", "details", "levels", "3"),
+    ("summary", "stars", "many"),
+    ("summary", "optimal", "yes"),
+    ("summary", "details", "column_loss", {"a": "high"}),
+    ("summary", "details", "loss", [0.5]),
+    ("qi", "a"),
+    ("qi", ["a", 2]),
+    ("roles", {"a": 1}),
+    ("epsilon", "1"),
+    ("dp_k", 1.5),
+    ("levels", {"a": "top"}),
+    ("summary", ["not", "a", "summary"]),
+])
+def test_a_hand_edited_comment_is_not_taken_as_duckanons(tmp_path, edit):
+    """The comment is stored text anyone may edit: a value of another type than ANONYMIZE writes
+    makes REPORT say the table has no duckanon provenance, in one line, and write nothing (it
+    reached the report's arithmetic as "'>' not supported between instances of 'str' and 'int'")."""
+    con = duckanon.connect()
+    con.execute("CREATE TABLE t AS SELECT (i % 50)::INT AS a, (i % 7)::INT AS b FROM range(3000) r(i)")
+    con.execute("ANONYMIZE t WITH (epsilon=1, delta=1e-5, epsilon_search=0.1, search_steps=5, qi=(a, b), "
+                "hierarchies=(a='intervals(10,20)', b='intervals(7)'))").fetchall()
+    comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 't_anon'").fetchone()[0]
+    provenance = json.loads(comment.removeprefix("duckanon "))
+    *path, key, value = edit
+    record = provenance
+    for step in path:
+        record = record[step]
+    record[key] = value
+    con.execute("COMMENT ON TABLE t_anon IS " + "$$duckanon " + json.dumps(provenance) + "$$")
+    report = tmp_path / "r.html"
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute(f"REPORT t_anon FROM t WITH (file='{report}')").fetchall()
+    assert str(raised.value) == ('REPORT needs qi = (...): "t_anon" has no duckanon provenance (it was not '
+                                      'published by ANONYMIZE, or its comment was changed)')
+    assert not report.exists() and con.execute("SELECT count(*) FROM t").fetchone() == (3000,)
+    # named by hand, the table is reported as one published by hand
+    con.execute(f"REPORT t_anon FROM t WITH (file='{report}', qi = (a, b))").fetchall()
+    assert report.exists()
