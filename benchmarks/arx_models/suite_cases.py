@@ -106,9 +106,39 @@ def models_of(line: str, suite: str):
             sensitive = args[0]
             distance = {"Equal": "equal", "Hierarchical": "hierarchical", "Ordered": "ordered"}[name[:-len("DistanceTCloseness")]]
             options += [f"t = {args[1]}", f"t_distance = {distance}"]
+        elif name == "DPresence" and "DataSubset" in line:
+            options += [f"delta_presence = ({args[0]}, {args[1]})", SUBSET_FILE, "population = src"]
+        elif name == "KMap" and len(args) == 2 and str(args[1]).startswith("DataSubset"):
+            options += [f"k_map = {args[0]}", SUBSET_FILE, "population = src"]
+        elif name == "Inclusion":
+            drawn = re.match(r"getSubset\((\d+)\)", args[0])
+            if not drawn:
+                return None, name
+            options.append(f"{SUBSET_DRAWN}{drawn.group(1)}")
         else:
             return None, name
     return options, sensitive
+
+
+# The research subsets of ARX's subset criteria (DPresence, KMap with a DataSubset, Inclusion): these
+# markers in a case's options say which rows of the table are the subset; the statement publishes
+# the subset's rows (table `sub`) and, for DPresence and KMap, the whole table is the population.
+SUBSET_FILE = "-- subset: ARX's data/<table>_subset.csv"
+SUBSET_DRAWN = "-- subset: getSubset "
+SUBSET_ROWS = ROOT / "tests" / "solver" / "adult_subset_rows.txt"  # ARX's adult_subset.csv as rows of adult.csv
+
+
+def subset_rows(table: str, marker: str) -> list[int] | None:
+    """The subset's row numbers (0-based, in the table's file order), or None when not here."""
+    if marker == SUBSET_FILE:
+        if table != "adult":  # ARX's mirror holds adult_subset.csv only
+            return None
+        gaps = [int(x) for text in SUBSET_ROWS.read_text().splitlines() if not text.startswith("#") for x in text.split()]
+        return [sum(gaps[:i + 1]) for i in range(len(gaps))]
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.java_random import ARX_SEED, JavaRandom  # TestAnonymizationSubset.getSubset's draws
+    size, rng = int(marker[len(SUBSET_DRAWN):]), JavaRandom(ARX_SEED)
+    return sorted({rng.next_int(size) for _ in range(size)})
 
 
 def parse(line: str, suite: str):
@@ -125,6 +155,9 @@ def parse(line: str, suite: str):
     options, sensitive = models_of(line, suite)
     if options is None:
         return None, f"model {sensitive}"
+    if any(o.startswith("-- subset") for o in options) and subset_rows(table, next(
+            o for o in options if o.startswith("-- subset"))) is None:
+        return None, f"data {table}_subset not here"
     named = re.search(r'\)\s*,\s*"([^"]+)",\s*"\./data/', line)
     named = named.group(1) if named else None
     if suite == "TestAnonymizationTCloseness" and not any(o.startswith("t = ") for o in options):
@@ -158,7 +191,17 @@ def run(case: dict) -> dict:
     con = connection(case["table"])
     columns = [r[0] for r in con.execute("DESCRIBE src").fetchall()]
     qis = [c for c in columns if c != case["named"]]
-    options = list(case["options"])
+    options = [o for o in case["options"] if not o.startswith("-- subset")]
+    source = "src"
+    marker = next((o for o in case["options"] if o.startswith("-- subset")), None)
+    if marker is not None:
+        rows = subset_rows(case["table"], marker)
+        con.execute("CREATE OR REPLACE TEMP TABLE subset_numbers (i BIGINT)")
+        con.executemany("INSERT INTO subset_numbers VALUES (?)", [[i] for i in rows])
+        # rowid: the table's rows in the file's order (CREATE TABLE AS keeps the insertion order)
+        con.execute("CREATE OR REPLACE TABLE sub AS SELECT * FROM src WHERE rowid IN (SELECT i FROM subset_numbers) "
+                    "ORDER BY rowid")
+        source = "sub"
     folder = DATA / case["table"]
     if case["sensitive"]:
         options.append(f"sensitive = {q(case['sensitive'])}")
@@ -166,7 +209,7 @@ def run(case: dict) -> dict:
             options.append(f"sa_hierarchy = '{folder}/{case['table']}_hierarchy_{case['sensitive']}.csv'")
     if case["gs"] is not None:
         options.append(f"gs_factor = {case['gs']}")
-    statement = (f"ANONYMIZE src INTO out WITH ({', '.join(options)}, qi = ({', '.join(q(c) for c in qis)}), "
+    statement = (f"ANONYMIZE {source} INTO out WITH ({', '.join(options)}, qi = ({', '.join(q(c) for c in qis)}), "
                  f"method = 'lattice', suppression_limit = {case['supp']}, metric = {case['metric']}, seed = 1, "
                  f"hierarchies = '{folder}/{case['table']}_hierarchy_{{column}}.csv')")
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Delta-presence and AECS with a population table against ARX (issue 35, items 4 and 5).
 
-ARX's own test cases (TestAnonymizationDPresence, arx-deidentifier/arx at aacd487f, cases 0-11
-but the monotonic entropy ones, which are another metric): the population is Adult, the sample
+ARX's own test cases (TestAnonymizationDPresence, arx-deidentifier/arx at aacd487f, cases 0-11,
+the monotonic entropy ones with metric = monotonic_entropy): the population is Adult, the sample
 ARX's data/adult_subset.csv (3,016 rows, rebuilt here from ../shared/data/adult/adult.csv by the
 row list tests/solver/adult_subset_rows.txt, which is how ARX's DataSubset.create binds it), the 8
 QIs every column but `occupation` with ARX's hierarchies. The expected optima (value and levels)
@@ -75,6 +75,11 @@ ARX_CASES = [
     ((0.05, 0.15), 0.0, "entropy", 37223.2491248282, [1, 4, 1, 1, 1, 2, 2, 1]),  # case 8
     ((0.05, 0.15), 0.05, "aecs", 97.29032258064517, [1, 4, 1, 1, 0, 2, 2, 1]),  # case 9
     ((0.05, 0.15), 0.05, "entropy", 33660.3063277646, [1, 4, 1, 1, 0, 2, 2, 1]),  # case 11
+    # ARX's monotonic entropy (createPrecomputedEntropyMetric(0.1, true), issue 37 section 2)
+    ((0.0, 0.2), 0.0, "monotonic_entropy", 30238.2081484441, [0, 1, 1, 2, 3, 2, 2, 0]),  # case 1
+    ((0.0, 0.2), 0.05, "monotonic_entropy", 19804.2887675027, [1, 0, 1, 1, 2, 2, 2, 0]),  # case 4
+    ((0.05, 0.15), 0.0, "monotonic_entropy", 37223.2491248282, [1, 4, 1, 1, 1, 2, 2, 1]),  # case 7
+    ((0.05, 0.15), 0.05, "monotonic_entropy", 33649.9118226187, [1, 4, 1, 1, 0, 2, 2, 1]),  # case 10
 ]
 
 
@@ -246,3 +251,40 @@ def test_aecs_optimum_equals_the_exhaustive_search(adult, options, model, parame
     row, details = publish(con, QI5, f"{options}, suppression_limit = {limit}, metric = aecs")
     assert details["metric_value"] == pytest.approx(exhaustive_aecs(con, model, parameter, limit), rel=1e-12)
     assert row["optimal"] is True
+
+
+# ARX's TestAnonymizationKMap cases with a research subset on Adult (KMap(k, DataSubset(adult,
+# adult_subset))): the population is the whole of Adult. Suppression limit, metric, k, ARX's
+# optimum, ARX's levels, as written in ARX's test file (the monotonic entropy ones are issue 37's).
+ARX_KMAP_CASES = [
+    (0.0, "aecs", 5, 45.014925373134325, [1, 0, 1, 2, 3, 2, 2, 1]),
+    (0.0, "monotonic_entropy", 3, 23387.494246375998, [0, 0, 1, 2, 3, 2, 2, 0]),
+    (0.0, "entropy", 5, 28551.7222913157, [1, 0, 1, 2, 3, 2, 2, 1]),
+    (0.05, "aecs", 20, 11.424242424242424, [1, 0, 1, 1, 3, 2, 1, 0]),
+    (0.05, "monotonic_entropy", 7, 17075.7181747451, [0, 0, 1, 1, 2, 2, 2, 0]),
+    (0.05, "entropy", 3, 15121.633326877098, [0, 0, 1, 1, 1, 2, 1, 0]),
+    (0.0, "monotonic_entropy", 2, 23108.1673304724, [1, 0, 1, 1, 3, 2, 2, 0]),
+    (0.0, "entropy", 10, 30238.2081484441, [0, 1, 1, 2, 3, 2, 2, 0]),
+    (0.05, "aecs", 10, 7.215311004784689, [0, 0, 1, 1, 3, 2, 1, 0]),
+    (0.05, "monotonic_entropy", 5, 17053.8743069776, [0, 0, 1, 0, 2, 2, 2, 1]),
+]
+
+
+@pytest.mark.parametrize("limit, metric, k, value, levels", ARX_KMAP_CASES)
+def test_arx_k_map_optima_on_adult_subset(adult, limit, metric, k, value, levels):
+    con, qi = adult
+    row, details = publish(con, qi, f"k_map = {k}, suppression_limit = {limit}, metric = {metric}")
+    assert details["levels"] == levels
+    assert details["metric_value"] == pytest.approx(value, rel=1e-12)
+    # every published class matches at least k people of the population, recounted from the rows
+    columns = ", ".join(f'"{c}"' for c in qi)
+    published = con.execute(f"SELECT {columns}, count(*) FROM release GROUP BY ALL").fetchall()
+    ladders = []
+    for c in qi:
+        with open(ADULT / f"adult_hierarchy_{c}.csv", newline="") as f:
+            ladders.append({r[0]: r for r in csv.reader(f, delimiter=";")})
+    people: dict = {}
+    for r in con.execute(f"SELECT {columns} FROM adult").fetchall():
+        key = tuple(ladders[j][v][h] for j, (v, h) in enumerate(zip(r, levels)))
+        people[key] = people.get(key, 0) + 1
+    assert published and all(people.get(tuple(r[:-1]), 0) >= k for r in published)

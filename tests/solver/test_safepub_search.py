@@ -20,28 +20,9 @@ from duckanon.solver import safepub_search as ss
 from duckanon.solver.histogram import Histogram
 
 from support.data import SHARED
+from support.java_random import ARX_SEED, JavaRandom
 
 RECORDED = Path(__file__).with_name("safepub_arx_scores.jsonl")
-
-
-class JavaRandom:
-    """java.util.Random (a 48-bit LCG), to draw ARX's deterministic sample: EDDifferentialPrivacy
-    with deterministic = true samples row i when `new Random(0xDEADBEEF).nextDouble() < beta`."""
-
-    MASK = (1 << 48) - 1
-
-    def __init__(self, seed: int):
-        self.seed = (seed ^ 0x5DEECE66D) & self.MASK
-
-    def _next(self, bits: int) -> int:
-        self.seed = (self.seed * 0x5DEECE66D + 0xB) & self.MASK
-        return self.seed >> (48 - bits)
-
-    def next_double(self) -> float:
-        return ((self._next(26) << 27) + self._next(27)) * (1.0 / (1 << 53))
-
-
-ARX_SEED = 0xDEADBEEF - (1 << 32)  # Java's int literal 0xDEADBEEF is negative, widened to long
 
 
 def read_rows(path: Path, delimiter: str = ";") -> list[list[str]]:
