@@ -40,6 +40,7 @@ from sqlglot import exp
 from duckanon._version import __version__
 from duckanon.backends.base import Backend, BackendError
 from duckanon.errors import AnonymizeError
+from duckanon.sql.options import DELTA_RANGE, EPSILON_LIMIT
 from duckanon.names import LEDGER_TABLE, TableName, shown_name
 from duckanon.pipeline.plan import Plan
 from duckanon.pipeline.registry_state import registry_backend
@@ -200,8 +201,9 @@ def state(backend: Backend, plan: Plan) -> Account:
                                  "hand; drop it to start a new ledger")
     elif unreadable:
         before, unknown = None, (f"{unreadable} row(s) of {shown_name(TableName(ledger_table(database)))} for this "
-                                 "source hold no spend: epsilon or delta missing, negative or not finite; mend or "
-                                 "delete them")
+                                 "source hold no spend: epsilon or delta missing, negative, not finite or above what "
+                                 f"one statement can spend (epsilon {EPSILON_LIMIT:g}, delta below "
+                                 f"{DELTA_RANGE[1]:g}); mend or delete them")
     return Account(database=database, parts=where, before=before, why_not=why_not, unknown=unknown, **base)
 
 
@@ -240,7 +242,11 @@ def spent(backend: Backend, database: str, schema: str, name: str) -> tuple[Spen
         .from_(ledger_table(database)).where(_same_source())
     total, unreadable = NOTHING, 0
     for epsilon, delta in backend.rows(query, [schema, name]):
-        if not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in (epsilon, delta)):
+        # a spend no statement can make (epsilon above EPSILON_LIMIT, delta at or above DELTA_RANGE's
+        # end) is not one duckanon wrote: counted as unreadable, so hand-edited 1e308s cannot
+        # overflow the exact sum's conversion back to a float
+        if not all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in (epsilon, delta)) \
+                or epsilon > EPSILON_LIMIT or delta >= DELTA_RANGE[1]:
             unreadable += 1
             continue
         total = total.plus(epsilon, delta)

@@ -11,6 +11,7 @@ from duckanon.backends import Backend
 from duckanon.pipeline.plan import COUNTS_COMMENT, Plan
 from duckanon.names import shown_name
 from duckanon.pipeline.result import Summary
+from duckanon.sql.options import DELTA_RANGE, EPSILON_LIMIT
 
 # What shaped a release, as the provenance comment, the report and REPORT show it.
 RELEASE_PARAMETERS = ("k", "l", "t", "l_variant", "c", "entropy_estimator", "t_distance", "sa_hierarchy", "sa_order", "method",
@@ -245,11 +246,25 @@ _RECORDED_DETAILS = {
 }
 
 
+def _private_fits(provenance: dict) -> bool:
+    """A private release's parameters within what a statement accepts (sql/options.py's limits):
+    epsilon and delta always there, so a later REPORT never meets a missing delta or an epsilon
+    whose e^epsilon overflows."""
+    epsilon = provenance.get("epsilon")
+    if epsilon is None:
+        return True
+    search, delta = provenance.get("epsilon_search"), provenance.get("delta")
+    beta, k, steps = provenance.get("dp_beta"), provenance.get("dp_k"), provenance.get("search_steps")
+    return (0 < epsilon <= EPSILON_LIMIT and _number(delta) and DELTA_RANGE[0] <= delta < DELTA_RANGE[1]
+            and (search is None or 0 <= search < epsilon)
+            and (beta is None or 0 < beta <= 1) and (k is None or k >= 1) and (steps is None or steps >= 0))
+
+
 def _has_recorded_shape(provenance) -> bool:
     def fits(record, shapes) -> bool:
         return isinstance(record, dict) and all(record.get(key) is None or check(record[key])
                                                 for key, check in shapes.items())
-    if not fits(provenance, _RECORDED_TOP):
+    if not fits(provenance, _RECORDED_TOP) or not _private_fits(provenance):
         return False
     summary = provenance.get("summary")
     return summary is None or (fits(summary, _RECORDED_SUMMARY)

@@ -211,8 +211,28 @@ def test_rows_edited_by_hand_are_read_as_data(con):
         con.execute(f"ANONYMIZE t INTO out3 WITH ({PRIVATE}, budget = (100, 0.5))")
     assert str(raised.value) == (
         "ANONYMIZE refused: option budget cannot be checked: the total spent on memory.main.t is unknown (1 row(s) "
-        "of memory.main.duckanon_privacy_ledger for this source hold no spend: epsilon or delta missing, negative "
-        "or not finite; mend or delete them); nothing was read or written")
+        "of memory.main.duckanon_privacy_ledger for this source hold no spend: epsilon or delta missing, negative, "
+        "not finite or above what one statement can spend (epsilon 3, delta below 0.1); mend or delete them); nothing "
+        "was read or written")
+
+
+def test_spends_no_statement_can_make_are_unreadable(con):
+    """Two rows edited to epsilon 1e308 (finite, not negative): their exact sum has no float, and
+    every private statement on the source died with OverflowError; such a row (above what one
+    statement can spend) now makes the total unknown like a NaN row."""
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
+    con.execute(f"ANONYMIZE t INTO out WITH ({PRIVATE})")
+    con.execute(f"UPDATE {LEDGER} SET epsilon = 1e308")
+    with pytest.raises(AnonymizeError) as raised:
+        con.execute(f"ANONYMIZE t INTO out3 WITH ({PRIVATE}, budget = (100, 0.5))")
+    assert str(raised.value) == (
+        "ANONYMIZE refused: option budget cannot be checked: the total spent on memory.main.t is unknown (2 row(s) "
+        "of memory.main.duckanon_privacy_ledger for this source hold no spend: epsilon or delta missing, negative, "
+        "not finite or above what one statement can spend (epsilon 3, delta below 0.1); mend or delete them); nothing "
+        "was read or written")
+    con.execute(f"EXPLAIN ANONYMIZE t WITH ({PRIVATE}, budget = (100, 0.5))").fetchall()
+    con.execute(f"ANONYMIZE t INTO out4 WITH ({PRIVATE})").fetchall()  # without a budget: published, recorded
+    assert con.execute(f"SELECT count(*) FROM {LEDGER}").fetchone()[0] == 3
 
 
 def test_a_ledger_duckanon_did_not_make_is_left_untouched(con):

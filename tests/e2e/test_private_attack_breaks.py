@@ -336,6 +336,11 @@ def test_a_later_report_derives_the_anonymizations_epsilon_as_the_statement_did(
     ("dp_k", 1.5),
     ("levels", {"a": "top"}),
     ("summary", ["not", "a", "summary"]),
+    ("delta", None),  # (the attack of stored text, 2026-12-04: KeyError 'delta')
+    ("epsilon", 1e308),  # (OverflowError in e^epsilon)
+    ("epsilon", 1000.0),
+    ("epsilon_search", 2.0),
+    ("dp_beta", 1.5),
 ])
 def test_a_hand_edited_comment_is_not_taken_as_duckanons(tmp_path, edit):
     """The comment is stored text anyone may edit: a value of another type than ANONYMIZE writes
