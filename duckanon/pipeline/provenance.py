@@ -267,5 +267,9 @@ def _has_recorded_shape(provenance) -> bool:
     if not fits(provenance, _RECORDED_TOP) or not _private_fits(provenance):
         return False
     summary = provenance.get("summary")
-    return summary is None or (fits(summary, _RECORDED_SUMMARY)
-                               and (summary.get("details") is None or fits(summary["details"], _RECORDED_DETAILS)))
+    if summary is None:
+        return True
+    details = summary.get("details") if isinstance(summary, dict) else None
+    qi, levels = provenance.get("qi"), (details or {}).get("levels") if isinstance(details, dict) else None
+    return (fits(summary, _RECORDED_SUMMARY) and (details is None or fits(details, _RECORDED_DETAILS))
+            and (levels is None or qi is None or len(levels) == len(qi)))  # one level per QI

@@ -181,7 +181,11 @@ def _target_state() -> exp.Expr:
     elsewhere = exp.and_(_not_null(_col("r", "target_database")),
                          exp.func("json_exists", _col("r", "statement"), _text("$.target_file")),
                          exp.NullSafeNEQ(this=_col("d", "path"), expression=recorded("target_file")))
-    return _case((_is_null(_col("d", "database_name")), _text(NOT_ATTACHED)), (_is_null(recorded("release")), exp.Null()),
+    # an entry without a release id: only a target whose comment is not duckanon's counts as replaced
+    foreign = exp.and_(_not_null(_col("o", "name")), exp.not_(exp.func(
+        "coalesce", exp.func("starts_with", _col("o", "comment"), _text("duckanon {")), exp.false())))
+    unchecked = _case((foreign, _text(REPLACED)))
+    return _case((_is_null(_col("d", "database_name")), _text(NOT_ATTACHED)), (_is_null(recorded("release")), unchecked),
                  (_not_null(_col("o", "name")), held), (elsewhere, _text(OTHER_FILE)))
 
 

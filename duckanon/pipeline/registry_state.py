@@ -201,13 +201,16 @@ def target_state(handle, entry: Entry) -> str | None:
     """None when REFRESH may replace the entry's target (it carries the entry's release, or it is
     gone from the very database the entry recorded); UNRECORDED (may too: the release committed, its
     entry was not updated); else SUPERSEDED, REPLACED, NOT_ATTACHED or OTHER_FILE. An entry written
-    before release ids is not checked."""
+    before release ids is checked only for a comment of duckanon's: its release cannot be compared,
+    but a table whose comment is not duckanon's (a user's, or an entry edited by hand to drop its
+    release and name another table) is never replaced."""
     backend = registry_backend(handle)
     attached = backend.database(entry.target[0])
     if attached is None:
         return NOT_ATTACHED
     if entry.release is None:
-        return None
+        found = backend.find_object(*entry.target)
+        return REPLACED if found and not str(found[1] or "").startswith("duckanon {") else None
     exists, carried = target_object(backend, *entry.target)
     if exists:
         if carried == entry.release:

@@ -341,6 +341,10 @@ def test_a_later_report_derives_the_anonymizations_epsilon_as_the_statement_did(
     ("epsilon", 1000.0),
     ("epsilon_search", 2.0),
     ("dp_beta", 1.5),
+    ("summary", "details", "levels", [3]),  # (b04: one level short, KeyError 'b')
+    ("delta", 2.0),  # (b05: a report asserting a guarantee "except with probability 2")
+    ("epsilon", -1.0),
+    ("dp_k", 0),
 ])
 def test_a_hand_edited_comment_is_not_taken_as_duckanons(tmp_path, edit):
     """The comment is stored text anyone may edit: a value of another type than ANONYMIZE writes

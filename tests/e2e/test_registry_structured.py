@@ -168,6 +168,33 @@ def test_a_forged_entry_with_a_valid_digest_is_a_name_never_sql(clinic, tmp_path
     con.close()
 
 
+def test_a_forged_entry_without_its_release_never_replaces_a_users_table(clinic):
+    """An entry rewritten by hand with a valid digest, its release id dropped (as an entry written
+    before release ids) and its target renamed to a user's table: listed 'target replaced' and
+    refused by REFRESH, the user's table untouched (the stored-text attack of 2026-12-04, b06:
+    listed 'current', and REFRESH replaced the table with a release)."""
+    with duckdb.connect(str(clinic)) as raw:
+        cursor = raw.execute(f"SELECT {', '.join(registry.COLUMNS)} FROM duckanon_publications")
+        row = dict(zip(registry.COLUMNS, cursor.fetchone()))
+        statement = json.loads(row["statement"])
+        statement["release"] = None
+        row["statement"], row["target_name"] = json.dumps(statement), "victim"
+        row["entry_digest"] = registry.digest(row)
+        raw.execute("UPDATE duckanon_publications SET statement = ?, target_name = 'victim', entry_digest = ?",
+                    [row["statement"], row["entry_digest"]])
+        raw.execute("INSERT INTO t SELECT * FROM t LIMIT 1")  # the source changed: REFRESH would run
+    con = duckanon.connect(str(clinic))
+    [entry] = listing(con).values()
+    assert entry["status"] == "target replaced"
+    with pytest.raises(duckanon.AnonymizeError) as raised:
+        con.execute("REFRESH victim")
+    assert str(raised.value) == ("REFRESH victim: clinic.main.victim no longer holds the release its entry in database "
+                                 "clinic recorded (a table duckanon did not publish is there now); nothing was changed")
+    assert result(con, "REFRESH ALL") == []  # (REFRESH ALL skips entries whose target is not theirs)
+    assert con.execute("SELECT * FROM victim").fetchall() == [(1,)]
+    con.close()
+
+
 def test_a_registry_of_the_previous_format_is_listed_outdated_and_never_runs(tmp_path):
     path = tmp_path / "old.duckdb"
     injection = _injection(tmp_path / "leak.csv")
