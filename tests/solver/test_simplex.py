@@ -159,7 +159,8 @@ def test_without_scipys_private_highs_bindings_the_lp_is_rebuilt_with_the_same_o
 
 
 def test_a_component_too_large_for_one_milp_is_improved_in_pieces(monkeypatch):
-    """With the MILP's cap below every listing, each component is covered in pieces (_in_pieces):
+    """With the MILP's cap below every listing and the exchange algorithm off, each component is
+    covered in pieces (_in_pieces):
     the cover still holds every row once (checked here from its groups), costs what its groups
     cost, is no cheaper than the whole listing's optimum, and is not claimed optimal."""
     import importlib
@@ -168,6 +169,8 @@ def test_a_component_too_large_for_one_milp_is_improved_in_pieces(monkeypatch):
 
     monkeypatch.setattr(simplex_module, "MILP_MAX_GROUPS", 5)
     monkeypatch.setattr(simplex_module, "PIECE_CLASSES", 6)
+    # (the exchange algorithm off: with it these components get their optimum, test_exchange.py)
+    monkeypatch.setattr(simplex_module, "EXCHANGE_MAX_ROWS", 0)
     rng = np.random.default_rng(11)
     for _ in range(2):
         codes, counts = np.unique(rng.integers(0, 3, size=(30, 4)), axis=0, return_counts=True)
