@@ -121,6 +121,8 @@ SIMPLEX_MAX_ROUNDS = 12
 # EXCHANGE_MATCHINGS_PER_ROW times its rows blossom matchings (counts, not a clock)
 EXCHANGE_MAX_ROWS = 100
 EXCHANGE_MATCHINGS_PER_ROW = 8
+# and at most this many blossom matchings in all per solve (the components in label order)
+EXCHANGE_MATCHINGS = 4_000
 
 
 def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
@@ -667,7 +669,7 @@ def _listing_ahead(distances, counts, y, gap: float, unit: float):
 
 
 def _exchange_stats() -> dict:
-    return {"components": 0, "improved": 0, "matchings": 0, "saved": 0.0}
+    return {"components": 0, "improved": 0, "stopped": 0, "spent": 0, "saved": 0.0}
 
 
 def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare=None, stats=None):
@@ -745,9 +747,11 @@ def _exchanged(distances, members, cost, copies, counts, label, components, stat
     """The covers of the given components (`label` of each class) replaced by the exchange
     algorithm's (solver/exchange.py, over every pair and triple of the component's rows, not only
     the listed ones) where it is cheaper; components of more than EXCHANGE_MAX_ROWS rows, or whose
-    run would pass EXCHANGE_MATCHINGS_PER_ROW blossom matchings per row, keep theirs. The
+    run would pass EXCHANGE_MATCHINGS_PER_ROW blossom matchings per row or the solve's
+    EXCHANGE_MATCHINGS in all, keep theirs. The
     exchange cover is verified, not proven optimal (its lemma is not proved); it is a valid cover.
-    Adds what it did to `stats` (components run, improved, blossom matchings, cost saved)."""
+    Adds what it did to `stats` (components run, improved, stopped at their budget, blossom
+    matchings spent, cost saved)."""
     from duckanon.solver.exchange import exchange_cover
 
     rows_of = np.bincount(label, weights=counts, minlength=int(label.max(initial=-1)) + 1)
@@ -769,11 +773,18 @@ def _exchanged(distances, members, cost, copies, counts, label, components, stat
         def triple(x, y, z, vertex=vertex):
             return 3 * distances.triples(vertex[x.ravel()], vertex[y.ravel()], vertex[z.ravel()])
 
-        found = exchange_cover(pair, triple, max_matchings=EXCHANGE_MATCHINGS_PER_ROW * rows, upper=upper)
+        budget = min(EXCHANGE_MATCHINGS_PER_ROW * rows, EXCHANGE_MATCHINGS - stats["spent"])
+        if budget <= 0:
+            break
+        found = exchange_cover(pair, triple, max_matchings=budget, upper=upper)
         stats["components"] += 1
-        if found is None or not found.feasible:
+        if found is None:  # (stopped at its budget: it spent all of it)
+            stats["spent"] += budget
+            stats["stopped"] += 1
             continue
-        stats["matchings"] += found.matchings
+        stats["spent"] += found.matchings
+        if not found.feasible:
+            continue
         inside = np.flatnonzero((group_part == part) & (copies > 0))
         held = int(((members[inside] >= 0).sum(axis=1) * copies[inside]).sum())
         now = float(cost[inside] @ copies[inside]) if held == rows else np.inf  # (no cover yet: inf)
@@ -988,12 +999,13 @@ def _chosen_groups(cover: dict):
 
 def _exchange_notes(solution, cover: dict):
     """details.exchange when the exchange algorithm ran on a component whose set partitioning
-    was cut: components run, improved (their cover replaced by a cheaper exchange cover), blossom
-    matchings solved, cost saved."""
+    was cut: components run, improved (their cover replaced by a cheaper exchange cover), stopped
+    at their matching budget, blossom matchings solved, cost saved."""
     stats = cover.get("exchange") or {}
     if stats.get("components"):
         solution.notes["exchange"] = {"components": stats["components"], "improved": stats["improved"],
-                                      "matchings": stats["matchings"], "saved": round(stats["saved"], 9)}
+                                      "stopped": stats["stopped"], "matchings": stats["spent"],
+                                      "saved": round(stats["saved"], 9)}
 
 
 def hierarchy_refusal(hierarchies, suppression_limit) -> str | None:
