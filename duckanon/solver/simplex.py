@@ -40,7 +40,8 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    last primal (_rounded_cover: its half-integral cycles cut into pairs and one triple) is listed
    beside them (in later rounds the best cover found so far), so every component has a solution;
    a batch of more than MILP_MAX_GROUPS groups is not given to one MILP: that cover is improved
-   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing. A cover cheaper than the best V
+   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing by itself (only
+   a cover that meets ceil(L) is proven, by the bound). A cover cheaper than the best V
    found costs at most V - u (u = 1 with integral costs: every cover costs an integer; else 0),
    so its groups have rc <= V - u - L: if that is <= g and every batch was solved to optimality,
    V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
@@ -50,15 +51,31 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    MILP_MAX_GROUPS groups (_listing_ahead). Up to SIMPLEX_WHOLE_CLASSES classes every pair
    and triple is listed at once (no LP).
 
-**Proven**: a release with optimal = True is optimal (the LP bound, the pruning argument and
-HiGHS's MILP optimum on every batch; no lemma assumed). Any other release is a valid cover
-published with optimal = False and the proven bound ceil(L) (lower_bound; with hierarchies
-details.cell_loss_bound). **Not proven, not claimed**: that the method is polynomial. The LP
-part is; the set partitioning is a branch and bound (worst case exponential), and where it is
-cut (MILP_MAX_GROUPS, SIMPLEX_MILP_NODES, SIMPLEX_MAX_PAIRS) the release is not proven. The
-polynomial algorithm of Anshelevich & Karagiozova is not implemented (its text is not
-available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md (its key lemma is
-verified, not proved): this method depends on neither.
+4. The exchange algorithm (solver/exchange.py: ALGORITHMS.md's vertex-incremental exchange,
+   networkx's blossom matchings) on the components whose set partitioning was cut (a batch past
+   MILP_MAX_GROUPS or stopped at SIMPLEX_MILP_NODES), when a component has at most
+   EXCHANGE_MAX_ROWS rows: over every pair and triple of its rows (not only the listed ones), its
+   cover replaces the component's when cheaper (_exchanged). Its work is bounded by counts of
+   blossom matchings (EXCHANGE_MATCHINGS_PER_ROW per row, EXCHANGE_MATCHINGS per solve); past
+   them the component keeps its cover. details.exchange says what ran.
+
+**Proven**: a release with optimal = True is optimal: either by the pruning argument with
+HiGHS's MILP optimum on every batch (the LP bound, no lemma assumed), or because its cost meets
+the proven bound ceil(L) (integral costs: no cover costs less), whichever cover reached it.
+Any other release is a valid cover published with optimal = False and the proven bound ceil(L)
+(lower_bound; with hierarchies details.cell_loss_bound). **Polynomial**: the LP part, and the
+exchange algorithm (n - 2 steps of at most C(n, 3) + n/3 minimum-cost perfect matchings, each
+O(n^3)). **Verified, not proven**: that the exchange cover is optimal. Its key lemma (some
+optimal cover of S + z has the triples of any optimal cover of S with one triple added or one
+removed) has no counterexample in ALGORITHMS.md's random instances nor in this repository's
+tests (2,000 tables against an independent brute force), but is not proved; so an exchange
+cover is claimed optimal only where it meets ceil(L). **Not polynomial**: the method as a
+whole. The set partitioning is a branch and bound (worst case exponential), and the exchange
+algorithm is run only on components of at most EXCHANGE_MAX_ROWS rows (its pure-Python
+matchings take 9 s of CPU at 100 rows and 90 s at 150, BENCHMARKS.md), so the large components
+where the MILP is cut (at 50,000 CUP rows one of 30,852 classes) keep the pieces' cover, not
+proven. The polynomial algorithm of Anshelevich & Karagiozova is not implemented (its text is
+not available).
 
 With hierarchies (simplex_with_hierarchies) the objective is the sum of the cells' ARX loss
 (per cell (leaves under its label - 1) / (leaves - 1), times ARX's attribute weight), which is
@@ -67,8 +84,9 @@ geometric mean, which is not, so the release is proven optimal for the sum only
 (optimal_for says so) and reports ARX's Loss beside it. No rows are removed.
 
 Size: everything is on classes, with their counts as demands, so the work grows with the number
-of classes, not rows. No minimum-cost perfect matching library (networkx) is used: the matching
-LP and the set partitioning are HiGHS's.
+of classes, not rows (the exchange algorithm alone works on a component's rows, one vertex per
+row, at most EXCHANGE_MAX_ROWS). The matching LP and the set partitioning are HiGHS's; the
+exchange algorithm's perfect matchings are networkx's blossom (max_weight_matching).
 """
 
 from __future__ import annotations
