@@ -140,7 +140,7 @@ SIMPLEX_MAX_ROUNDS = 12
 EXCHANGE_MAX_ROWS = 100
 EXCHANGE_MATCHINGS_PER_ROW = 8
 # and at most this many blossom matchings in all per solve (the components in label order)
-EXCHANGE_MATCHINGS = 4_000
+EXCHANGE_MATCHINGS = 1_000
 
 
 def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
