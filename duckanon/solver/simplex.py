@@ -40,7 +40,8 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    last primal (_rounded_cover: its half-integral cycles cut into pairs and one triple) is listed
    beside them (in later rounds the best cover found so far), so every component has a solution;
    a batch of more than MILP_MAX_GROUPS groups is not given to one MILP: that cover is improved
-   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing. A cover cheaper than the best V
+   in pieces of at most PIECE_CLASSES classes (_in_pieces), which proves nothing by itself (only
+   a cover that meets ceil(L) is proven, by the bound). A cover cheaper than the best V
    found costs at most V - u (u = 1 with integral costs: every cover costs an integer; else 0),
    so its groups have rc <= V - u - L: if that is <= g and every batch was solved to optimality,
    V is the global optimum (the listed groups plus the rounded ones are a superset of the groups
@@ -50,15 +51,31 @@ What runs, on the class histogram (a class of n_c identical rows is one node wit
    MILP_MAX_GROUPS groups (_listing_ahead). Up to SIMPLEX_WHOLE_CLASSES classes every pair
    and triple is listed at once (no LP).
 
-**Proven**: a release with optimal = True is optimal (the LP bound, the pruning argument and
-HiGHS's MILP optimum on every batch; no lemma assumed). Any other release is a valid cover
-published with optimal = False and the proven bound ceil(L) (lower_bound; with hierarchies
-details.cell_loss_bound). **Not proven, not claimed**: that the method is polynomial. The LP
-part is; the set partitioning is a branch and bound (worst case exponential), and where it is
-cut (MILP_MAX_GROUPS, SIMPLEX_MILP_NODES, SIMPLEX_MAX_PAIRS) the release is not proven. The
-polynomial algorithm of Anshelevich & Karagiozova is not implemented (its text is not
-available), nor the vertex-incremental exchange algorithm of ALGORITHMS.md (its key lemma is
-verified, not proved): this method depends on neither.
+4. The exchange algorithm (solver/exchange.py: ALGORITHMS.md's vertex-incremental exchange,
+   networkx's blossom matchings) on the components whose set partitioning was cut (a batch past
+   MILP_MAX_GROUPS or stopped at SIMPLEX_MILP_NODES), when a component has at most
+   EXCHANGE_MAX_ROWS rows: over every pair and triple of its rows (not only the listed ones), its
+   cover replaces the component's when cheaper (_exchanged). Its work is bounded by counts of
+   blossom matchings (EXCHANGE_MATCHINGS_PER_ROW per row, EXCHANGE_MATCHINGS per solve); past
+   them the component keeps its cover. details.exchange says what ran.
+
+**Proven**: a release with optimal = True is optimal: either by the pruning argument with
+HiGHS's MILP optimum on every batch (the LP bound, no lemma assumed), or because its cost meets
+the proven bound ceil(L) (integral costs: no cover costs less), whichever cover reached it.
+Any other release is a valid cover published with optimal = False and the proven bound ceil(L)
+(lower_bound; with hierarchies details.cell_loss_bound). **Polynomial**: the LP part, and the
+exchange algorithm (n - 2 steps of at most C(n, 3) + n/3 minimum-cost perfect matchings, each
+O(n^3)). **Verified, not proven**: that the exchange cover is optimal. Its key lemma (some
+optimal cover of S + z has the triples of any optimal cover of S with one triple added or one
+removed) has no counterexample in ALGORITHMS.md's random instances nor in this repository's
+tests (2,000 tables against an independent brute force), but is not proved; so an exchange
+cover is claimed optimal only where it meets ceil(L). **Not polynomial**: the method as a
+whole. The set partitioning is a branch and bound (worst case exponential), and the exchange
+algorithm is run only on components of at most EXCHANGE_MAX_ROWS rows (its pure-Python
+matchings take 9 s of CPU at 100 rows and 90 s at 150, BENCHMARKS.md), so the large components
+where the MILP is cut (at 50,000 CUP rows one of 30,852 classes) keep the pieces' cover, not
+proven. The polynomial algorithm of Anshelevich & Karagiozova is not implemented (its text is
+not available).
 
 With hierarchies (simplex_with_hierarchies) the objective is the sum of the cells' ARX loss
 (per cell (leaves under its label - 1) / (leaves - 1), times ARX's attribute weight), which is
@@ -67,8 +84,9 @@ geometric mean, which is not, so the release is proven optimal for the sum only
 (optimal_for says so) and reports ARX's Loss beside it. No rows are removed.
 
 Size: everything is on classes, with their counts as demands, so the work grows with the number
-of classes, not rows. No minimum-cost perfect matching library (networkx) is used: the matching
-LP and the set partitioning are HiGHS's.
+of classes, not rows (the exchange algorithm alone works on a component's rows, one vertex per
+row, at most EXCHANGE_MAX_ROWS). The matching LP and the set partitioning are HiGHS's; the
+exchange algorithm's perfect matchings are networkx's blossom (max_weight_matching).
 """
 
 from __future__ import annotations
@@ -116,6 +134,13 @@ SIMPLEX_MAX_PAIRS = 2_000_000
 SIMPLEX_WHOLE_CLASSES = 24
 # the gap grows at most this many times (each round lists more groups)
 SIMPLEX_MAX_ROUNDS = 12
+# a component whose set partitioning is cut (not proven) gets the exchange algorithm's cover
+# (solver/exchange.py) when it has at most this many rows, each run stopped after
+# EXCHANGE_MATCHINGS_PER_ROW times its rows blossom matchings (counts, not a clock)
+EXCHANGE_MAX_ROWS = 100
+EXCHANGE_MATCHINGS_PER_ROW = 8
+# and at most this many blossom matchings in all per solve (the components in label order)
+EXCHANGE_MATCHINGS = 1_000
 
 
 def simplex_not_applicable(hist: Histogram, models, patterns=None) -> str | None:
@@ -576,15 +601,20 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
     pair and triple, no LP and no pruning. `distances`: the costs (default the weighted Hamming
     distances of cell suppression; _LabelLosses with hierarchies)."""
     distances = _Distances(codes, w) if distances is None else distances
+    stats = _exchange_stats()
     if len(counts) <= (SIMPLEX_WHOLE_CLASSES if whole is None else whole):
         members, cost = list_groups(distances, counts, np.zeros(len(counts)), np.inf)
         copies, solved, message = _set_partitioning(members, cost, counts)
-        if copies is None:
-            raise AnonymizeError(f"method 'simplex' found no cover ({message})")
+        if not solved:  # the exchange algorithm's cover where cheaper (a valid cover, not proven)
+            copies = np.zeros(len(cost), dtype=np.int64) if copies is None else copies
+            members, cost, copies = _exchanged(distances, members, cost, copies, counts,
+                                               np.zeros(len(counts), dtype=np.int64), [0], stats)
+            if not _covers(np.repeat(members, copies, axis=0), counts):
+                raise AnonymizeError(f"method 'simplex' found no cover ({message})")
         value = float(cost @ copies)
         return {"members": members, "copies": copies, "cost": value, "bound": value if solved else 0.0,
                 "proven": solved, "rounds": 1, "lp_solves": 0, "groups": len(cost), "gap": np.inf,
-                "stopped": "" if solved else message}
+                "stopped": "" if solved else message, "exchange": stats}
     y, bound, solves, scans = lp_bound(distances, counts)
     rounded = _rounded_cover(distances, counts, lp_bound.last_pairs)
     if not _covers(rounded[0], counts):  # (a safety net: then _partitioned makes its own)
@@ -611,12 +641,15 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         if listed > SIMPLEX_MAX_GROUPS:
             why = f"the pruning lists {listed:,} groups, more than {SIMPLEX_MAX_GROUPS:,}"
             break
-        members, cost, copies, solved, message = _partitioned(distances, members, cost, counts, rounded)
+        members, cost, copies, solved, message = _partitioned(distances, members, cost, counts, rounded, stats)
         value = float(cost @ copies)
         if best is None or value < best["cost"] - 1e-9:
             best = {"members": members, "copies": copies, "cost": value}
             # the next round's spare cover: the best so far (its pieces then only improve on it)
             rounded = (np.repeat(members, copies, axis=0), np.repeat(cost, copies))
+        if unit and best["cost"] <= np.ceil(bound - 1e-6):
+            proven = True  # the bound closes: no cover costs less than ceil(L) (integral costs)
+            break
         if not solved:
             why = f"the set partitioning stopped ({message})"
             break
@@ -630,10 +663,10 @@ def optimal_cover(codes: np.ndarray, counts: np.ndarray, w: np.ndarray, whole: i
         why = f"{SIMPLEX_MAX_ROUNDS} rounds of pruning"
     if best is None:  # the first listing was too large: the spare cover alone
         none = np.zeros((0, 3), dtype=np.int64)
-        members, cost, copies, _, _ = _partitioned(distances, none, np.zeros(0), counts, rounded)
+        members, cost, copies, _, _ = _partitioned(distances, none, np.zeros(0), counts, rounded, stats)
         best = {"members": members, "copies": copies, "cost": float(cost @ copies)}
     return dict(best, bound=bound, proven=proven, rounds=rounds, lp_solves=solves, scans=scans, groups=listed,
-                gap=gap, stopped="" if proven else why)
+                gap=gap, stopped="" if proven else why, exchange=stats)
 
 
 def _listing_ahead(distances, counts, y, gap: float, unit: float):
@@ -653,7 +686,11 @@ def _listing_ahead(distances, counts, y, gap: float, unit: float):
     return (ahead, members, cost) if len(cost) <= MILP_MAX_GROUPS else None
 
 
-def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare=None):
+def _exchange_stats() -> dict:
+    return {"components": 0, "improved": 0, "stopped": 0, "spent": 0, "saved": 0.0}
+
+
+def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare=None, stats=None):
     """The set partitioning over the listed groups, split into their connected components (a
     class that no listed group joins to another is joined to its neighbour in lexicographic
     order), each given a cover that always exists (_consecutive_cover), the components packed
@@ -701,7 +738,7 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
     class_batch = batch_of_part[label]
     group_batch = class_batch[members[:, 0]]
     copies = np.zeros(len(cost), dtype=np.int64)
-    proven, messages = True, []
+    proven, messages, cut = True, [], []
     for which in range(batch + 1):
         classes = np.flatnonzero(class_batch == which)
         groups = np.flatnonzero(group_batch == which)
@@ -718,7 +755,76 @@ def _partitioned(distances, members: np.ndarray, cost: np.ndarray, counts: np.nd
         if not solved:
             proven = False
             messages.append(message)
+            cut.extend(np.unique(label[classes]).tolist())
+    if cut:  # the components whose cover is not proven: the exchange algorithm's where cheaper
+        members, cost, copies = _exchanged(distances, members, cost, copies, counts, label, cut, stats)
     return members, cost, copies, proven, messages[0] if messages else ""
+
+
+def _exchanged(distances, members, cost, copies, counts, label, components, stats=None):
+    """The covers of the given components (`label` of each class) replaced by the exchange
+    algorithm's (solver/exchange.py, over every pair and triple of the component's rows, not only
+    the listed ones) where it is cheaper; components of more than EXCHANGE_MAX_ROWS rows, or whose
+    run would pass EXCHANGE_MATCHINGS_PER_ROW blossom matchings per row or the solve's
+    EXCHANGE_MATCHINGS in all, keep theirs. The
+    exchange cover is verified, not proven optimal (its lemma is not proved); it is a valid cover.
+    Adds what it did to `stats` (components run, improved, stopped at their budget, blossom
+    matchings spent, cost saved)."""
+    from duckanon.solver.exchange import exchange_cover
+
+    rows_of = np.bincount(label, weights=counts, minlength=int(label.max(initial=-1)) + 1)
+    order = lexicographic_order(distances.codes)
+    group_part = label[members[:, 0]]
+    upper = 3.0 * float(np.sum(distances.w))
+    stats = _exchange_stats() if stats is None else stats
+    extra_members, extra_cost = [], []
+    for part in sorted(set(components)):
+        rows = int(rows_of[part])
+        if rows < 2 or rows > EXCHANGE_MAX_ROWS:
+            continue
+        classes = order[label[order] == part]  # (the component's classes in lexicographic order)
+        vertex = np.repeat(classes, counts[classes])
+        a, b = np.meshgrid(np.arange(rows), np.arange(rows), indexing="ij")
+        pair = (2 * distances.pairs(vertex[a.ravel()], vertex[b.ravel()])).reshape(rows, rows)
+        np.fill_diagonal(pair, 0.0)
+
+        def triple(x, y, z, vertex=vertex):
+            return 3 * distances.triples(vertex[x.ravel()], vertex[y.ravel()], vertex[z.ravel()])
+
+        budget = min(EXCHANGE_MATCHINGS_PER_ROW * rows, EXCHANGE_MATCHINGS - stats["spent"])
+        if budget <= 0:
+            break
+        found = exchange_cover(pair, triple, max_matchings=budget, upper=upper)
+        stats["components"] += 1
+        if found is None:  # (stopped at its budget: it spent all of it)
+            stats["spent"] += budget
+            stats["stopped"] += 1
+            continue
+        stats["spent"] += found.matchings
+        if not found.feasible:
+            continue
+        inside = np.flatnonzero((group_part == part) & (copies > 0))
+        held = int(((members[inside] >= 0).sum(axis=1) * copies[inside]).sum())
+        now = float(cost[inside] @ copies[inside]) if held == rows else np.inf  # (no cover yet: inf)
+        groups = np.array([sorted(vertex[list(g)].tolist()) + [-1] * (3 - len(g)) for g in found.groups],
+                          dtype=np.int64)
+        triple_rows = groups[:, 2] >= 0
+        value = np.zeros(len(groups))
+        value[~triple_rows] = 2 * distances.pairs(groups[~triple_rows, 0], groups[~triple_rows, 1])
+        value[triple_rows] = 3 * distances.triples(groups[triple_rows, 0], groups[triple_rows, 1],
+                                                   groups[triple_rows, 2])
+        if float(value.sum()) < now - 1e-9 * max(1.0, abs(now) if np.isfinite(now) else 1.0):
+            copies[inside] = 0
+            extra_members.append(groups)
+            extra_cost.append(value)
+            stats["improved"] += 1
+            stats["saved"] += now - float(value.sum())
+    if extra_members:
+        added = np.concatenate(extra_cost)
+        members = np.concatenate([members] + extra_members)
+        cost = np.concatenate([cost, added])
+        copies = np.concatenate([copies, np.ones(len(added), dtype=np.int64)])
+    return members, cost, copies
 
 
 def _in_pieces(members: np.ndarray, cost: np.ndarray, counts: np.ndarray, spare: np.ndarray) -> np.ndarray:
@@ -909,6 +1015,17 @@ def _chosen_groups(cover: dict):
     return np.array(cls, dtype=np.int64), np.array(grp, dtype=np.int64), np.array(cnt, dtype=np.int64)
 
 
+def _exchange_notes(solution, cover: dict):
+    """details.exchange when the exchange algorithm ran on a component whose set partitioning
+    was cut: components run, improved (their cover replaced by a cheaper exchange cover), stopped
+    at their matching budget, blossom matchings solved, cost saved."""
+    stats = cover.get("exchange") or {}
+    if stats.get("components"):
+        solution.notes["exchange"] = {"components": stats["components"], "improved": stats["improved"],
+                                      "stopped": stats["stopped"], "matchings": stats["spent"],
+                                      "saved": round(stats["saved"], 9)}
+
+
 def hierarchy_refusal(hierarchies, suppression_limit) -> str | None:
     """Why 'simplex' cannot take these hierarchies (one line), or None: it removes no rows, and
     its proof needs every hierarchy to end in one top label and its cell losses never to
@@ -966,6 +1083,7 @@ def simplex_with_hierarchies(hist: Histogram, hierarchies, models, suppression_l
                                "lp_bound": round(cover["bound"], 9)})
         if cover["stopped"]:
             solution.notes["stopped"] = cover["stopped"]
+        _exchange_notes(solution, cover)
     solution.optimal = cover is None or cover["proven"]
     solution.notes["cell_loss_bound"] = round(summed if solution.optimal else cover["bound"], 9)
     return solution
@@ -993,6 +1111,7 @@ def simplex(hist: Histogram, models, patterns=None, weights=None) -> Solution:
             solution.notes.update({"lp_bound": round(bound, 9), "lp_solves": cover["lp_solves"]})
         if cover["stopped"]:
             solution.notes["stopped"] = cover["stopped"]
+        _exchange_notes(solution, cover)
     cost = solution.cost(weights)
     proven = cover is None or cover["proven"]
     solution.optimal = proven
