@@ -247,10 +247,12 @@ def main() -> None:
             if why != "not section 2":
                 skipped[why] += 1
             continue
-        result = {**case, "case": f"{suite}#{index}", **run(case)}
+        found = run(case)
+        found["found_levels"] = found.pop("levels", None)  # (case["levels"] are ARX's)
+        result = {**case, "case": f"{suite}#{index}", **found}
         results.append(result)
         print(f"{result['outcome']:<6} {result['case']:<40} {case['table']} supp {case['supp']:<5} {case['metric']:<25} "
-              f"ARX {case['expected']} {case['levels']}  duckanon {result.get('value')} {result.get('levels')} "
+              f"ARX {case['expected']} {case['levels']}  duckanon {result.get('value')} {result.get('found_levels')} "
               f"{result['seconds']} s", flush=True)
     outcomes = Counter(r["outcome"].split(" ")[0] for r in results)
     print("outcomes:", dict(outcomes), "| not run (section 2 cases):", dict(skipped))
